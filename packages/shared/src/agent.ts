@@ -1,0 +1,98 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * The agent protocol (DESIGN §5). The agent sends a heartbeat every few seconds with
+ * its node report and the status of every shard it runs; the reply is the full set of
+ * shards the node should run. Unknown fields are allowed so that an older server can
+ * talk to a newer agent; known fields must have the right type.
+ */
+
+const Str = (opts = {}) => Type.String({ maxLength: 4096, ...opts });
+const Id = Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
+const Count = Type.Integer({ minimum: 0 });
+
+/** One GPU as the agent saw it. `uuid` is the stable key; `index` can change after a GPU is lost. */
+export const GpuReportSchema = Type.Object({
+  index: Count,
+  /** Absent for a GPU the driver lost: nvidia-smi can no longer name it. */
+  uuid: Type.Optional(Str()),
+  bus_id: Type.Optional(Str()),
+  name: Str(),
+  /** Short normalised class such as `H100-80GB`, `RTX-4090`, `L40S`. */
+  class: Str(),
+  /** Absent when nvidia-smi printed a sentinel such as `[N/A]`: unknown is not zero. */
+  memory_total_mb: Type.Optional(Count),
+  memory_used_mb: Type.Optional(Count),
+  /** Empty when healthy. Any entry keeps the GPU out of placement. */
+  problems: Type.Array(Str()),
+});
+export type GpuReport = Static<typeof GpuReportSchema>;
+
+export const NodeReportSchema = Type.Object({
+  node_id: Id,
+  hostname: Str(),
+  /** Address (host, no port) at which the server reaches engines on this node. */
+  mgmt_addr: Str(),
+  agent_version: Str(),
+  labels: Type.Record(Type.String(), Type.String()),
+  pool: Type.Optional(Str()),
+  /** min(MemTotal, cgroup memory.max). Absent when the agent could not read it. */
+  memory_total_mb: Type.Optional(Count),
+  cpu_cores: Type.Optional(Count),
+  gpus: Type.Array(GpuReportSchema),
+  fabrics: Type.Array(Str()),
+  /** A node-level GPU problem (driver not loaded, version mismatch). */
+  gpu_error: Type.Optional(Str()),
+});
+export type NodeReport = Static<typeof NodeReportSchema>;
+
+export const ShardStates = ['starting', 'ready', 'failed', 'stopped'] as const;
+export const ShardStatusSchema = Type.Object({
+  id: Str({ minLength: 1 }),
+  replica_id: Str({ minLength: 1 }),
+  state: Type.Union(ShardStates.map((s) => Type.Literal(s))),
+  pid: Type.Optional(Count),
+  port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  restarts: Type.Optional(Count),
+  error: Type.Optional(Type.String({ maxLength: 16384 })),
+});
+export type ShardStatus = Static<typeof ShardStatusSchema>;
+
+export const HeartbeatSchema = Type.Object({
+  report: NodeReportSchema,
+  shards: Type.Array(ShardStatusSchema),
+});
+export type Heartbeat = Static<typeof HeartbeatSchema>;
+
+/** One shard the node should run, with everything needed to build the engine's command line. */
+export const ShardAssignmentSchema = Type.Object({
+  id: Str({ minLength: 1 }),
+  replica_id: Str({ minLength: 1 }),
+  /** The catalog name: engines serve the model under this name. */
+  model: Str({ minLength: 1 }),
+  profile: Str(),
+  engine: Str(),
+  source: Str(),
+  rank: Count,
+  shards: Type.Integer({ minimum: 1 }),
+  /** GPU UUIDs for CUDA_VISIBLE_DEVICES; empty for a CPU shard. */
+  gpus: Type.Array(Str()),
+  gpu_indices: Type.Array(Count),
+  args: Type.Array(Str()),
+  env: Type.Record(Type.String(), Type.String()),
+  command: Type.Optional(Type.Array(Str())),
+  /** Rank 0's node address and port, for followers of a multi-node replica. */
+  master_addr: Type.Optional(Str()),
+  master_port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  api_key: Type.Optional(Str()),
+  startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+});
+export type ShardAssignment = Static<typeof ShardAssignmentSchema>;
+
+export const HeartbeatReplySchema = Type.Object({
+  node_id: Id,
+  /** Bumped whenever this node's assignments change; the long-poll waits for a newer one. */
+  version: Count,
+  assignments: Type.Array(ShardAssignmentSchema),
+});
+export type HeartbeatReply = Static<typeof HeartbeatReplySchema>;

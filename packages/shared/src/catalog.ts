@@ -1,0 +1,59 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * The catalog file: which models should run, and the ways (profiles) each can run.
+ * Unknown keys are errors here, unlike on the wire: a misspelt `min_memroy_gb` must not
+ * silently become "no requirement".
+ */
+
+const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9][A-Za-z0-9._:/-]*$' });
+const NonNeg = Type.Integer({ minimum: 0 });
+
+export const Engines = ['vllm', 'sglang', 'llama.cpp', 'node-llama-cpp', 'command'] as const;
+export type EngineName = (typeof Engines)[number];
+
+export const ProfileSchema = Type.Object(
+  {
+    name: Name,
+    engine: Type.Union(Engines.map((e) => Type.Literal(e))),
+    /** GPUs per shard; 0 means a CPU profile. */
+    gpus: Type.Optional(NonNeg),
+    /** Accepted GPU classes; a class matches by prefix, so `H100` accepts `H100-80GB`. */
+    gpu_class: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    min_gpu_memory_gb: Type.Optional(Type.Number({ minimum: 0 })),
+    /** Host RAM the replica needs on each node; reserved while it is placed there. */
+    min_memory_gb: Type.Optional(Type.Number({ minimum: 0 })),
+    shards: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+    fabric: Type.Optional(Type.String({ minLength: 1 })),
+    node_selector: Type.Optional(Type.Record(Type.String(), Type.String())),
+    args: Type.Optional(Type.Array(Type.String())),
+    env: Type.Optional(Type.Record(Type.String(), Type.String())),
+    source: Type.Optional(Type.String({ minLength: 1 })),
+    /** argv template for `engine: command`, with placeholders such as `{port}`. */
+    command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
+    startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type Profile = Static<typeof ProfileSchema>;
+
+export const ModelSchema = Type.Object(
+  {
+    name: Name,
+    aliases: Type.Optional(Type.Array(Name)),
+    source: Type.String({ minLength: 1 }),
+    scaling: Type.Optional(
+      Type.Object({ min: NonNeg, max: NonNeg }, { additionalProperties: false }),
+    ),
+    fallbacks: Type.Optional(Type.Array(Name)),
+    profiles: Type.Array(ProfileSchema, { minItems: 1 }),
+  },
+  { additionalProperties: false },
+);
+export type Model = Static<typeof ModelSchema>;
+
+export const CatalogSchema = Type.Object(
+  { models: Type.Array(ModelSchema) },
+  { additionalProperties: false },
+);
+export type Catalog = Static<typeof CatalogSchema>;

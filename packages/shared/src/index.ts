@@ -1,0 +1,5 @@
+export * from './agent.js';
+export * from './views.js';
+export * from './catalog.js';
+export * from './validate.js';
+export * from './units.js';

@@ -1,0 +1,60 @@
+import { describe, expect, it } from '@jest/globals';
+import { CatalogSchema, HeartbeatSchema, NodeStateRequestSchema, fieldPath, formatFailure, validate } from './index.js';
+import type { Heartbeat } from './index.js';
+
+const beat = (): Heartbeat => ({
+  report: {
+    node_id: 'node-a',
+    hostname: 'node-a',
+    mgmt_addr: '10.0.0.1',
+    agent_version: '0.1.0',
+    labels: { role: 'coding' },
+    memory_total_mb: 8192,
+    gpus: [{ index: 0, uuid: 'GPU-1', name: 'NVIDIA H100 80GB HBM3', class: 'H100-80GB', memory_total_mb: 81559, problems: [] }],
+    fabrics: ['nvlink'],
+  },
+  shards: [],
+});
+
+describe('validate', () => {
+  it('accepts a well-formed heartbeat', () => {
+    expect(validate(HeartbeatSchema, beat())).toEqual({ ok: true, value: beat() });
+  });
+
+  it.each([
+    ['report.memory_total_mb', (b: any) => (b.report.memory_total_mb = '8192'), 'must be integer'],
+    ['report.gpus[0].index', (b: any) => (b.report.gpus[0].index = 'zero'), 'must be integer'],
+    ['report.labels.role', (b: any) => (b.report.labels.role = 7), 'must be string'],
+    ['report.hostname', (b: any) => delete b.report.hostname, 'is required'],
+    ['report.fabrics', (b: any) => (b.report.fabrics = 'nvlink'), 'must be array'],
+    ['report.gpus[0].problems', (b: any) => (b.report.gpus[0].problems = null), 'must be array'],
+  ])('names %s when it has the wrong type', (field, mutate, message) => {
+    const b = beat();
+    mutate(b);
+    const r = validate(HeartbeatSchema, b);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error).toEqual({ field, message });
+  });
+
+  it('names the allowed values of a union', () => {
+    const b: any = beat();
+    b.shards = [{ id: 's', replica_id: 'r', state: 'bogus' }];
+    const r = validate(HeartbeatSchema, b);
+    expect(!r.ok && formatFailure(r.error)).toBe('shards[0].state must be one of starting, ready, failed, stopped');
+  });
+
+  it('rejects unknown catalog keys, so a typo is not silently "no requirement"', () => {
+    const r = validate(CatalogSchema, { models: [{ name: 'm', source: 's', profiles: [{ name: 'p', engine: 'vllm', min_memroy_gb: 3 }] }] });
+    expect(!r.ok && r.error).toEqual({ field: 'models[0].profiles[0].min_memroy_gb', message: 'is not a known field' });
+  });
+
+  it('a missing top-level field is named without a dot', () => {
+    const r = validate(NodeStateRequestSchema, {});
+    expect(!r.ok && r.error.field).toBe('state');
+  });
+
+  it('fieldPath renders JSON pointers with a root', () => {
+    expect(fieldPath('/a/0/b~1c', 'body')).toBe('body.a[0].b/c');
+    expect(fieldPath('')).toBe('(body)');
+  });
+});

@@ -1,0 +1,82 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Static, TSchema } from '@sinclair/typebox';
+
+/** What went wrong with an input, naming the field at fault (`report.gpus[0].index`). */
+export interface ValidationFailure {
+  field: string;
+  message: string;
+}
+
+export type Validated<T> = { ok: true; value: T } | { ok: false; error: ValidationFailure };
+
+const ajv = new Ajv({ allErrors: false, strict: false, verbose: true });
+const compiled = new WeakMap<TSchema, ValidateFunction>();
+
+/** `/report/gpus/0/index` → `report.gpus[0].index`. */
+export function fieldPath(pointer: string, root = ''): string {
+  let out = root;
+  for (const raw of pointer.split('/').slice(1)) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(part)) out += `[${part}]`;
+    else out += out ? `.${part}` : part;
+  }
+  return out || '(body)';
+}
+
+function describe(e: ErrorObject, root: string): ValidationFailure {
+  let field = fieldPath(e.instancePath, root);
+  let message: string;
+  switch (e.keyword) {
+    case 'required': {
+      const missing = String((e.params as { missingProperty: string }).missingProperty);
+      field = field === '(body)' ? missing : `${field}.${missing}`;
+      message = 'is required';
+      break;
+    }
+    case 'additionalProperties': {
+      const extra = String((e.params as { additionalProperty: string }).additionalProperty);
+      field = field === '(body)' ? extra : `${field}.${extra}`;
+      message = 'is not a known field';
+      break;
+    }
+    case 'anyOf':
+    case 'oneOf':
+    case 'const': {
+      const options = unionLiterals(e.parentSchema);
+      message = options ? `must be one of ${options.join(', ')}` : 'has an invalid value';
+      break;
+    }
+    default:
+      message = e.message ?? 'is invalid';
+  }
+  return { field, message };
+}
+
+function unionLiterals(schema: unknown): string[] | undefined {
+  const anyOf = (schema as { anyOf?: { const?: unknown }[] } | undefined)?.anyOf;
+  if (!anyOf || !anyOf.every((s) => typeof s.const === 'string')) return undefined;
+  return anyOf.map((s) => String(s.const));
+}
+
+/**
+ * Validates untrusted input against a shared schema. The schema is compiled once and
+ * cached, so calling this on a hot path costs one function call.
+ */
+export function validate<S extends TSchema>(schema: S, data: unknown, root = ''): Validated<Static<S>> {
+  let fn = compiled.get(schema);
+  if (!fn) {
+    fn = ajv.compile(schema);
+    compiled.set(schema, fn);
+  }
+  if (fn(data)) return { ok: true, value: data as Static<S> };
+  const errs = fn.errors ?? [];
+  // With unions ajv reports each branch and then the union; the union line is clearer.
+  const union = errs.find((e) => e.keyword === 'anyOf');
+  const first = union && errs.every((e) => e.instancePath.startsWith(union.instancePath)) ? union : errs[0];
+  return { ok: false, error: first ? describe(first, root) : { field: root || '(body)', message: 'is invalid' } };
+}
+
+/** Renders a failure as one line: `report.memory_total_mb must be integer`. */
+export function formatFailure(f: ValidationFailure): string {
+  return `${f.field} ${f.message}`;
+}

@@ -1,0 +1,135 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * Admin API views (DESIGN §6). Field names follow the original system's admin API so
+ * that scripts written against it keep working.
+ */
+
+export const NodeAdminStates = ['ready', 'cordoned', 'draining'] as const;
+export type NodeAdminState = (typeof NodeAdminStates)[number];
+export const NodeLiveness = ['ready', 'not-ready', 'lost'] as const;
+export type Liveness = (typeof NodeLiveness)[number];
+
+const Lit = <T extends readonly string[]>(xs: T) => Type.Union(xs.map((x) => Type.Literal(x)));
+
+export const NodeViewSchema = Type.Object({
+  id: Type.String(),
+  hostname: Type.Optional(Type.String()),
+  mgmt_addr: Type.Optional(Type.String()),
+  /** The operator's admin state: ready, cordoned or draining. */
+  state: Lit(NodeAdminStates),
+  state_reason: Type.Optional(Type.String()),
+  /** Derived from heartbeats, independent of the admin state. */
+  liveness: Lit(NodeLiveness),
+  labels: Type.Record(Type.String(), Type.String()),
+  pool: Type.Optional(Type.String()),
+  gpu_total: Type.Integer(),
+  gpu_free: Type.Integer(),
+  /** The machine's RAM in GB; omitted (not 0) when the agent did not report it. */
+  memory_gb: Type.Optional(Type.Number()),
+  memory_reserved_gb: Type.Optional(Type.Number()),
+  gpu_classes: Type.Array(Type.String()),
+  fabrics: Type.Array(Type.String()),
+  /** GPUs kept out of placement and why, e.g. "gpu 3: fell off the bus". */
+  unhealthy_gpus: Type.Array(Type.String()),
+  gpu_error: Type.Optional(Type.String()),
+  last_seen_ago: Type.String(),
+  agent_version: Type.Optional(Type.String()),
+  /** Shards placed on this node. */
+  replicas: Type.Integer(),
+});
+export type NodeView = Static<typeof NodeViewSchema>;
+
+export const ModelViewSchema = Type.Object({
+  name: Type.String(),
+  aliases: Type.Array(Type.String()),
+  source: Type.String(),
+  min_replicas: Type.Integer(),
+  max_replicas: Type.Integer(),
+  ready_replicas: Type.Integer(),
+  total_replicas: Type.Integer(),
+  fallbacks: Type.Array(Type.String()),
+  profiles: Type.Array(Type.String()),
+  /** The last placement attempt's one-line summary, when the model is short of replicas. */
+  placement_summary: Type.Optional(Type.String()),
+});
+export type ModelView = Static<typeof ModelViewSchema>;
+
+export const ReplicaStates = ['pending', 'starting', 'ready', 'draining', 'stopped', 'failed'] as const;
+export type ReplicaState = (typeof ReplicaStates)[number];
+export const ShardViewStates = ['pending', 'starting', 'ready', 'failed', 'stopped'] as const;
+export type ShardState = (typeof ShardViewStates)[number];
+
+export const ShardViewSchema = Type.Object({
+  id: Type.String(),
+  node: Type.String(),
+  rank: Type.Integer(),
+  gpus: Type.Array(Type.Integer()),
+  state: Lit(ShardViewStates),
+  error: Type.Optional(Type.String()),
+});
+export type ShardView = Static<typeof ShardViewSchema>;
+
+export const ReplicaViewSchema = Type.Object({
+  id: Type.String(),
+  model: Type.String(),
+  profile: Type.String(),
+  state: Lit(ReplicaStates),
+  pool: Type.Optional(Type.String()),
+  fabric: Type.Optional(Type.String()),
+  endpoint: Type.Optional(Type.String()),
+  age_seconds: Type.Integer(),
+  error: Type.Optional(Type.String()),
+  shards: Type.Array(ShardViewSchema),
+});
+export type ReplicaView = Static<typeof ReplicaViewSchema>;
+
+/** One rejected candidate: data first, rendered to text late. */
+export const RejectionViewSchema = Type.Object({
+  profile: Type.String(),
+  pool: Type.Optional(Type.String()),
+  node: Type.Optional(Type.String()),
+  /** Machine-readable check name, e.g. `memory`, `cordoned`, `gpu_count`. */
+  code: Type.String(),
+  reason: Type.String(),
+  requested: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+  available: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+});
+export type RejectionView = Static<typeof RejectionViewSchema>;
+
+export const ExplainViewSchema = Type.Object({
+  model: Type.String(),
+  /** True when the model has replicas counting toward its target. */
+  placed: Type.Boolean(),
+  /** False until the reconciler has tried to place the model. */
+  attempted: Type.Boolean(),
+  summary: Type.Optional(Type.String()),
+  attempted_at: Type.Optional(Type.String()),
+  /** Nodes that fit, per profile, in the last attempt (notes such as "memory unknown"). */
+  notes: Type.Array(Type.Object({ profile: Type.String(), node: Type.String(), note: Type.String() })),
+  rejections: Type.Array(RejectionViewSchema),
+});
+export type ExplainView = Static<typeof ExplainViewSchema>;
+
+export const NodeStateRequestSchema = Type.Object({
+  state: Type.String(),
+  reason: Type.Optional(Type.String({ maxLength: 1024 })),
+});
+export type NodeStateRequest = Static<typeof NodeStateRequestSchema>;
+
+/** Maps the verbs and states the admin API accepts onto admin states. */
+export const NodeStateAliases: Record<string, NodeAdminState> = {
+  ready: 'ready',
+  uncordon: 'ready',
+  cordoned: 'cordoned',
+  cordon: 'cordoned',
+  draining: 'draining',
+  drain: 'draining',
+};
+
+/** The admin API's error body. `field` names the input at fault when there is one. */
+export const ErrorBodySchema = Type.Object({
+  error: Type.String(),
+  field: Type.Optional(Type.String()),
+});
+export type ErrorBody = Static<typeof ErrorBodySchema>;
