@@ -1,0 +1,3 @@
+import { runTestEngineCli } from './test-engine/cli.js';
+
+runTestEngineCli(process.argv.slice(2));

@@ -1,0 +1,84 @@
+import { describe, expect, it } from '@jest/globals';
+import { parseEngineArgs } from './options.js';
+
+const base = ['--port', '0', '--model', 'tiny'];
+
+describe('parseEngineArgs', () => {
+  it('applies defaults', () => {
+    expect(parseEngineArgs(base)).toEqual({
+      kind: 'options',
+      options: {
+        host: '127.0.0.1',
+        port: 0,
+        model: 'tiny',
+        apiKey: null,
+        loadDelayMs: 0,
+        loadMode: 'refuse',
+        tokenDelayMs: 0,
+        crashAfter: null,
+        failStatus: null,
+        exitImmediately: null,
+        maxTokensDefault: 16,
+      },
+    });
+  });
+
+  it('reads every flag, in both --flag value and --flag=value forms', () => {
+    const parsed = parseEngineArgs([
+      ...base,
+      '--host=0.0.0.0',
+      '--api-key',
+      'sk-1',
+      '--load-delay-ms=250',
+      '--load-mode',
+      '503',
+      '--token-delay-ms',
+      '5',
+      '--crash-after',
+      '0',
+      '--fail-status',
+      '503',
+      '--exit-immediately',
+      '0',
+      '--max-tokens-default',
+      '4',
+    ]);
+    expect(parsed).toEqual({
+      kind: 'options',
+      options: {
+        host: '0.0.0.0',
+        port: 0,
+        model: 'tiny',
+        apiKey: 'sk-1',
+        loadDelayMs: 250,
+        loadMode: '503',
+        tokenDelayMs: 5,
+        crashAfter: 0,
+        failStatus: 503,
+        exitImmediately: 0,
+        maxTokensDefault: 4,
+      },
+    });
+  });
+
+  it('returns help for --help and -h', () => {
+    expect(parseEngineArgs(['--help'])).toEqual({ kind: 'help' });
+    expect(parseEngineArgs([...base, '-h'])).toEqual({ kind: 'help' });
+  });
+
+  it.each([
+    [['--model', 'tiny'], '--port is required'],
+    [['--port', '0'], '--model is required'],
+    [[...base, '--bogus', '1'], 'unknown flag --bogus'],
+    [[...base, 'stray'], "unexpected argument 'stray'"],
+    [[...base, '--crash-after'], '--crash-after needs a value'],
+    [['--port', '-1', '--model', 'x'], "--port needs an integer, got '-1'"],
+    [['--port', '70000', '--model', 'x'], '--port must be between 0 and 65535, got 70000'],
+    [[...base, '--load-mode', 'lazy'], "--load-mode must be 'refuse' or '503', got 'lazy'"],
+    [[...base, '--fail-status', '200'], '--fail-status must be between 400 and 599, got 200'],
+    [[...base, '--max-tokens-default', '0'], '--max-tokens-default must be between 1 and 1000000, got 0'],
+    [[...base, '--token-delay-ms', '1e3'], "--token-delay-ms needs an integer, got '1e3'"],
+  ])('rejects %j', (argv, message) => {
+    expect(parseEngineArgs(argv)).toEqual({ kind: 'error', message });
+  });
+});
