@@ -1,0 +1,200 @@
+import os from 'node:os';
+import got, { HTTPError, RequestError } from 'got';
+import type { Logger } from 'pino';
+import type { GpuReport, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
+import type { MachineProbe } from './probe/index.js';
+
+export const AGENT_VERSION = '0.1.0';
+
+export interface AgentSettings {
+  server: string;
+  joinToken: string;
+  nodeId: string;
+  labels: Record<string, string>;
+  pool?: string;
+  advertiseAddr: string;
+  heartbeatIntervalS: number;
+  /** GPUs and memory are probed at most this often; nvidia-smi is not free. */
+  probeIntervalS: number;
+}
+
+/** What the agent needs from the process supervisor. */
+export interface ShardRunner {
+  converge(assignments: ShardAssignment[]): void;
+  statuses(): ShardStatus[];
+  onChange(listener: () => void): void;
+}
+
+/**
+ * The agent's conversation with the server: a heartbeat every few seconds (node report
+ * plus shard status, answered with the full set of assignments), and a long-poll that
+ * delivers assignment changes as soon as the server makes them.
+ */
+export class Agent {
+  private probe?: MachineProbe;
+  private probedAt = 0;
+  private version = -1;
+  private stopped = false;
+  private beatTimer?: NodeJS.Timeout;
+  private outageSince?: number;
+  private lastProblem?: string;
+  private readonly abort = new AbortController();
+  private beating?: Promise<void>;
+  private beatAgain = false;
+
+  constructor(
+    private readonly settings: AgentSettings,
+    private readonly probeMachine: () => Promise<MachineProbe>,
+    private readonly runner: ShardRunner,
+    private readonly log: Logger,
+  ) {
+    runner.onChange(() => this.beatSoon());
+  }
+
+  async start(): Promise<void> {
+    await this.beat();
+    void this.pollLoop();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort.abort();
+    if (this.beatTimer) clearTimeout(this.beatTimer);
+  }
+
+  private beatSoon(): void {
+    if (this.stopped) return;
+    if (this.beating) {
+      this.beatAgain = true;
+      return;
+    }
+    if (this.beatTimer) clearTimeout(this.beatTimer);
+    this.beatTimer = setTimeout(() => void this.beat(), 0);
+  }
+
+  private async beat(): Promise<void> {
+    if (this.stopped) return;
+    this.beating = this.sendHeartbeat();
+    await this.beating;
+    this.beating = undefined;
+    if (this.stopped) return;
+    const delay = this.beatAgain ? 0 : this.nextDelayMs();
+    this.beatAgain = false;
+    this.beatTimer = setTimeout(() => void this.beat(), delay);
+  }
+
+  /** Backs off while the server is unreachable, up to 30 s, so a dead server is not hammered. */
+  private nextDelayMs(): number {
+    const base = this.settings.heartbeatIntervalS * 1000;
+    if (this.outageSince === undefined) return base;
+    const down = Date.now() - this.outageSince;
+    return Math.min(Math.max(base, down / 4), 30_000);
+  }
+
+  async report(): Promise<NodeReport> {
+    const now = Date.now();
+    if (!this.probe || now - this.probedAt >= this.settings.probeIntervalS * 1000) {
+      const p = await this.probeMachine();
+      for (const w of p.warnings) if (!this.probe?.warnings.includes(w)) this.log.warn(w);
+      this.probe = p;
+      this.probedAt = now;
+    }
+    const p = this.probe;
+    return {
+      node_id: this.settings.nodeId,
+      hostname: os.hostname(),
+      mgmt_addr: this.settings.advertiseAddr,
+      agent_version: AGENT_VERSION,
+      labels: this.settings.labels,
+      ...(this.settings.pool ? { pool: this.settings.pool } : {}),
+      ...(p.memoryTotalMb !== undefined ? { memory_total_mb: p.memoryTotalMb } : {}),
+      cpu_cores: p.cpuCores,
+      gpus: p.gpus as GpuReport[],
+      fabrics: p.fabrics,
+      ...(p.gpuError ? { gpu_error: p.gpuError } : {}),
+    };
+  }
+
+  private async sendHeartbeat(): Promise<void> {
+    try {
+      const body = { report: await this.report(), shards: this.runner.statuses() };
+      const reply = await got
+        .post(`${this.settings.server}/agent/v1/heartbeat`, {
+          json: body,
+          headers: { authorization: `Bearer ${this.settings.joinToken}` },
+          timeout: { request: 10_000 },
+          retry: { limit: 0 },
+          signal: this.abort.signal,
+        })
+        .json<HeartbeatReply>();
+      this.recovered();
+      this.apply(reply);
+    } catch (err) {
+      if (this.stopped) return;
+      this.failed(err);
+    }
+  }
+
+  private apply(reply: HeartbeatReply): void {
+    if (reply.version === this.version) return;
+    this.version = reply.version;
+    this.runner.converge(reply.assignments);
+  }
+
+  /** Long-polls for assignment changes; the heartbeat remains the fallback. */
+  private async pollLoop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const reply = await got(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
+          searchParams: { after: this.version, wait_ms: 25_000 },
+          headers: { authorization: `Bearer ${this.settings.joinToken}` },
+          timeout: { request: 35_000 },
+          retry: { limit: 0 },
+          signal: this.abort.signal,
+        }).json<HeartbeatReply>();
+        this.apply(reply);
+      } catch {
+        if (this.stopped) return;
+        // The heartbeat loop reports outages; here we only wait before asking again.
+        await new Promise((r) => setTimeout(r, Math.max(1000, this.settings.heartbeatIntervalS * 1000)));
+      }
+    }
+  }
+
+  private recovered(): void {
+    if (this.outageSince !== undefined) {
+      this.log.info({ server: this.settings.server, down_s: Math.round((Date.now() - this.outageSince) / 1000) }, 'reconnected to the server');
+    } else if (this.lastProblem === undefined && this.version === -1) {
+      this.log.info({ server: this.settings.server, node: this.settings.nodeId }, 'joined the server');
+    }
+    this.outageSince = undefined;
+    this.lastProblem = undefined;
+  }
+
+  /** Logs once per distinct problem, not once per attempt. */
+  private failed(err: unknown): void {
+    const problem = describeFailure(err, this.settings.server);
+    if (this.outageSince === undefined) this.outageSince = Date.now();
+    if (problem !== this.lastProblem) {
+      this.log.error(problem);
+      this.lastProblem = problem;
+    }
+  }
+}
+
+export function describeFailure(err: unknown, server: string): string {
+  if (err instanceof HTTPError) {
+    const status = err.response.statusCode;
+    let detail = '';
+    try {
+      detail = (JSON.parse(String(err.response.body)) as { error?: string }).error ?? '';
+    } catch {
+      detail = String(err.response.body).slice(0, 200);
+    }
+    if (status === 401) return `the server at ${server} rejected the join token (401 ${detail}): set LLMGW_JOIN_TOKEN to the server's join token; retrying`;
+    if (status === 400) return `the server at ${server} rejected this node's report (400): ${detail}; retrying`;
+    return `the server at ${server} answered ${status}: ${detail}; retrying`;
+  }
+  if (err instanceof RequestError) return `cannot reach the server at ${server} (${err.code}): check --server / LLMGW_SERVER; retrying with backoff`;
+  return `heartbeat failed: ${(err as Error).message}; retrying`;
+}

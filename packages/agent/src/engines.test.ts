@@ -1,0 +1,160 @@
+import { describe, it, expect } from '@jest/globals';
+import type { ShardAssignment } from '@llmgw/shared';
+import { buildCommand, engineEnv, type EngineBins } from './engines.js';
+
+const bins: EngineBins = { vllm: '/opt/vllm/bin/vllm', sglangPython: '/opt/sg/bin/python3', llamaServer: '/usr/bin/llama-server', nodeLlamaCpp: '/opt/llmgw/nlc.js' };
+const ctx = { host: '0.0.0.0', port: 40001, bins, testEngineBin: '/opt/llmgw/test-engine.js' };
+const GPUS = ['GPU-aaaa', 'GPU-bbbb'];
+
+function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {
+  return {
+    id: 'r1-0', replica_id: 'r1', model: 'llama-8b', profile: 'h100', engine: 'vllm',
+    source: 'meta-llama/Llama-3.1-8B-Instruct', rank: 0, shards: 1, gpus: GPUS, gpu_indices: [0, 1],
+    args: [], env: {}, api_key: 'sk-rep', ...over,
+  };
+}
+
+const twoNodes = { shards: 2, master_addr: '10.0.0.1', master_port: 29500 };
+
+describe('vllm', () => {
+  it('serves a single-node shard with TP = its GPUs and the profile args last', () => {
+    const cmd = buildCommand(shard({ args: ['--max-model-len', '8192'] }), ctx);
+    expect(cmd.argv).toEqual([
+      '/opt/vllm/bin/vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b',
+      '--host', '0.0.0.0', '--port', '40001', '--tensor-parallel-size', '2', '--api-key', 'sk-rep',
+      '--max-model-len', '8192',
+    ]);
+    expect(cmd.http).toBe(true);
+  });
+
+  it('uses TP 1 for a CPU shard and leaves out --api-key when there is none', () => {
+    const cmd = buildCommand(shard({ gpus: [], gpu_indices: [], api_key: undefined }), ctx);
+    expect(cmd.argv).toContain('--tensor-parallel-size');
+    expect(cmd.argv[cmd.argv.indexOf('--tensor-parallel-size') + 1]).toBe('1');
+    expect(cmd.argv).not.toContain('--api-key');
+  });
+
+  it('multi-node rank 0 serves HTTP with PP = nodes and the mp rendezvous flags', () => {
+    const cmd = buildCommand(shard(twoNodes), ctx);
+    expect(cmd.argv.slice(13)).toEqual([
+      '--pipeline-parallel-size', '2', '--nnodes', '2', '--node-rank', '0', '--master-addr', '10.0.0.1', '--master-port', '29500',
+    ]);
+    expect(cmd.argv).not.toContain('--headless');
+    expect(cmd.http).toBe(true);
+  });
+
+  it('multi-node rank 1 runs the same command headless, pointed at rank 0', () => {
+    const cmd = buildCommand(shard({ ...twoNodes, id: 'r1-1', rank: 1 }), ctx);
+    expect(cmd.argv.slice(13)).toEqual([
+      '--pipeline-parallel-size', '2', '--nnodes', '2', '--node-rank', '1', '--master-addr', '10.0.0.1', '--master-port', '29500', '--headless',
+    ]);
+    expect(cmd.http).toBe(false);
+  });
+
+  it('refuses a multi-node shard without a rendezvous address', () => {
+    expect(() => buildCommand(shard({ shards: 2, rank: 1 }), ctx)).toThrow(/master_addr/);
+  });
+});
+
+describe('sglang', () => {
+  it('single node', () => {
+    const cmd = buildCommand(shard({ engine: 'sglang' }), ctx);
+    expect(cmd.argv).toEqual([
+      '/opt/sg/bin/python3', '-m', 'sglang.launch_server', '--model-path', 'meta-llama/Llama-3.1-8B-Instruct',
+      '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '2', '--api-key', 'sk-rep',
+    ]);
+    expect(cmd.http).toBe(true);
+  });
+
+  it('multi-node: total TP on every node, dist-init-addr of rank 0, followers without HTTP', () => {
+    const lead = buildCommand(shard({ engine: 'sglang', ...twoNodes }), ctx);
+    const follower = buildCommand(shard({ engine: 'sglang', ...twoNodes, rank: 1 }), ctx);
+    expect(lead.argv.slice(11)).toEqual(['--tp-size', '4', '--api-key', 'sk-rep', '--nnodes', '2', '--node-rank', '0', '--dist-init-addr', '10.0.0.1:29500']);
+    expect(follower.argv.slice(11)).toEqual(['--tp-size', '4', '--api-key', 'sk-rep', '--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '10.0.0.1:29500']);
+    expect(lead.http).toBe(true);
+    expect(follower.http).toBe(false);
+  });
+});
+
+describe('llama.cpp', () => {
+  it('offloads all layers when the shard has GPUs', () => {
+    const cmd = buildCommand(shard({ engine: 'llama.cpp', source: '/models/q4.gguf', args: ['-c', '4096'] }), ctx);
+    expect(cmd.argv).toEqual([
+      '/usr/bin/llama-server', '-m', '/models/q4.gguf', '--alias', 'llama-8b', '--host', '0.0.0.0', '--port', '40001',
+      '--api-key', 'sk-rep', '-ngl', '999', '-c', '4096',
+    ]);
+  });
+
+  it('does not offload on a CPU shard', () => {
+    expect(buildCommand(shard({ engine: 'llama.cpp', gpus: [] }), ctx).argv).not.toContain('-ngl');
+  });
+
+  it('refuses multi-node with a clear error', () => {
+    expect(() => buildCommand(shard({ engine: 'llama.cpp', ...twoNodes }), ctx)).toThrow(/llama\.cpp cannot run a model across nodes/);
+  });
+});
+
+describe('node-llama-cpp', () => {
+  it('runs a .js engine with this Node', () => {
+    const cmd = buildCommand(shard({ engine: 'node-llama-cpp', gpus: [], source: '/m.gguf' }), ctx);
+    expect(cmd.argv).toEqual([
+      process.execPath, '/opt/llmgw/nlc.js', '--model', '/m.gguf', '--served-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--api-key', 'sk-rep',
+    ]);
+  });
+
+  it('runs any other bin directly', () => {
+    const cmd = buildCommand(shard({ engine: 'node-llama-cpp', gpus: [] }), { ...ctx, bins: { ...bins, nodeLlamaCpp: 'nlc' } });
+    expect(cmd.argv[0]).toBe('nlc');
+  });
+});
+
+describe('command', () => {
+  const template = ['my-engine', '--listen', '{host}:{port}', '--name', '{model}', '--weights={source}', '--key', '{api_key}', '--gpus', '{gpus}', '--rank', '{rank}/{shards}', '--peer', '{master_addr}:{master_port}', '{unknown}'];
+
+  it('substitutes every placeholder inside elements, then appends args', () => {
+    const cmd = buildCommand(shard({ engine: 'command', command: template, args: ['--x'], ...twoNodes, rank: 1 }), ctx);
+    expect(cmd.argv).toEqual([
+      'my-engine', '--listen', '0.0.0.0:40001', '--name', 'llama-8b', '--weights=meta-llama/Llama-3.1-8B-Instruct', '--key', 'sk-rep',
+      '--gpus', 'GPU-aaaa,GPU-bbbb', '--rank', '1/2', '--peer', '10.0.0.1:29500', '{unknown}', '--x',
+    ]);
+    expect(cmd.http).toBe(false);
+  });
+
+  it('drops `--key {api_key}` when the shard has no key', () => {
+    const cmd = buildCommand(shard({ engine: 'command', command: ['e', '--key', '{api_key}', '--port', '{port}'], api_key: undefined }), ctx);
+    expect(cmd.argv).toEqual(['e', '--port', '40001']);
+  });
+
+  it('resolves llmgw-test-engine to the built test engine run by this Node', () => {
+    const cmd = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine', '--port', '{port}'] }), ctx);
+    expect(cmd.argv).toEqual([process.execPath, '/opt/llmgw/test-engine.js', '--port', '40001']);
+    const noBin = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine'] }), { ...ctx, testEngineBin: undefined });
+    expect(noBin.argv).toEqual(['llmgw-test-engine']);
+  });
+
+  it('needs a template', () => {
+    expect(() => buildCommand(shard({ engine: 'command' }), ctx)).toThrow(/command template/);
+  });
+});
+
+describe('env', () => {
+  it('pins GPUs by UUID in PCI order, over whatever the profile set', () => {
+    expect(engineEnv(shard({ env: { HF_HOME: '/cache', CUDA_VISIBLE_DEVICES: '0' } }))).toEqual({
+      HF_HOME: '/cache', CUDA_VISIBLE_DEVICES: 'GPU-aaaa,GPU-bbbb', CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
+    });
+  });
+
+  it('hides all GPUs from a CPU shard', () => {
+    expect(engineEnv(shard({ gpus: [], env: { A: 'b' } }))).toEqual({ A: 'b', CUDA_VISIBLE_DEVICES: '' });
+  });
+
+  it('is part of every command', () => {
+    expect(buildCommand(shard({ engine: 'sglang' }), ctx).env.CUDA_VISIBLE_DEVICES).toBe('GPU-aaaa,GPU-bbbb');
+  });
+});
+
+describe('unknown engine', () => {
+  it('throws naming the engine', () => {
+    expect(() => buildCommand(shard({ engine: 'ollama' }), ctx)).toThrow(/unknown engine "ollama"/);
+  });
+});

@@ -1,0 +1,219 @@
+import type { ShardAssignment } from '@llmgw/shared';
+
+/**
+ * Where the engines live on this node. Paths come from agent flags so that a node can
+ * pin versions (a venv's `vllm`, a particular `llama-server` build) without PATH games.
+ */
+export interface EngineBins {
+  vllm: string;
+  /** A Python interpreter that has sglang installed (`python3 -m sglang.launch_server`). */
+  sglangPython: string;
+  llamaServer: string;
+  /** llmgw's own CPU engine; a `.js`/`.mjs` path is run with this Node (process.execPath). */
+  nodeLlamaCpp: string;
+}
+
+/** What the supervisor knows about the place a shard runs. */
+export interface CommandContext {
+  /** The address the engine binds to. */
+  host: string;
+  port: number;
+  bins: EngineBins;
+  /** The built `test-engine.js`; a `command` template naming `llmgw-test-engine` runs it. */
+  testEngineBin?: string;
+}
+
+/** A launchable engine: argv[0] is the program, `env` is added to the agent's environment. */
+export interface EngineCommand {
+  argv: string[];
+  env: Record<string, string>;
+  /** False for followers of a multi-node replica: they serve no HTTP, alive = ready. */
+  http: boolean;
+}
+
+/** The template name that resolves to `ctx.testEngineBin`, so tests need no PATH setup. */
+export const TEST_ENGINE_NAME = 'llmgw-test-engine';
+
+/**
+ * The command line for one shard.
+ *
+ * - `vllm`: `vllm serve SOURCE --served-model-name MODEL --host H --port P
+ *   --tensor-parallel-size GPUS [--api-key K]`. Multi-node uses vLLM's multiprocessing
+ *   backend (agent.md §3, vLLM docs `parallelism_scaling.md`): TP = GPUs per node and
+ *   PP = nodes, i.e. `--pipeline-parallel-size SHARDS --nnodes SHARDS --node-rank R
+ *   --master-addr A --master-port P`, identical on every node, plus `--headless` on
+ *   ranks > 0, which run no API server.
+ * - `sglang`: `python3 -m sglang.launch_server --model-path SOURCE --served-model-name
+ *   MODEL --host H --port P --tp-size T [--api-key K]`. Multi-node adds `--nnodes N
+ *   --node-rank R --dist-init-addr A:P`; SGLang wants the same total `--tp-size` on every
+ *   node, so T = GPUs per node × shards. Ranks > 0 serve no HTTP.
+ * - `llama.cpp`: `llama-server -m SOURCE --alias MODEL --host H --port P [--api-key K]
+ *   [-ngl 999 when the shard has GPUs]`; single node only (its RPC mode is not wired up).
+ * - `node-llama-cpp`: `BIN --model SOURCE --served-name MODEL --host H --port P
+ *   [--api-key K]`; single node only.
+ * - `command`: see {@link expandTemplate}.
+ *
+ * Profile `args` always come last so that an operator can override a flag set here
+ * (argparse-style CLIs take the last occurrence). Throws on an unknown engine or an
+ * assignment the engine cannot run; the supervisor reports that as a failed shard.
+ */
+export function buildCommand(a: ShardAssignment, ctx: CommandContext): EngineCommand {
+  const env = engineEnv(a);
+  switch (a.engine) {
+    case 'vllm':
+      return { argv: [...vllmArgv(a, ctx), ...a.args], env, http: a.rank === 0 };
+    case 'sglang':
+      return { argv: [...sglangArgv(a, ctx), ...a.args], env, http: a.rank === 0 };
+    case 'llama.cpp':
+      return { argv: [...llamaServerArgv(a, ctx), ...a.args], env, http: true };
+    case 'node-llama-cpp':
+      return { argv: [...nodeLlamaCppArgv(a, ctx), ...a.args], env, http: true };
+    case 'command':
+      return { argv: [...expandTemplate(a, ctx), ...a.args], env, http: a.rank === 0 };
+    default:
+      throw new Error(`unknown engine "${a.engine}" (want vllm, sglang, llama.cpp, node-llama-cpp or command)`);
+  }
+}
+
+/**
+ * Profile env, then the GPU pinning, which wins: the agent decides which GPUs a shard
+ * owns. UUIDs rather than indices because indices shift when a GPU falls off the bus;
+ * PCI_BUS_ID order because CUDA's default "fastest first" can differ from nvidia-smi's.
+ * A CPU shard gets an empty CUDA_VISIBLE_DEVICES so it cannot grab a GPU another shard owns.
+ */
+export function engineEnv(a: ShardAssignment): Record<string, string> {
+  const env: Record<string, string> = { ...a.env };
+  if (a.gpus.length > 0) {
+    env.CUDA_VISIBLE_DEVICES = a.gpus.join(',');
+    env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
+  } else {
+    env.CUDA_VISIBLE_DEVICES = '';
+  }
+  return env;
+}
+
+function apiKeyArgs(a: ShardAssignment): string[] {
+  return a.api_key ? ['--api-key', a.api_key] : [];
+}
+
+/** Multi-node engines cannot rendezvous without rank 0's address; fail loudly, not with a hang. */
+function rendezvous(a: ShardAssignment): { addr: string; port: number } {
+  if (!a.master_addr || !a.master_port) {
+    throw new Error(`shard ${a.id} is rank ${a.rank} of ${a.shards} but has no master_addr/master_port to meet rank 0 at`);
+  }
+  return { addr: a.master_addr, port: a.master_port };
+}
+
+function singleNodeOnly(a: ShardAssignment, engine: string): void {
+  if (a.shards > 1) {
+    throw new Error(`engine ${engine} cannot run a model across nodes (profile asks for ${a.shards} shards); use vllm or sglang, or shards: 1`);
+  }
+}
+
+function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
+  const argv = [
+    ctx.bins.vllm, 'serve', a.source,
+    '--served-model-name', a.model,
+    '--host', ctx.host,
+    '--port', String(ctx.port),
+    '--tensor-parallel-size', String(a.gpus.length || 1),
+    ...apiKeyArgs(a),
+  ];
+  if (a.shards > 1) {
+    const m = rendezvous(a);
+    argv.push(
+      '--pipeline-parallel-size', String(a.shards),
+      '--nnodes', String(a.shards),
+      '--node-rank', String(a.rank),
+      '--master-addr', m.addr,
+      '--master-port', String(m.port),
+    );
+    if (a.rank > 0) argv.push('--headless');
+  }
+  return argv;
+}
+
+function sglangArgv(a: ShardAssignment, ctx: CommandContext): string[] {
+  const perNode = a.gpus.length || 1;
+  const argv = [
+    ctx.bins.sglangPython, '-m', 'sglang.launch_server',
+    '--model-path', a.source,
+    '--served-model-name', a.model,
+    '--host', ctx.host,
+    '--port', String(ctx.port),
+    '--tp-size', String(perNode * a.shards),
+    ...apiKeyArgs(a),
+  ];
+  if (a.shards > 1) {
+    const m = rendezvous(a);
+    argv.push('--nnodes', String(a.shards), '--node-rank', String(a.rank), '--dist-init-addr', `${m.addr}:${m.port}`);
+  }
+  return argv;
+}
+
+function llamaServerArgv(a: ShardAssignment, ctx: CommandContext): string[] {
+  singleNodeOnly(a, 'llama.cpp');
+  return [
+    ctx.bins.llamaServer,
+    '-m', a.source,
+    '--alias', a.model,
+    '--host', ctx.host,
+    '--port', String(ctx.port),
+    ...apiKeyArgs(a),
+    // Newer builds default to "auto", older ones to 0 (CPU); the agent already chose.
+    ...(a.gpus.length > 0 ? ['-ngl', '999'] : []),
+  ];
+}
+
+function nodeLlamaCppArgv(a: ShardAssignment, ctx: CommandContext): string[] {
+  singleNodeOnly(a, 'node-llama-cpp');
+  return [
+    ...program(ctx.bins.nodeLlamaCpp),
+    '--model', a.source,
+    '--served-name', a.model,
+    '--host', ctx.host,
+    '--port', String(ctx.port),
+    ...apiKeyArgs(a),
+  ];
+}
+
+/** A script path is run with this very Node, so it needs no shebang, exec bit or PATH. */
+function program(bin: string): string[] {
+  return /\.(c|m)?js$/.test(bin) ? [process.execPath, bin] : [bin];
+}
+
+/**
+ * The `command` engine: each element of the template has `{host}`, `{port}`, `{model}`,
+ * `{source}`, `{api_key}`, `{gpus}` (UUIDs, comma-joined), `{rank}`, `{shards}`,
+ * `{master_addr}` and `{master_port}` replaced (absent values become ''). When the shard
+ * has no API key, an element that is exactly `{api_key}` is dropped together with a
+ * preceding flag (`--api-key {api_key}`), because engines reject an empty key.
+ * A first element `llmgw-test-engine` runs `ctx.testEngineBin` with this Node.
+ */
+export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[] {
+  if (!a.command || a.command.length === 0) {
+    throw new Error(`shard ${a.id}: engine "command" needs a non-empty command template`);
+  }
+  const values: Record<string, string> = {
+    host: ctx.host,
+    port: String(ctx.port),
+    model: a.model,
+    source: a.source,
+    api_key: a.api_key ?? '',
+    gpus: a.gpus.join(','),
+    rank: String(a.rank),
+    shards: String(a.shards),
+    master_addr: a.master_addr ?? '',
+    master_port: a.master_port === undefined ? '' : String(a.master_port),
+  };
+  const out: string[] = [];
+  for (const element of a.command) {
+    if (element === '{api_key}' && !a.api_key) {
+      if (out.length > 1 && out[out.length - 1].startsWith('-')) out.pop();
+      continue;
+    }
+    out.push(element.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? values[name] : whole)));
+  }
+  if (out[0] === TEST_ENGINE_NAME && ctx.testEngineBin) return [process.execPath, ctx.testEngineBin, ...out.slice(1)];
+  return out;
+}

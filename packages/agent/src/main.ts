@@ -1,0 +1,108 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, Option } from 'commander';
+import { pino } from 'pino';
+import { Agent, AGENT_VERSION } from './agent.js';
+import { probeMachine } from './probe/index.js';
+import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
+import { Supervisor } from './supervisor.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** Every option of `run` is a string but the one boolean switch. */
+type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean };
+
+const program = new Command('llmgw-agent')
+  .description('Runs on each machine: reports it to the llmgw server and runs the engines assigned to it.')
+  .version(AGENT_VERSION);
+
+const opt = (flags: string, description: string, env: string, def?: string) => {
+  const o = new Option(flags, description).env(env);
+  return def === undefined ? o : o.default(def);
+};
+
+program
+  .command('run', { isDefault: true })
+  .description('join the server and run assigned engines (the default command)')
+  .addOption(opt('--server <url>', "the server's admin address", 'LLMGW_SERVER', 'http://127.0.0.1:8081'))
+  .addOption(opt('--node-id <id>', 'stable node id (default: the hostname)', 'LLMGW_NODE_ID'))
+  .addOption(opt('--labels <k=v,...>', 'labels for node_selector matching', 'LLMGW_LABELS', ''))
+  .addOption(opt('--pool <name>', 'pool for sharded placement (nodes that share a fabric)', 'LLMGW_POOL'))
+  .addOption(opt('--fabrics <names>', 'extra interconnect names, comma-separated (InfiniBand/RoCE/NVLink are detected)', 'LLMGW_FABRICS', ''))
+  .addOption(opt('--advertise-addr <host>', 'address the server reaches engines on this node at (default: loopback for a local server, else the first non-internal IPv4)', 'LLMGW_ADVERTISE_ADDR'))
+  .addOption(opt('--engine-host <host>', 'address engines listen on', 'LLMGW_ENGINE_HOST', '0.0.0.0'))
+  .addOption(opt('--nvidia-smi <path>', 'nvidia-smi executable (absent = a CPU node)', 'LLMGW_NVIDIA_SMI', 'nvidia-smi'))
+  .addOption(opt('--proc-root <dir>', 'where to read meminfo and cgroup membership', 'LLMGW_PROC_ROOT', '/proc'))
+  .addOption(opt('--sys-root <dir>', 'where to read cgroup limits and InfiniBand devices', 'LLMGW_SYS_ROOT', '/sys'))
+  .addOption(opt('--state-dir <dir>', 'where the agent keeps what must survive its restart (engine pids, logs)', 'LLMGW_STATE_DIR', '.llmgw/agent'))
+  .addOption(opt('--heartbeat-interval <seconds>', 'seconds between heartbeats', 'LLMGW_HEARTBEAT_INTERVAL', '5'))
+  .addOption(opt('--port-range <lo-hi>', 'ports engines may listen on', 'LLMGW_PORT_RANGE', '40000-40999'))
+  .addOption(opt('--vllm-bin <path>', 'vllm executable', 'LLMGW_VLLM_BIN', 'vllm'))
+  .addOption(opt('--sglang-python <path>', 'python with sglang installed', 'LLMGW_SGLANG_PYTHON', 'python3'))
+  .addOption(opt('--llama-server-bin <path>', 'llama.cpp llama-server executable', 'LLMGW_LLAMA_SERVER_BIN', 'llama-server'))
+  .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
+  .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
+  .addHelpText('after', '\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps).')
+  .action(async (o: RunOptions) => {
+    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' } });
+    const joinToken = process.env.LLMGW_JOIN_TOKEN;
+    if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token (see the server's data directory, file join-token)");
+    const interval = Number(o.heartbeatInterval);
+    if (!(interval > 0)) fail(`invalid --heartbeat-interval "${o.heartbeatInterval}": want a number of seconds > 0`);
+    let labels: Record<string, string> = {};
+    let portRange: [number, number] = [40000, 40999];
+    try {
+      labels = parseLabels(o.labels ?? '');
+      portRange = parsePortRange(o.portRange ?? '');
+      new URL(o.server!);
+    } catch (e) {
+      fail((e as Error).message.startsWith('Invalid URL') ? `invalid --server "${o.server}": want a URL like http://10.0.0.1:8081` : (e as Error).message);
+    }
+    const server = o.server!.replace(/\/+$/, '');
+    const stateDir = path.resolve(o.stateDir!);
+    const supervisor = new Supervisor({
+      stateDir,
+      portRange,
+      bindHost: o.engineHost!,
+      bins: { vllm: o.vllmBin!, sglangPython: o.sglangPython!, llamaServer: o.llamaServerBin!, nodeLlamaCpp: path.join(here, 'node-llama-cpp-engine.js') },
+      testEngineBin: path.join(here, 'test-engine.js'),
+      log,
+    });
+    await supervisor.adopt();
+    const extraFabrics = (o.fabrics ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const agent = new Agent(
+      {
+        server,
+        joinToken: joinToken!,
+        nodeId: o.nodeId || defaultNodeId(),
+        labels,
+        ...(o.pool ? { pool: o.pool } : {}),
+        advertiseAddr: o.advertiseAddr || defaultAdvertiseAddr(server),
+        heartbeatIntervalS: interval,
+        probeIntervalS: Math.max(interval, 10),
+      },
+      () => probeMachine({ nvidiaSmi: o.nvidiaSmi!, procRoot: o.procRoot!, sysRoot: o.sysRoot!, extraFabrics }),
+      { converge: (a) => supervisor.converge(a), statuses: () => supervisor.statuses(), onChange: (l) => supervisor.events.on('change', l) },
+      log,
+    );
+    log.info({ server, node: o.nodeId || defaultNodeId(), stateDir }, 'llmgw-agent starting');
+    // By default engines keep running when the agent stops: an upgrade must not take
+    // models down. The new agent re-adopts them.
+    const stopEngines = Boolean(o.stopEnginesOnExit);
+    const shutdown = async (signal: string) => {
+      log.info({ signal, stopEngines }, stopEngines ? 'agent stopping with its engines' : 'agent stopping; engines keep running');
+      agent.stop();
+      await supervisor.shutdown({ stopEngines });
+      process.exit(0);
+    };
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+    await agent.start();
+  });
+
+function fail(message: string): never {
+  process.stderr.write(`llmgw-agent: ${message}\n`);
+  process.exit(2);
+}
+
+await program.parseAsync();
