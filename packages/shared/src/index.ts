@@ -3,3 +3,4 @@ export * from './views.js';
 export * from './catalog.js';
 export * from './validate.js';
 export * from './units.js';
+export type { Static, TSchema } from '@sinclair/typebox';

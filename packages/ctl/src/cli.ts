@@ -1,0 +1,107 @@
+import { Command, Option } from 'commander';
+import type { ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
+import { call, CtlError, resolveConnection, type Connection } from './client.js';
+import { colours } from './render.js';
+import { explainText, modelsTable, nodeDetails, nodesTable, replicaErrors, replicasTable } from './tables.js';
+
+const program = new Command('ctl')
+  .description("llmgw's operator CLI over the admin API")
+  .version('0.1.0')
+  .addOption(new Option('--server <url>', 'admin address of the llmgw server').env('LLMGW_SERVER'))
+  .addOption(new Option('--token <token>', 'admin token (default: ~/.llmgw/server/admin-token when present)').env('LLMGW_ADMIN_TOKEN'))
+  .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+  .showHelpAfterError('(run ctl --help for usage)')
+  .configureOutput({ outputError: (str, write) => write(str) });
+
+function globals(): { conn: Connection; json: boolean } {
+  const o = program.opts<{ server?: string; token?: string; output: string }>();
+  return { conn: resolveConnection(o, program.getOptionValueSource('server')), json: o.output === 'json' };
+}
+
+function print(text: string): void {
+  if (text) process.stdout.write(`${text}\n`);
+}
+
+function printJson(v: unknown): void {
+  process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+}
+
+program
+  .command('nodes')
+  .description('list the machines in the fleet: state, GPUs (free/total), memory, replicas')
+  .action(async () => {
+    const { conn, json } = globals();
+    const nodes = await call<NodeView[]>(conn, 'GET', '/nodes');
+    if (json) return printJson(nodes);
+    const c = colours();
+    print(nodesTable(nodes, c));
+    const details = nodeDetails(nodes);
+    if (details) print(`\n${details}`);
+  });
+
+for (const [verb, desc] of [
+  ['cordon', 'stop placing new replicas on a node (running ones stay)'],
+  ['uncordon', 'make a node schedulable again'],
+  ['drain', 'move replicas off a node, then keep it empty'],
+] as const) {
+  program
+    .command(`${verb} <node>`)
+    .description(desc)
+    .option('--reason <text>', 'why, shown in ctl nodes -o json and kept with the state')
+    .action(async (node: string, o: { reason?: string }) => {
+      const { conn, json } = globals();
+      const res = await call<{ id: string; state: string; reason?: string }>(
+        conn,
+        'POST',
+        `/nodes/${encodeURIComponent(node)}/state`,
+        { state: verb, ...(o.reason ? { reason: o.reason } : {}) },
+      );
+      if (json) return printJson(res);
+      print(`node/${res.id} ${verb === 'uncordon' ? 'uncordoned' : verb === 'cordon' ? 'cordoned' : 'draining'}`);
+    });
+}
+
+program
+  .command('models')
+  .description('list the catalog: ready/total replicas, scaling, profiles, aliases, fallbacks')
+  .action(async () => {
+    const { conn, json } = globals();
+    const models = await call<ModelView[]>(conn, 'GET', '/models');
+    if (json) return printJson(models);
+    const c = colours();
+    print(modelsTable(models, c));
+    const short = models.filter((m) => m.placement_summary);
+    if (short.length) print(`\n${short.map((m) => `${m.name}: ${m.placement_summary} (ctl explain ${m.name})`).join('\n')}`);
+  });
+
+program
+  .command('replicas')
+  .description('list replicas with their state, nodes and GPUs, endpoint and error')
+  .option('--model <name>', 'only this model (name or alias)')
+  .action(async (o: { model?: string }) => {
+    const { conn, json } = globals();
+    const q = o.model ? `?model=${encodeURIComponent(o.model)}` : '';
+    const replicas = await call<ReplicaView[]>(conn, 'GET', `/replicas${q}`);
+    if (json) return printJson(replicas);
+    print(replicasTable(replicas, colours()));
+    const errors = replicaErrors(replicas);
+    if (errors) print(`\n${errors}`);
+  });
+
+program
+  .command('explain <model>')
+  .description('say why a model is or is not placed, node by node')
+  .action(async (model: string) => {
+    const { conn, json } = globals();
+    const v = await call<ExplainView>(conn, 'GET', `/explain-placement?model=${encodeURIComponent(model)}`);
+    if (json) return printJson(v);
+    print(explainText(v, colours()));
+  });
+
+try {
+  await program.parseAsync();
+} catch (err) {
+  const e = err instanceof CtlError ? err : new CtlError((err as Error).message);
+  process.stderr.write(`error: ${e.message}\n`);
+  process.exit(e.exitCode);
+}

@@ -1,0 +1,144 @@
+import type { ChalkInstance } from 'chalk';
+import type { ExplainView, ModelView, NodeView, RejectionView, ReplicaView } from '@llmgw/shared';
+import { table } from './render.js';
+
+/** Pure renderers from API objects to text, so they are tested without a server. */
+
+export function nodesTable(nodes: NodeView[], c: ChalkInstance): string {
+  if (nodes.length === 0) return 'No nodes have joined yet. Start llmgw-agent on a machine (see README: joining a machine).';
+  return table(
+    ['NAME', 'STATE', 'GPUS', 'CLASS', 'MEM', 'FABRICS', 'REPLICAS', 'LAST SEEN', 'VERSION'],
+    nodes.map((n) => [
+      n.id,
+      nodeState(n, c),
+      gpus(n, c),
+      n.gpu_classes.join(',') || '-',
+      // `-`, not 0: an agent that did not report memory is not a small machine.
+      n.memory_gb === undefined ? '-' : String(n.memory_gb),
+      n.fabrics.join(',') || '-',
+      n.replicas,
+      n.last_seen_ago,
+      n.agent_version ?? '-',
+    ]),
+  );
+}
+
+function nodeState(n: NodeView, c: ChalkInstance): string {
+  // Like kubectl's "NotReady,SchedulingDisabled": liveness first when it is bad, the
+  // admin state whenever it is not the default.
+  const parts: string[] = [];
+  if (n.liveness !== 'ready') parts.push(n.liveness);
+  if (n.state !== 'ready' || parts.length === 0) parts.push(n.state);
+  const text = parts.join(',');
+  if (n.liveness !== 'ready') return c.red(text);
+  if (n.state !== 'ready') return c.yellow(text);
+  return c.green(text);
+}
+
+function gpus(n: NodeView, c: ChalkInstance): string {
+  const text = `${n.gpu_free}/${n.gpu_total}`;
+  if (n.gpu_error) return c.red(`${text}!`);
+  return n.unhealthy_gpus.length ? c.yellow(text) : text;
+}
+
+export function nodeDetails(nodes: NodeView[]): string {
+  const lines: string[] = [];
+  for (const n of nodes) {
+    for (const u of n.unhealthy_gpus) lines.push(`${n.id}: ${u}`);
+    if (n.gpu_error) lines.push(`${n.id}: ${n.gpu_error}`);
+    if (n.state !== 'ready' && n.state_reason) lines.push(`${n.id}: ${n.state} (${n.state_reason})`);
+  }
+  return lines.join('\n');
+}
+
+export function modelsTable(models: ModelView[], c: ChalkInstance): string {
+  if (models.length === 0) return 'The catalog has no models. Start the server with --catalog FILE.';
+  return table(
+    ['NAME', 'READY', 'MIN', 'MAX', 'PROFILES', 'ALIASES', 'FALLBACKS'],
+    models.map((m) => [
+      m.name,
+      m.ready_replicas >= m.min_replicas ? `${m.ready_replicas}/${m.total_replicas}` : c.yellow(`${m.ready_replicas}/${m.total_replicas}`),
+      m.min_replicas,
+      m.max_replicas,
+      m.profiles.join(','),
+      m.aliases.join(',') || '-',
+      m.fallbacks.join(',') || '-',
+    ]),
+  );
+}
+
+export function replicasTable(replicas: ReplicaView[], c: ChalkInstance): string {
+  if (replicas.length === 0) return 'No replicas.';
+  return table(
+    ['ID', 'MODEL', 'PROFILE', 'STATE', 'NODES', 'ENDPOINT', 'AGE', 'ERROR'],
+    replicas.map((r) => [
+      r.id,
+      r.model,
+      r.profile,
+      r.state === 'ready' ? c.green(r.state) : r.state === 'failed' ? c.red(r.state) : r.state,
+      r.shards.map((s) => (s.gpus.length ? `${s.node}[${s.gpus.join(',')}]` : s.node)).join(' '),
+      r.endpoint ?? '-',
+      age(r.age_seconds),
+      oneLine(r.error ?? '-', 100),
+    ]),
+  );
+}
+
+/** The replica's full errors, which the table cuts short. */
+export function replicaErrors(replicas: ReplicaView[]): string {
+  return replicas
+    .filter((r) => r.error)
+    .map((r) => `${r.id}: ${r.error}`)
+    .join('\n');
+}
+
+function oneLine(s: string, max: number): string {
+  const flat = s.replace(/\s*\n\s*/g, ' | ');
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+export function age(seconds: number): string {
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)}h`;
+  return `${Math.floor(seconds / 86400)}d`;
+}
+
+/** The summary line, then rejections grouped by profile and pool, one line per node. */
+export function explainText(v: ExplainView, c: ChalkInstance): string {
+  if (!v.attempted) {
+    return v.placed
+      ? `${v.model} is placed; no placement attempt has been needed since the server started.`
+      : `${v.model}: placement has not been attempted yet (the reconciler runs every few seconds).`;
+  }
+  const out: string[] = [];
+  out.push(v.placed && v.rejections.length === 0 ? c.green(v.summary ?? `${v.model} is placed`) : (v.summary ?? ''));
+  if (v.placed) out.push(`${v.model} has replicas (see ctl replicas --model ${v.model}); the lines below are from the last placement attempt.`);
+  const groups = new Map<string, RejectionView[]>();
+  for (const r of v.rejections) {
+    const key = `${r.profile}\u0000${r.pool ?? ''}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  const notesByProfile = new Map<string, string[]>();
+  for (const n of v.notes) notesByProfile.set(n.profile, [...(notesByProfile.get(n.profile) ?? []), `${n.node}: ${n.note}`]);
+  const profiles = [...new Set([...v.rejections.map((r) => r.profile), ...v.notes.map((n) => n.profile)])];
+  for (const profile of profiles) {
+    const pools = [...groups.keys()].filter((k) => k.startsWith(`${profile}\u0000`));
+    out.push('');
+    out.push(c.bold(`profile ${profile}:`));
+    for (const key of pools) {
+      const pool = key.split('\u0000')[1];
+      const rs = groups.get(key)!;
+      const indent = pool ? '    ' : '  ';
+      if (pool) out.push(`  pool ${pool}:`);
+      const byNode = new Map<string, string[]>();
+      for (const r of rs) {
+        const node = r.node ?? '';
+        byNode.set(node, [...(byNode.get(node) ?? []), r.reason]);
+      }
+      for (const [node, reasons] of byNode) out.push(`${indent}${node ? `${node}: ` : ''}${reasons.join('; ')}`);
+    }
+    for (const note of notesByProfile.get(profile) ?? []) out.push(`  ${note}`);
+  }
+  return out.join('\n');
+}

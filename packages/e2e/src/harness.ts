@@ -1,0 +1,221 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Helpers for journeys: the built binaries as real processes on 127.0.0.1:0, temp
+ * directories, and fixture hardware from the agent package. Nothing is imported from
+ * the packages under test; they are run as an operator would run them.
+ */
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const root = path.resolve(here, '../../..');
+export const bins = {
+  server: path.join(root, 'packages/server/dist/main.js'),
+  agent: path.join(root, 'packages/agent/dist/main.js'),
+  testEngine: path.join(root, 'packages/agent/dist/test-engine.js'),
+  ctl: path.join(root, 'packages/ctl/dist/cli.js'),
+};
+export const fixtures = path.join(root, 'packages/agent/test/fixtures');
+
+const children = new Set<ChildProcess>();
+const tmpDirs: string[] = [];
+
+export function tmpDir(prefix = 'llmgw-e2e-'): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tmpDirs.push(d);
+  return d;
+}
+
+export interface Proc {
+  child: ChildProcess;
+  output: () => string;
+  /** Resolves with the first output line matching `re`. */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function run(cmd: string, args: string[], env: Record<string, string> = {}, cwd = root): Proc {
+  const child = spawn(process.execPath, [cmd, ...args], {
+    cwd,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  const waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    for (const w of [...waiters]) {
+      const m = out.match(w.re);
+      if (m) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(m);
+      }
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('exit', () => children.delete(child));
+  return {
+    child,
+    output: () => out,
+    waitFor(re, timeoutMs = 20_000) {
+      const m = out.match(re);
+      if (m) return Promise.resolve(m);
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`timed out waiting for ${re} in:\n${out.slice(-3000)}`)), timeoutMs);
+        waiters.push({ re, resolve: (mm) => (clearTimeout(t), resolve(mm)) });
+      });
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+export const ADMIN_TOKEN = 'test-admin-token';
+export const JOIN_TOKEN = 'test-join-token';
+
+export interface ServerProc extends Proc {
+  adminUrl: string;
+  clientUrl: string;
+  dataDir: string;
+}
+
+export async function startServer(opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string } = {}): Promise<ServerProc> {
+  const dataDir = opts.dataDir ?? tmpDir('llmgw-server-');
+  const p = run(
+    bins.server,
+    [
+      '--admin-addr', opts.adminAddr ?? '127.0.0.1:0',
+      '--client-addr', '127.0.0.1:0',
+      '--data-dir', dataDir,
+      '--not-ready-after', '3',
+      '--reconcile-interval', '1',
+      ...(opts.catalog ? ['--catalog', opts.catalog] : []),
+      ...(opts.args ?? []),
+    ],
+    { LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN },
+  );
+  const m = await p.waitFor(/"admin":"(http:\/\/[^"]+)","client":"(http:\/\/[^"]+)"/);
+  return { ...p, adminUrl: m[1]!, clientUrl: m[2]!, dataDir };
+}
+
+export interface AgentOpts {
+  server: string;
+  nodeId: string;
+  nvidiaSmi?: string;
+  proc?: string;
+  sys?: string;
+  labels?: string;
+  pool?: string;
+  stateDir?: string;
+  token?: string;
+  args?: string[];
+}
+
+/** An agent process pointed at fixture hardware (`nvidia-smi/<name>`, `proc/<name>`, `sys/<name>`). */
+export function startAgent(o: AgentOpts): Proc & { stateDir: string } {
+  const stateDir = o.stateDir ?? tmpDir('llmgw-agent-');
+  const p = run(
+    bins.agent,
+    [
+      '--server', o.server,
+      '--node-id', o.nodeId,
+      '--nvidia-smi', o.nvidiaSmi ? path.join(fixtures, 'nvidia-smi', o.nvidiaSmi) : path.join(fixtures, 'nvidia-smi', 'absent'),
+      '--proc-root', path.join(fixtures, 'proc', o.proc ?? 'cpu-8gb'),
+      '--sys-root', path.join(fixtures, 'sys', o.sys ?? 'empty'),
+      '--state-dir', stateDir,
+      '--heartbeat-interval', '1',
+      '--engine-host', '127.0.0.1',
+      ...(o.labels ? ['--labels', o.labels] : []),
+      ...(o.pool ? ['--pool', o.pool] : []),
+      ...(o.args ?? []),
+    ],
+    { LLMGW_JOIN_TOKEN: o.token ?? JOIN_TOKEN },
+  );
+  return { ...p, stateDir };
+}
+
+export interface CtlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built ctl as a subprocess, as an operator would. */
+export function ctl(server: string, args: string[], env: Record<string, string> = {}): Promise<CtlResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bins.ctl, ...args],
+      { env: { ...process.env, NO_COLOR: '1', LLMGW_SERVER: server, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_HOME: tmpDir('llmgw-home-'), ...env } },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+export async function ctlJson<T>(server: string, args: string[]): Promise<T> {
+  const r = await ctl(server, [...args, '-o', 'json']);
+  if (r.code !== 0) throw new Error(`ctl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+/** Polls `fn` until it returns a truthy value or the timeout passes. */
+export async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Table rows of ctl output keyed by their first column. */
+export function rows(tableText: string): Map<string, Record<string, string>> {
+  // The table ends at the first blank line; notes may follow it.
+  const end = tableText.indexOf('\n\n');
+  const lines = (end === -1 ? tableText : tableText.slice(0, end)).split('\n').filter((l) => l.trim());
+  const header = lines[0] ?? '';
+  const cols: { name: string; start: number }[] = [];
+  const re = /(\S+(?: \S+)*)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(header))) cols.push({ name: m[1]!, start: m.index });
+  const out = new Map<string, Record<string, string>>();
+  for (const line of lines.slice(1)) {
+    if (!line.trim() || line.length < (cols[1]?.start ?? 0)) continue;
+    const rec: Record<string, string> = {};
+    cols.forEach((c, i) => {
+      rec[c.name] = line.slice(c.start, cols[i + 1]?.start ?? undefined).trim();
+    });
+    out.set(rec[cols[0]!.name]!, rec);
+  }
+  return out;
+}
+
+export async function cleanup(): Promise<void> {
+  await Promise.all([...children].map((c) => {
+    c.kill('SIGKILL');
+    return new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(undefined) : c.once('exit', r)));
+  }));
+}
+
+export function removeTmp(): void {
+  for (const d of tmpDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+}

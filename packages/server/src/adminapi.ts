@@ -1,0 +1,62 @@
+import express, { type Router } from 'express';
+import { NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
+import type { Controller } from './controller.js';
+import { badRequest, notFound } from './errors.js';
+import { jsonBody, parseBody } from './http.js';
+import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
+
+/**
+ * The management surface `ctl` and the dashboard use, mounted on the admin listener
+ * behind the admin token. Handlers are thin: validate, call the controller, render.
+ */
+export function adminApi(ctl: Controller): Router {
+  const r = express.Router();
+
+  r.get('/nodes', (_req, res) => {
+    res.json(nodeViews(ctl));
+  });
+
+  r.get('/models', (_req, res) => {
+    res.json(modelViews(ctl));
+  });
+
+  r.get('/replicas', (req, res) => {
+    const q = typeof req.query.model === 'string' ? req.query.model : undefined;
+    const model = q ? resolveModel(ctl, q) : undefined;
+    res.json(replicaViews(ctl, model));
+  });
+
+  r.get('/explain-placement', (req, res) => {
+    const q = typeof req.query.model === 'string' ? req.query.model.trim() : '';
+    if (!q) throw badRequest('model is required (?model=NAME)', 'model');
+    res.json(explainView(ctl, resolveModel(ctl, q)));
+  });
+
+  // One endpoint rather than three verbs: cordon, drain and uncordon are the same
+  // operation with different targets.
+  r.post('/nodes/:id/state', jsonBody('64kb'), (req, res) => {
+    const body = parseBody(NodeStateRequestSchema, req.body);
+    const state = NodeStateAliases[body.state];
+    if (!state) {
+      throw badRequest(
+        `unknown state "${body.state}" (want ready, cordoned or draining; or uncordon, cordon, drain)`,
+        'state',
+      );
+    }
+    const id = String(req.params.id);
+    const reason = body.reason?.trim() || undefined;
+    if (!ctl.setNodeState(id, state, reason)) throw notFound(`no node "${id}"`);
+    res.json({ id, state, ...(reason ? { reason } : {}) });
+  });
+
+  return r;
+}
+
+function resolveModel(ctl: Controller, nameOrAlias: string): string {
+  const m = ctl.catalogView.resolve(nameOrAlias);
+  if (m) return m.name;
+  const close = ctl.catalogView.suggest(nameOrAlias);
+  throw notFound(
+    `model "${nameOrAlias}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}`,
+  );
+}

@@ -1,0 +1,38 @@
+import express, { type Router } from 'express';
+import { HeartbeatSchema } from '@llmgw/shared';
+import type { Controller } from './controller.js';
+import { badRequest } from './errors.js';
+import { jsonBody, parseBody } from './http.js';
+
+/** Longest a long-poll is held open; agents ask again at once. */
+const MAX_WAIT_MS = 30_000;
+
+/**
+ * What agents call, behind the join token (DESIGN §5). A heartbeat is validated in
+ * full before anything in the inventory changes, so a bad report leaves no trace.
+ */
+export function agentApi(ctl: Controller): Router {
+  const r = express.Router();
+
+  r.post('/heartbeat', jsonBody('4mb'), (req, res) => {
+    const hb = parseBody(HeartbeatSchema, req.body);
+    res.json(ctl.heartbeat(hb));
+  });
+
+  // Long-poll: answers as soon as the node's assignments change, so a placement reaches
+  // the agent in milliseconds rather than at its next beat.
+  r.get('/nodes/:id/assignments', async (req, res) => {
+    const id = String(req.params.id);
+    const after = Number(req.query.after ?? -1);
+    const wait = Math.min(Number(req.query.wait_ms ?? 25_000), MAX_WAIT_MS);
+    if (!Number.isFinite(after) || !Number.isFinite(wait) || wait < 0) {
+      throw badRequest('after and wait_ms must be numbers', 'after');
+    }
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const reply = await ctl.waitForAssignments(id, after, wait, abort.signal);
+    if (!res.writableEnded && !abort.signal.aborted) res.json(reply);
+  });
+
+  return r;
+}

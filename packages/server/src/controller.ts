@@ -1,0 +1,289 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment } from '@llmgw/shared';
+import type { Logger } from 'pino';
+import type { Replica, Shard } from './domain.js';
+import type { Inventory } from './inventory.js';
+import { reconcile } from './reconciler.js';
+import type { PlacementOutcome } from './snapshot.js';
+import type { Store } from './store.js';
+
+/** The part of the loaded catalog the controller needs. */
+export interface CatalogView {
+  models: Model[];
+  resolve(nameOrAlias: string): Model | undefined;
+  suggest(name: string): string[];
+}
+
+export interface PlacementAttempt {
+  outcome: PlacementOutcome;
+  atMs: number;
+}
+
+export interface ControllerOptions {
+  reconcileIntervalMs: number;
+  /** First backoff of a failed replica before it is replaced; doubles per failure of the model. */
+  failedBackoffMs: number;
+  now?: () => number;
+}
+
+/**
+ * Owns the state of the fleet (inventory, replicas, last placement attempts) and runs
+ * the pure reconciler over it. HTTP handlers and the dashboard read from here; nothing
+ * else mutates replicas.
+ */
+export class Controller {
+  readonly events = new EventEmitter();
+  private readonly replicas = new Map<string, Replica>();
+  private readonly attempts = new Map<string, PlacementAttempt>();
+  private readonly assignmentJson = new Map<string, string>();
+  private readonly versions = new Map<string, number>();
+  private readonly failuresByModel = new Map<string, number>();
+  private timer?: NodeJS.Timeout;
+  private pending = false;
+  private nextMasterPort = 29500;
+  /** Versions start at the boot time so an agent's version from before a restart never matches by chance. */
+  private readonly versionBase: number;
+  readonly now: () => number;
+
+  constructor(
+    readonly inventory: Inventory,
+    private readonly store: Store,
+    private catalog: CatalogView,
+    private readonly opts: ControllerOptions,
+    private readonly log: Logger,
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.versionBase = this.now();
+    this.events.setMaxListeners(0);
+    for (const r of store.loadReplicas()) this.replicas.set(r.id, r);
+    this.refreshAssignments();
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.reconcileNow(), this.opts.reconcileIntervalMs);
+    this.timer.unref();
+    this.reconcileNow();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  get models(): Model[] {
+    return this.catalog.models;
+  }
+
+  get catalogView(): CatalogView {
+    return this.catalog;
+  }
+
+  setCatalog(catalog: CatalogView): void {
+    this.catalog = catalog;
+    this.notify();
+  }
+
+  listReplicas(): Replica[] {
+    return [...this.replicas.values()].sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
+  }
+
+  lastAttempt(model: string): PlacementAttempt | undefined {
+    return this.attempts.get(model);
+  }
+
+  /**
+   * Asks for a reconcile soon. Several notifications in one tick of the event loop
+   * collapse into one pass.
+   */
+  notify(): void {
+    if (this.pending) return;
+    this.pending = true;
+    setImmediate(() => {
+      this.pending = false;
+      this.reconcileNow();
+    });
+  }
+
+  setNodeState(id: string, state: NodeAdminState, reason?: string): boolean {
+    const ok = this.inventory.setAdmin(id, state, reason, new Date(this.now()));
+    if (ok) this.notify();
+    return ok;
+  }
+
+  /** Records a heartbeat and answers with the node's assignments. */
+  heartbeat(hb: Heartbeat): HeartbeatReply {
+    const nodeId = hb.report.node_id;
+    const changed = this.inventory.report(hb.report, this.now());
+    const touched = this.applyShardStatus(nodeId, hb);
+    if (changed || touched) this.notify();
+    return this.reply(nodeId);
+  }
+
+  reply(nodeId: string): HeartbeatReply {
+    return { node_id: nodeId, version: this.versions.get(nodeId) ?? this.versionBase, assignments: this.assignmentsFor(nodeId) };
+  }
+
+  /** Resolves with the node's assignments once their version passes `after`, or at the timeout. */
+  waitForAssignments(nodeId: string, after: number, timeoutMs: number, signal?: AbortSignal): Promise<HeartbeatReply> {
+    if ((this.versions.get(nodeId) ?? this.versionBase) !== after) return Promise.resolve(this.reply(nodeId));
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.events.off(`assignments:${nodeId}`, done);
+        signal?.removeEventListener('abort', done);
+        resolve(this.reply(nodeId));
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.events.on(`assignments:${nodeId}`, done);
+      signal?.addEventListener('abort', done);
+    });
+  }
+
+  private applyShardStatus(nodeId: string, hb: Heartbeat): boolean {
+    let touched = false;
+    const mgmt = hb.report.mgmt_addr;
+    for (const st of hb.shards) {
+      const replica = this.replicas.get(st.replica_id);
+      const shard = replica?.shards.find((s) => s.id === st.id && s.nodeId === nodeId);
+      if (!replica || !shard) continue;
+      const next: Partial<Shard> = {
+        state: st.state === 'stopped' ? shard.state : st.state,
+        ...(st.port !== undefined ? { port: st.port } : {}),
+        ...(st.pid !== undefined ? { pid: st.pid } : {}),
+        ...(st.restarts !== undefined ? { restarts: st.restarts } : {}),
+      };
+      const error = st.error;
+      if (
+        next.state !== shard.state ||
+        next.port !== shard.port ||
+        next.pid !== shard.pid ||
+        error !== shard.error ||
+        next.restarts !== shard.restarts
+      ) {
+        Object.assign(shard, next);
+        if (error) shard.error = error;
+        else delete shard.error;
+        this.updateReplicaState(replica, mgmt);
+        this.store.saveReplica(replica);
+        touched = true;
+      }
+    }
+    return touched;
+  }
+
+  private updateReplicaState(r: Replica, mgmtAddr: string): void {
+    if (r.state === 'draining' || r.state === 'stopped') return;
+    const states = r.shards.map((s) => s.state);
+    const before = r.state;
+    if (states.includes('failed')) {
+      r.state = 'failed';
+      const bad = r.shards.find((s) => s.state === 'failed');
+      r.error = `shard ${bad?.rank} on ${bad?.nodeId}: ${bad?.error ?? 'failed'}`;
+    } else if (states.every((s) => s === 'ready')) {
+      r.state = 'ready';
+      delete r.error;
+    } else if (states.some((s) => s === 'starting' || s === 'ready')) {
+      r.state = 'starting';
+    }
+    const head = r.shards.find((s) => s.rank === 0);
+    if (r.state === 'ready' && head?.port) {
+      const addr = head.nodeId === undefined ? mgmtAddr : (this.inventory.get(head.nodeId)?.report?.mgmt_addr ?? mgmtAddr);
+      r.endpoint = `http://${hostForUrl(addr)}:${head.port}`;
+    }
+    if (before !== r.state) {
+      this.log.info({ replica: r.id, model: r.model, from: before, to: r.state, error: r.error }, 'replica state changed');
+      if (r.state === 'failed') this.failuresByModel.set(r.model, (this.failuresByModel.get(r.model) ?? 0) + 1);
+      this.events.emit('replicas');
+    }
+  }
+
+  /** One reconcile pass: decide, apply, persist, and hand agents their new assignments. */
+  reconcileNow(): void {
+    const nowMs = this.now();
+    const result = reconcile({
+      models: this.catalog.models,
+      nodes: this.inventory.snapshot(nowMs),
+      replicas: this.listReplicas(),
+      nowMs,
+      newReplica: () => ({
+        id: `r-${randomUUID().slice(0, 8)}`,
+        apiKey: `sk-llmgw-engine-${randomBytes(18).toString('base64url')}`,
+        masterPort: this.allocateMasterPort(),
+      }),
+      failedBackoffMs: (r) => {
+        const n = Math.max(0, (this.failuresByModel.get(r.model) ?? 1) - 1);
+        return Math.min(this.opts.failedBackoffMs * 2 ** n, 10 * 60_000);
+      },
+    });
+    for (const [model, outcome] of result.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
+    for (const { id, reason } of result.remove) {
+      const r = this.replicas.get(id);
+      this.replicas.delete(id);
+      this.store.deleteReplica(id);
+      this.log.info({ replica: id, model: r?.model, reason }, 'replica removed');
+    }
+    for (const r of result.create) {
+      this.replicas.set(r.id, r);
+      this.store.saveReplica(r);
+      this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId) }, 'replica placed');
+    }
+    if (result.remove.length || result.create.length) this.events.emit('replicas');
+    this.refreshAssignments();
+  }
+
+  private allocateMasterPort(): number {
+    const port = this.nextMasterPort;
+    this.nextMasterPort = port >= 29999 ? 29500 : port + 1;
+    return port;
+  }
+
+  /** Shards the node should run, built from the replicas that hold resources there. */
+  assignmentsFor(nodeId: string): ShardAssignment[] {
+    const out: ShardAssignment[] = [];
+    for (const r of this.listReplicas()) {
+      if (r.state === 'stopped' || r.state === 'failed') continue;
+      const model = this.catalog.models.find((m) => m.name === r.model);
+      const profile = model?.profiles.find((p) => p.name === r.profile);
+      if (!model || !profile) continue;
+      const head = r.shards.find((s) => s.rank === 0);
+      const headAddr = head ? this.inventory.get(head.nodeId)?.report?.mgmt_addr : undefined;
+      for (const s of r.shards) {
+        if (s.nodeId !== nodeId) continue;
+        out.push({
+          id: s.id,
+          replica_id: r.id,
+          model: model.name,
+          profile: profile.name,
+          engine: profile.engine,
+          source: profile.source ?? model.source,
+          rank: s.rank,
+          shards: r.shards.length,
+          gpus: s.gpuUuids,
+          gpu_indices: s.gpuIndices,
+          args: profile.args ?? [],
+          env: profile.env ?? {},
+          ...(profile.command ? { command: profile.command } : {}),
+          ...(r.shards.length > 1 && headAddr ? { master_addr: headAddr } : {}),
+          ...(r.shards.length > 1 && r.masterPort ? { master_port: r.masterPort } : {}),
+          api_key: r.apiKey,
+          ...(profile.startup_timeout_s ? { startup_timeout_s: profile.startup_timeout_s } : {}),
+        });
+      }
+    }
+    return out;
+  }
+
+  private refreshAssignments(): void {
+    for (const node of this.inventory.list()) {
+      const json = JSON.stringify(this.assignmentsFor(node.id));
+      if (this.assignmentJson.get(node.id) === json) continue;
+      this.assignmentJson.set(node.id, json);
+      this.versions.set(node.id, (this.versions.get(node.id) ?? this.versionBase) + 1);
+      this.events.emit(`assignments:${node.id}`);
+    }
+  }
+}
+
+function hostForUrl(addr: string): string {
+  return addr.includes(':') && !addr.startsWith('[') ? `[${addr}]` : addr;
+}

@@ -1,0 +1,59 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
+import type { Static, TSchema } from '@llmgw/shared';
+import { validate, formatFailure } from '@llmgw/shared';
+import { ApiError, badRequest } from './errors.js';
+
+/** Compares secrets in constant time; hashing first makes the lengths equal. */
+export function secretEquals(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function bearer(req: Request): string | undefined {
+  const h = req.headers.authorization;
+  if (!h) return undefined;
+  const m = /^Bearer\s+(.+)$/i.exec(h);
+  return m ? m[1]!.trim() : undefined;
+}
+
+/** Requires `Authorization: Bearer <token>`; `what` names the credential in the 401. */
+export function requireToken(token: string, what: string) {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const given = bearer(req);
+    if (!given) return next(new ApiError('unauthorized', `missing ${what}: send "Authorization: Bearer <token>"`));
+    if (!secretEquals(given, token)) return next(new ApiError('unauthorized', `invalid ${what}`));
+    next();
+  };
+}
+
+/** Parses JSON bodies; a malformed body is a 400 like any other bad input. */
+export function jsonBody(limit = '1mb') {
+  return express.json({ limit, type: () => true });
+}
+
+/** Validates a body against a shared schema, or throws a 400 naming the field. */
+export function parseBody<S extends TSchema>(schema: S, body: unknown, root = ''): Static<S> {
+  const r = validate(schema, body, root);
+  if (!r.ok) throw badRequest(formatFailure(r.error), r.error.field);
+  return r.value;
+}
+
+/** Maps errors to the admin API's `{"error": "..."}` body with the right status. */
+export const adminErrors: ErrorRequestHandler = (err, _req, res, _next) => {
+  if (err instanceof ApiError) {
+    res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}) });
+    return;
+  }
+  const e = err as { type?: string; status?: number; message?: string };
+  if (e.type === 'entity.parse.failed') {
+    res.status(400).json({ error: `invalid JSON: ${e.message ?? 'parse error'}` });
+    return;
+  }
+  if (e.type === 'entity.too.large') {
+    res.status(413).json({ error: 'request body too large' });
+    return;
+  }
+  res.status(500).json({ error: e.message ?? 'internal error' });
+};

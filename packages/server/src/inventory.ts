@@ -1,0 +1,104 @@
+import type { Liveness, NodeAdminState, NodeReport } from '@llmgw/shared';
+import type { AdminState } from './domain.js';
+import type { NodeSnapshot } from './snapshot.js';
+import type { Store } from './store.js';
+
+export interface LivenessPolicy {
+  /** Seconds without a heartbeat before a node is `not-ready` (no traffic, no placement). */
+  notReadyAfterS: number;
+  /** Seconds without a heartbeat before a node is `lost` (its replicas are replaced). */
+  lostAfterS: number;
+}
+
+export interface InventoryNode {
+  id: string;
+  admin: AdminState;
+  report?: NodeReport;
+  /** 0 for a node known only from the store that has not reported since the restart. */
+  lastSeenMs: number;
+}
+
+/**
+ * The fleet as agents report it, plus the operators' admin states. Reports live in
+ * memory (and the last one in the store, so `ctl nodes` still lists a node after a
+ * server restart); admin states are written through to the store.
+ */
+export class Inventory {
+  private readonly nodes = new Map<string, InventoryNode>();
+  private readonly savedReports = new Map<string, string>();
+
+  constructor(
+    private readonly store: Store,
+    readonly policy: LivenessPolicy,
+  ) {
+    for (const n of store.loadNodes()) {
+      // A node remembered from before the restart is shown as not reporting until its
+      // agent speaks again; lastSeen 0 makes it not-ready, never lost on that account.
+      this.nodes.set(n.id, { id: n.id, admin: n.admin, ...(n.report ? { report: n.report } : {}), lastSeenMs: 0 });
+      if (n.report) this.savedReports.set(n.id, JSON.stringify(n.report));
+    }
+  }
+
+  /** Records a heartbeat. Returns true when the report differs from the last one. */
+  report(report: NodeReport, nowMs: number): boolean {
+    const existing = this.nodes.get(report.node_id);
+    const node: InventoryNode = existing ?? { id: report.node_id, admin: { state: 'ready' }, lastSeenMs: 0 };
+    const wasLive = existing ? this.liveness(existing, nowMs) === 'ready' : false;
+    node.report = report;
+    node.lastSeenMs = nowMs;
+    this.nodes.set(node.id, node);
+    const json = JSON.stringify(report);
+    const changed = this.savedReports.get(node.id) !== json;
+    if (changed) {
+      this.store.saveNodeReport(node.id, report, nowMs);
+      this.savedReports.set(node.id, json);
+    }
+    return changed || !wasLive;
+  }
+
+  get(id: string): InventoryNode | undefined {
+    return this.nodes.get(id);
+  }
+
+  list(): InventoryNode[] {
+    return [...this.nodes.values()].sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  /** Sets a node's admin state. Returns false for an unknown node. */
+  setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date): boolean {
+    const node = this.nodes.get(id);
+    if (!node) return false;
+    node.admin = { state, ...(reason ? { reason } : {}), changedAt: now.toISOString() };
+    this.store.saveNodeAdmin(id, node.admin);
+    return true;
+  }
+
+  liveness(node: InventoryNode, nowMs: number): Liveness {
+    if (node.lastSeenMs === 0) return 'not-ready';
+    const ago = (nowMs - node.lastSeenMs) / 1000;
+    if (ago >= this.policy.lostAfterS) return 'lost';
+    if (ago >= this.policy.notReadyAfterS) return 'not-ready';
+    return 'ready';
+  }
+
+  /** The plain-data picture placement works on. */
+  snapshot(nowMs: number): NodeSnapshot[] {
+    return this.list().map((n) => toSnapshot(n, this.liveness(n, nowMs), nowMs));
+  }
+}
+
+function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSnapshot {
+  const r = n.report;
+  return {
+    id: n.id,
+    ...(r?.pool ? { pool: r.pool } : {}),
+    labels: r?.labels ?? {},
+    admin: n.admin.state,
+    ...(n.admin.reason ? { adminReason: n.admin.reason } : {}),
+    liveness,
+    lastSeenAgoS: n.lastSeenMs ? Math.max(0, Math.round((nowMs - n.lastSeenMs) / 1000)) : Infinity,
+    ...(r?.memory_total_mb !== undefined ? { memoryTotalMb: r.memory_total_mb } : {}),
+    gpus: r?.gpus ?? [],
+    fabrics: r?.fabrics ?? [],
+  };
+}

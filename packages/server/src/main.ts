@@ -1,0 +1,100 @@
+import os from 'node:os';
+import path from 'node:path';
+import { Command, Option } from 'commander';
+import { pino } from 'pino';
+import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog.js';
+import { startServer } from './server.js';
+import { tokenFor } from './tokens.js';
+
+const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
+const opt = (flags: string, description: string, env: string, def?: string) => {
+  const o = new Option(flags, description).env(env);
+  return def === undefined ? o : o.default(def);
+};
+
+const program = new Command('llmgw-server')
+  .description('The llmgw control plane: places models on the fleet, supervises them through agents, and serves them behind one OpenAI-compatible endpoint.')
+  .version('0.1.0')
+  .addOption(opt('--client-addr <host:port>', 'client listener (OpenAI-compatible API, API keys)', 'LLMGW_CLIENT_ADDR', '127.0.0.1:8080'))
+  .addOption(opt('--admin-addr <host:port>', 'admin listener (admin API, dashboard, metrics, agent API)', 'LLMGW_ADMIN_ADDR', '127.0.0.1:8081'))
+  .addOption(opt('--data-dir <dir>', 'where the SQLite store and generated tokens live', 'LLMGW_DATA_DIR', path.join(home, 'server')))
+  .addOption(opt('--catalog <file>', 'catalog YAML: which models to run (reloaded on SIGHUP and on change)', 'LLMGW_CATALOG'))
+  .addOption(opt('--not-ready-after <seconds>', 'a node silent this long is not-ready (no traffic, no placement)', 'LLMGW_NOT_READY_AFTER', '15'))
+  .addOption(opt('--lost-after <seconds>', 'a node silent this long is lost (its replicas are replaced)', 'LLMGW_LOST_AFTER', '300'))
+  .addOption(opt('--reconcile-interval <seconds>', 'seconds between reconcile passes (changes also trigger one)', 'LLMGW_RECONCILE_INTERVAL', '5'))
+  .addOption(opt('--failed-backoff <seconds>', 'first wait before a failed replica is replaced (doubles per failure)', 'LLMGW_FAILED_BACKOFF', '30'))
+  .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
+  .addHelpText(
+    'after',
+    '\nSecrets come from the environment, never flags: LLMGW_ADMIN_TOKEN (ctl, dashboard) and LLMGW_JOIN_TOKEN (agents).\nWhen unset, each is generated once and kept in the data directory (files admin-token and join-token).',
+  )
+  .action(async (o: Record<string, string | undefined>) => {
+    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' } });
+    const num = (name: string, v: string | undefined) => {
+      const n = Number(v);
+      if (!(n > 0)) fail(`invalid --${name} "${v}": want a number of seconds > 0`);
+      return n;
+    };
+    const dataDir = path.resolve(o.dataDir!);
+    let watcher: CatalogWatcher | undefined;
+    let catalog = new LoadedCatalog('(none)', []);
+    if (o.catalog) {
+      try {
+        watcher = await CatalogWatcher.start(path.resolve(o.catalog), {
+          onChange: (next) => {
+            log.info({ file: next.file, models: next.models.map((m) => m.name) }, 'catalog reloaded');
+            running?.controller.setCatalog(next);
+          },
+          onError: (err) => log.error({ file: err.file }, `catalog reload failed, keeping the running catalog: ${err.message}`),
+        });
+        catalog = watcher.current;
+      } catch (err) {
+        fail(err instanceof CatalogError ? err.message : `cannot read catalog ${o.catalog}: ${(err as Error).message}`);
+      }
+    } else {
+      log.warn('no --catalog given: no models will be placed');
+    }
+    const admin = tokenFor(process.env.LLMGW_ADMIN_TOKEN, dataDir, 'admin-token');
+    const join = tokenFor(process.env.LLMGW_JOIN_TOKEN, dataDir, 'join-token');
+    if (admin.file) log.info({ file: admin.file }, 'admin token (for ctl and the dashboard) is in this file');
+    if (join.file) log.info({ file: join.file }, 'join token (LLMGW_JOIN_TOKEN for agents) is in this file');
+    let running: Awaited<ReturnType<typeof startServer>> | undefined;
+    try {
+      running = await startServer(
+        {
+          clientAddr: o.clientAddr!,
+          adminAddr: o.adminAddr!,
+          adminToken: admin.token,
+          joinToken: join.token,
+          dataDir,
+          notReadyAfterS: num('not-ready-after', o.notReadyAfter),
+          lostAfterS: num('lost-after', o.lostAfter),
+          reconcileIntervalS: num('reconcile-interval', o.reconcileInterval),
+          failedBackoffS: num('failed-backoff', o.failedBackoff),
+        },
+        catalog,
+        log,
+      );
+    } catch (err) {
+      fail(`cannot start: ${(err as Error).message}`);
+    }
+    process.on('SIGHUP', () => {
+      if (!watcher) return log.warn('SIGHUP: no --catalog to reload');
+      void watcher.reload();
+    });
+    const shutdown = async (signal: string) => {
+      log.info({ signal }, 'llmgw-server stopping');
+      watcher?.close();
+      await running?.close();
+      process.exit(0);
+    };
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
+
+function fail(message: string): never {
+  process.stderr.write(`llmgw-server: ${message}\n`);
+  process.exit(2);
+}
+
+await program.parseAsync();

@@ -1,0 +1,109 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Logger } from 'pino';
+import { adminApi } from './adminapi.js';
+import { agentApi } from './agentapi.js';
+import { Controller, type CatalogView } from './controller.js';
+import { adminErrors, requireToken } from './http.js';
+import { Inventory } from './inventory.js';
+import { SqliteStore } from './store.js';
+
+export interface ServerSettings {
+  clientAddr: string;
+  adminAddr: string;
+  adminToken: string;
+  joinToken: string;
+  dataDir: string;
+  notReadyAfterS: number;
+  lostAfterS: number;
+  reconcileIntervalS: number;
+  failedBackoffS: number;
+}
+
+export interface RunningServer {
+  adminUrl: string;
+  clientUrl: string;
+  controller: Controller;
+  close(): Promise<void>;
+}
+
+/** `127.0.0.1:8081` → host and port; `:8081` listens on every address. */
+export function parseAddr(addr: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr.trim());
+  if (!m) throw new Error(`invalid address "${addr}": want HOST:PORT, e.g. 127.0.0.1:8081`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
+}
+
+function listen(app: express.Express, addr: string): Promise<http.Server> {
+  const { host, port } = parseAddr(addr);
+  const server = http.createServer(app);
+  // Long-polls and streams outlive Node's default request timeout.
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = 65_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}
+
+function urlOf(server: http.Server): string {
+  const a = server.address() as AddressInfo;
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address === '0.0.0.0' ? '127.0.0.1' : a.address;
+  return `http://${host}:${a.port}`;
+}
+
+/** Starts both listeners over one controller. Used by main and by in-process tests. */
+export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger): Promise<RunningServer> {
+  const store = new SqliteStore(settings.dataDir);
+  const inventory = new Inventory(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS });
+  const controller = new Controller(
+    inventory,
+    store,
+    catalog,
+    { reconcileIntervalMs: settings.reconcileIntervalS * 1000, failedBackoffMs: settings.failedBackoffS * 1000 },
+    log,
+  );
+
+  const admin = express();
+  admin.disable('x-powered-by');
+  admin.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
+  admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller));
+  admin.use((req, res) => {
+    res.status(404).json({ error: `no route ${req.method} ${req.path}` });
+  });
+  admin.use(adminErrors);
+
+  const client = express();
+  client.disable('x-powered-by');
+  client.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  client.use((req, res) => {
+    res.status(404).json({
+      error: { message: `no route ${req.method} ${req.path}`, type: 'invalid_request_error', param: null, code: 'not_found' },
+    });
+  });
+
+  const adminServer = await listen(admin, settings.adminAddr);
+  const clientServer = await listen(client, settings.clientAddr);
+  controller.start();
+  log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir }, 'llmgw-server listening');
+
+  return {
+    adminUrl: urlOf(adminServer),
+    clientUrl: urlOf(clientServer),
+    controller,
+    async close() {
+      controller.stop();
+      for (const s of [adminServer, clientServer]) {
+        s.closeAllConnections();
+        await new Promise<void>((resolve) => s.close(() => resolve()));
+      }
+      store.close();
+    },
+  };
+}

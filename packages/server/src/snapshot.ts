@@ -1,0 +1,66 @@
+import type { GpuReport, Liveness, Model, NodeAdminState, Profile, RejectionView } from '@llmgw/shared';
+
+/**
+ * What placement and reconciliation see: plain data, no I/O, no clock. The controller
+ * builds a snapshot from the inventory and the store, and hands it to the pure
+ * functions in placement.ts and reconciler.ts.
+ */
+export interface NodeSnapshot {
+  id: string;
+  pool?: string;
+  labels: Record<string, string>;
+  admin: NodeAdminState;
+  adminReason?: string;
+  liveness: Liveness;
+  /** Seconds since the last heartbeat (for "has not reported for 45s"). */
+  lastSeenAgoS: number;
+  /** Absent when the agent did not report memory: unknown, not zero. */
+  memoryTotalMb?: number;
+  gpus: GpuReport[];
+  fabrics: string[];
+}
+
+/** Resources held on one node by one shard of a placed replica. */
+export interface Reservation {
+  replicaId: string;
+  model: string;
+  nodeId: string;
+  memoryMb: number;
+  gpuUuids: string[];
+}
+
+/** One shard of a placement decision. */
+export interface PlannedShard {
+  nodeId: string;
+  rank: number;
+  gpuUuids: string[];
+  gpuIndices: number[];
+}
+
+export interface Placement {
+  profile: Profile;
+  pool?: string;
+  fabric?: string;
+  shards: PlannedShard[];
+}
+
+/** A fitting node that still deserves a word in the explanation ("memory unknown"). */
+export interface PlacementNote {
+  profile: string;
+  node: string;
+  note: string;
+}
+
+export type Rejection = RejectionView;
+
+export interface PlacementOutcome {
+  /** Absent when no profile fits. */
+  placement?: Placement;
+  /** Every failing check of every node, for every profile tried. */
+  rejections: Rejection[];
+  notes: PlacementNote[];
+  /** `0/5 nodes can run qwen-coder-14b: 3 too little memory, 1 cordoned, …` */
+  summary: string;
+}
+
+export type { Model, Profile };

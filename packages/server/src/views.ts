@@ -1,0 +1,133 @@
+import type { ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
+import { mbToGb } from '@llmgw/shared';
+import type { Controller } from './controller.js';
+import { ACTIVE_REPLICA_STATES, type Replica } from './domain.js';
+import { reservationsOf } from './reconciler.js';
+
+/**
+ * The admin API's views, built in one place: the JSON API and the dashboard both call
+ * these, so the two can never disagree.
+ */
+export function nodeViews(ctl: Controller): NodeView[] {
+  const nowMs = ctl.now();
+  const replicas = ctl.listReplicas();
+  const shardsOn = new Map<string, number>();
+  for (const r of replicas) for (const s of r.shards) shardsOn.set(s.nodeId, (shardsOn.get(s.nodeId) ?? 0) + 1);
+  const reserved = new Map<string, { memoryMb: number; gpus: Set<string> }>();
+  for (const res of reservationsOf(replicas)) {
+    const e = reserved.get(res.nodeId) ?? { memoryMb: 0, gpus: new Set<string>() };
+    e.memoryMb += res.memoryMb;
+    for (const g of res.gpuUuids) e.gpus.add(g);
+    reserved.set(res.nodeId, e);
+  }
+
+  return ctl.inventory.list().map((n) => {
+    const r = n.report;
+    const gpus = r?.gpus ?? [];
+    const held = reserved.get(n.id);
+    const healthy = gpus.filter((g) => g.problems.length === 0);
+    const v: NodeView = {
+      id: n.id,
+      ...(r ? { hostname: r.hostname, mgmt_addr: r.mgmt_addr } : {}),
+      state: n.admin.state,
+      ...(n.admin.reason ? { state_reason: n.admin.reason } : {}),
+      liveness: ctl.inventory.liveness(n, nowMs),
+      labels: r?.labels ?? {},
+      ...(r?.pool ? { pool: r.pool } : {}),
+      gpu_total: gpus.length,
+      // A GPU that is lost or unhealthy is not free, whatever its memory says.
+      gpu_free: healthy.filter((g) => !(g.uuid && held?.gpus.has(g.uuid))).length,
+      ...(r?.memory_total_mb !== undefined ? { memory_gb: mbToGb(r.memory_total_mb) } : {}),
+      ...(held?.memoryMb ? { memory_reserved_gb: mbToGb(held.memoryMb) } : {}),
+      gpu_classes: [...new Set(gpus.filter((g) => g.class !== 'unknown').map((g) => g.class))],
+      fabrics: r?.fabrics ?? [],
+      unhealthy_gpus: gpus.filter((g) => g.problems.length > 0).map((g) => `gpu ${g.index}: ${g.problems.join('; ')}`),
+      ...(r?.gpu_error ? { gpu_error: r.gpu_error } : {}),
+      last_seen_ago: n.lastSeenMs ? formatAgo(nowMs - n.lastSeenMs) : 'never',
+      ...(r ? { agent_version: r.agent_version } : {}),
+      replicas: shardsOn.get(n.id) ?? 0,
+    };
+    return v;
+  });
+}
+
+export function modelViews(ctl: Controller): ModelView[] {
+  const ready = new Map<string, number>();
+  const total = new Map<string, number>();
+  for (const r of ctl.listReplicas()) {
+    total.set(r.model, (total.get(r.model) ?? 0) + 1);
+    if (r.state === 'ready') ready.set(r.model, (ready.get(r.model) ?? 0) + 1);
+  }
+  return ctl.models.map((m) => {
+    const min = m.scaling?.min ?? 1;
+    const attempt = ctl.lastAttempt(m.name);
+    const activeCount = ctl.listReplicas().filter((r) => r.model === m.name && ACTIVE_REPLICA_STATES.has(r.state)).length;
+    return {
+      name: m.name,
+      aliases: m.aliases ?? [],
+      source: m.source,
+      min_replicas: min,
+      max_replicas: m.scaling?.max ?? Math.max(1, min),
+      ready_replicas: ready.get(m.name) ?? 0,
+      total_replicas: total.get(m.name) ?? 0,
+      fallbacks: m.fallbacks ?? [],
+      profiles: m.profiles.map((p) => p.name),
+      ...(attempt && activeCount < min ? { placement_summary: attempt.outcome.summary } : {}),
+    };
+  });
+}
+
+export function replicaView(r: Replica, nowMs: number): ReplicaView {
+  return {
+    id: r.id,
+    model: r.model,
+    profile: r.profile,
+    state: r.state,
+    ...(r.pool ? { pool: r.pool } : {}),
+    ...(r.fabric ? { fabric: r.fabric } : {}),
+    ...(r.endpoint ? { endpoint: r.endpoint } : {}),
+    age_seconds: Math.max(0, Math.floor((nowMs - r.createdAtMs) / 1000)),
+    ...(r.error ? { error: r.error } : {}),
+    shards: r.shards.map((s) => ({
+      id: s.id,
+      node: s.nodeId,
+      rank: s.rank,
+      gpus: s.gpuIndices,
+      state: s.state,
+      ...(s.error ? { error: s.error } : {}),
+    })),
+  };
+}
+
+export function replicaViews(ctl: Controller, model?: string): ReplicaView[] {
+  const nowMs = ctl.now();
+  return ctl
+    .listReplicas()
+    .filter((r) => !model || r.model === model)
+    .map((r) => replicaView(r, nowMs));
+}
+
+/** Why a model is or is not placed, from the reconciler's latest attempt. */
+export function explainView(ctl: Controller, model: string): ExplainView {
+  const placed = ctl.listReplicas().some((r) => r.model === model && ACTIVE_REPLICA_STATES.has(r.state));
+  const attempt = ctl.lastAttempt(model);
+  if (!attempt) return { model, placed, attempted: false, notes: [], rejections: [] };
+  return {
+    model,
+    placed,
+    attempted: true,
+    summary: attempt.outcome.summary,
+    attempted_at: new Date(attempt.atMs).toISOString(),
+    notes: attempt.outcome.notes,
+    rejections: attempt.outcome.rejections,
+  };
+}
+
+/** `3s`, `2m5s`, `1h4m`: short like kubectl's AGE column. */
+export function formatAgo(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ''}`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
+  return `${Math.floor(s / 86400)}d`;
+}

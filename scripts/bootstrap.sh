@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what llmgw needs on a machine that has only Node 20 and npm: pnpm itself,
+# then the workspace's exact dependencies from the committed lockfile. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PNPM_VERSION=12.4.2
+if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version 2>/dev/null)" != "$PNPM_VERSION" ]; then
+  npm install -g "pnpm@$PNPM_VERSION" --loglevel=error
+fi
+# better-sqlite3 compiles against Node's own headers when no prebuilt binary can be
+# fetched; pnpm's node-gyp only finds them through this variable.
+npm_config_nodedir="$(node -p "require('path').resolve(process.execPath, '../..')")"
+export npm_config_nodedir
+pnpm install --frozen-lockfile

@@ -1,0 +1,75 @@
+// `pnpm start`: llmgw on this machine with local defaults: a server on 127.0.0.1
+// (client :8080, admin :8081) and an agent that joins it and serves the demo model.
+// State lives in $LLMGW_HOME (default ~/.llmgw), so `pnpm ctl ...` finds the admin
+// token without any setup. Ctrl-C stops everything, engines included.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
+const logs = path.join(home, 'logs');
+fs.mkdirSync(logs, { recursive: true });
+const catalog = process.env.LLMGW_CATALOG ?? path.join(root, 'examples/local-catalog.yaml');
+const adminAddr = process.env.LLMGW_ADMIN_ADDR ?? '127.0.0.1:8081';
+const clientAddr = process.env.LLMGW_CLIENT_ADDR ?? '127.0.0.1:8080';
+
+function start(name, file, args, env = {}) {
+  const log = fs.openSync(path.join(logs, `${name}.log`), 'a');
+  const child = spawn(process.execPath, [path.join(root, file), ...args], {
+    stdio: ['ignore', log, log],
+    env: { ...process.env, LLMGW_HOME: home, ...env },
+  });
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      console.error(`llmgw: ${name} exited (${signal ?? code}); see ${path.join(logs, `${name}.log`)}`);
+      stop(1);
+    }
+  });
+  return child;
+}
+
+let stopping = false;
+const server = start('server', 'packages/server/dist/main.js', [
+  '--catalog', catalog, '--admin-addr', adminAddr, '--client-addr', clientAddr, '--data-dir', path.join(home, 'server'),
+]);
+
+// The server writes its join token on first start; the agent reads it from there.
+const joinFile = path.join(home, 'server', 'join-token');
+const deadline = Date.now() + 15_000;
+while (!process.env.LLMGW_JOIN_TOKEN && !fs.existsSync(joinFile)) {
+  if (Date.now() > deadline) {
+    console.error(`llmgw: the server did not start; see ${path.join(logs, 'server.log')}`);
+    process.exit(1);
+  }
+  await new Promise((r) => setTimeout(r, 100));
+}
+const joinToken = process.env.LLMGW_JOIN_TOKEN ?? fs.readFileSync(joinFile, 'utf8').trim();
+const agent = start('agent', 'packages/agent/dist/main.js', [
+  '--server', `http://${adminAddr}`, '--state-dir', path.join(home, 'agent'), '--engine-host', '127.0.0.1', '--stop-engines-on-exit',
+], { LLMGW_JOIN_TOKEN: joinToken });
+
+console.log(`llmgw is running on this machine.
+  client API (OpenAI-compatible)  http://${clientAddr}/v1
+  admin API, agents               http://${adminAddr}
+  catalog                         ${catalog}
+  logs                            ${logs}
+
+Try, in another terminal:
+  pnpm ctl nodes
+  pnpm ctl models
+  pnpm ctl replicas
+Ctrl-C stops the server, the agent and its engines.`);
+
+function stop(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  agent.kill('SIGTERM');
+  agent.once('exit', () => server.kill('SIGTERM'));
+  server.once('exit', () => process.exit(code));
+  setTimeout(() => process.exit(code), 15_000).unref();
+}
+process.on('SIGINT', () => stop(0));
+process.on('SIGTERM', () => stop(0));
