@@ -23,6 +23,7 @@ export interface ShardRunner {
   converge(assignments: ShardAssignment[]): void;
   statuses(): ShardStatus[];
   onChange(listener: () => void): void;
+  logTail?(shardId: string): string;
 }
 
 /**
@@ -41,6 +42,8 @@ export class Agent {
   private readonly abort = new AbortController();
   private beating?: Promise<void>;
   private beatAgain = false;
+  /** Log tails the server has acknowledged, so each is sent once per change. */
+  private sentTails = new Map<string, string>();
 
   constructor(
     private readonly settings: AgentSettings,
@@ -117,7 +120,14 @@ export class Agent {
 
   private async sendHeartbeat(): Promise<void> {
     try {
-      const body = { report: await this.report(), shards: this.runner.statuses() };
+      const tails = new Map<string, string>();
+      const shards = this.runner.statuses().map((st) => {
+        const tail = this.runner.logTail?.(st.id);
+        if (tail === undefined) return st;
+        tails.set(st.id, tail);
+        return this.sentTails.get(st.id) === tail ? st : { ...st, log_tail: tail };
+      });
+      const body = { report: await this.report(), shards };
       const reply = await got
         .post(`${this.settings.server}/agent/v1/heartbeat`, {
           json: body,
@@ -127,6 +137,7 @@ export class Agent {
           signal: this.abort.signal,
         })
         .json<HeartbeatReply>();
+      this.sentTails = tails;
       this.recovered();
       this.apply(reply);
     } catch (err) {

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { probeMachine } from './probe/index.js';
 import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
+import { installService } from './service.js';
 import { Supervisor } from './supervisor.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -40,6 +41,8 @@ program
   .addOption(opt('--vllm-bin <path>', 'vllm executable', 'LLMGW_VLLM_BIN', 'vllm'))
   .addOption(opt('--sglang-python <path>', 'python with sglang installed', 'LLMGW_SGLANG_PYTHON', 'python3'))
   .addOption(opt('--llama-server-bin <path>', 'llama.cpp llama-server executable', 'LLMGW_LLAMA_SERVER_BIN', 'llama-server'))
+  .addOption(opt('--max-restarts <n>', 'engine restarts within 10 minutes before a shard is reported failed', 'LLMGW_MAX_RESTARTS', '5'))
+  .addOption(opt('--restart-backoff <seconds>', 'first wait before restarting a crashed engine (doubles each time, up to 30 s)', 'LLMGW_RESTART_BACKOFF', '1'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
   .addHelpText('after', '\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps).')
@@ -58,6 +61,10 @@ program
     } catch (e) {
       fail((e as Error).message.startsWith('Invalid URL') ? `invalid --server "${o.server}": want a URL like http://10.0.0.1:8081` : (e as Error).message);
     }
+    const maxRestarts = Number(o.maxRestarts);
+    const backoffS = Number(o.restartBackoff);
+    if (!Number.isInteger(maxRestarts) || maxRestarts < 0) fail(`invalid --max-restarts "${o.maxRestarts}": want a whole number >= 0`);
+    if (!(backoffS > 0)) fail(`invalid --restart-backoff "${o.restartBackoff}": want a number of seconds > 0`);
     const server = o.server!.replace(/\/+$/, '');
     const stateDir = path.resolve(o.stateDir!);
     const supervisor = new Supervisor({
@@ -66,6 +73,8 @@ program
       bindHost: o.engineHost!,
       bins: { vllm: o.vllmBin!, sglangPython: o.sglangPython!, llamaServer: o.llamaServerBin!, nodeLlamaCpp: path.join(here, 'node-llama-cpp-engine.js') },
       testEngineBin: path.join(here, 'test-engine.js'),
+      maxRestarts,
+      backoffBaseMs: backoffS * 1000,
       log,
     });
     await supervisor.adopt();
@@ -82,7 +91,12 @@ program
         probeIntervalS: Math.max(interval, 10),
       },
       () => probeMachine({ nvidiaSmi: o.nvidiaSmi!, procRoot: o.procRoot!, sysRoot: o.sysRoot!, extraFabrics }),
-      { converge: (a) => supervisor.converge(a), statuses: () => supervisor.statuses(), onChange: (l) => supervisor.events.on('change', l) },
+      {
+        converge: (a) => supervisor.converge(a),
+        statuses: () => supervisor.statuses(),
+        onChange: (l) => supervisor.events.on('change', l),
+        logTail: (id) => supervisor.logTail(id),
+      },
       log,
     );
     log.info({ server, node: o.nodeId || defaultNodeId(), stateDir }, 'llmgw-agent starting');
@@ -98,6 +112,37 @@ program
     process.on('SIGTERM', () => void shutdown('SIGTERM'));
     process.on('SIGINT', () => void shutdown('SIGINT'));
     await agent.start();
+  });
+
+program
+  .command('install-service')
+  .description('install llmgw-agent as a systemd service on this machine (run as root)')
+  .requiredOption('--server <url>', "the server's admin address, e.g. http://10.0.0.1:8081")
+  .option('--node-id <id>', 'stable node id (default: the hostname)')
+  .option('--labels <k=v,...>', 'labels for node_selector matching')
+  .option('--pool <name>', 'pool for sharded placement')
+  .option('--root <dir>', 'write under this prefix instead of / (for packaging)', '/')
+  .option('--no-enable', 'write the files but do not enable and start the service')
+  .addHelpText('after', '\nReads the join token from LLMGW_JOIN_TOKEN and stores it in /etc/llmgw/agent.env (mode 0600).')
+  .action((o: { server: string; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean }) => {
+    const joinToken = process.env.LLMGW_JOIN_TOKEN;
+    if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token first");
+    try {
+      new URL(o.server);
+      if (o.labels) parseLabels(o.labels);
+    } catch (e) {
+      fail((e as Error).message.startsWith('Invalid URL') ? `invalid --server "${o.server}": want a URL like http://10.0.0.1:8081` : (e as Error).message);
+    }
+    const env: Record<string, string> = { LLMGW_SERVER: o.server, LLMGW_JOIN_TOKEN: joinToken! };
+    if (o.nodeId) env.LLMGW_NODE_ID = o.nodeId;
+    if (o.labels) env.LLMGW_LABELS = o.labels;
+    if (o.pool) env.LLMGW_POOL = o.pool;
+    try {
+      const r = installService({ root: o.root, env, enable: o.enable, node: process.execPath, main: path.join(here, 'main.js') });
+      process.stdout.write(`wrote ${r.unitPath}\nwrote ${r.envPath}\n${o.enable ? 'enabled and started llmgw-agent.service\n' : ''}`);
+    } catch (e) {
+      fail(`cannot install the service: ${(e as Error).message}`);
+    }
   });
 
 function fail(message: string): never {

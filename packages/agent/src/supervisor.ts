@@ -225,6 +225,11 @@ export class Supervisor {
     }));
   }
 
+  /** The end of a shard's log (at most `maxBytes`, whole lines), for `ctl logs`. */
+  logTail(shardId: string, maxBytes = 16 * 1024): string {
+    return readTail(this.logPath(shardId), maxBytes);
+  }
+
   /**
    * Stops supervising. By default engines keep running (an agent upgrade must not take
    * models down) and the state is saved for the next agent; `stopEngines` stops them all.
@@ -746,23 +751,29 @@ function modelIds(body: string): string[] {
   }
 }
 
-/** The last lines the current run of the engine wrote (after the agent's launch mark). */
-function lastLogLines(file: string): string {
-  let text: string;
+/** The last `maxBytes` of a file, from a line start; '' when it cannot be read. */
+function readTail(file: string, maxBytes: number): string {
   try {
     const fd = fs.openSync(file, 'r');
     try {
       const size = fs.fstatSync(fd).size;
-      const len = Math.min(size, 64 * 1024);
+      const len = Math.min(size, maxBytes);
       const buf = Buffer.alloc(len);
       fs.readSync(fd, buf, 0, len, size - len);
-      text = buf.toString('utf8');
+      const text = buf.toString('utf8');
+      return len < size ? text.slice(text.indexOf('\n') + 1) : text;
     } finally {
       fs.closeSync(fd);
     }
   } catch {
     return '';
   }
+}
+
+/** The last lines the current run of the engine wrote (after the agent's launch mark). */
+function lastLogLines(file: string): string {
+  let text = readTail(file, 64 * 1024);
+  if (!text) return '';
   const mark = text.lastIndexOf(LAUNCH_MARK);
   if (mark !== -1) text = text.slice(text.indexOf('\n', mark) + 1);
   return text

@@ -78,14 +78,34 @@ program
   .command('replicas')
   .description('list replicas with their state, nodes and GPUs, endpoint and error')
   .option('--model <name>', 'only this model (name or alias)')
-  .action(async (o: { model?: string }) => {
+  .option('--show-keys', "include each engine's API key (to call an engine directly)")
+  .action(async (o: { model?: string; showKeys?: boolean }) => {
     const { conn, json } = globals();
-    const q = o.model ? `?model=${encodeURIComponent(o.model)}` : '';
+    const params = new URLSearchParams();
+    if (o.model) params.set('model', o.model);
+    if (o.showKeys) params.set('show_keys', 'true');
+    const q = params.size ? `?${params}` : '';
     const replicas = await call<ReplicaView[]>(conn, 'GET', `/replicas${q}`);
     if (json) return printJson(replicas);
     print(replicasTable(replicas, colours()));
     const errors = replicaErrors(replicas);
     if (errors) print(`\n${errors}`);
+    if (o.showKeys) print(`\n${replicas.map((r) => `${r.id}: ${r.api_key ?? '-'}`).join('\n')}`);
+  });
+
+program
+  .command('logs <replica>')
+  .description("show the end of a replica's engine log, as its agent last sent it")
+  .option('--rank <n>', 'which shard of a multi-node replica', '0')
+  .action(async (replica: string, o: { rank: string }) => {
+    const { conn, json } = globals();
+    const res = await call<{ replica: string; shard: string; node: string; log: string }>(
+      conn,
+      'GET',
+      `/replicas/${encodeURIComponent(replica)}/logs?rank=${encodeURIComponent(o.rank)}`,
+    );
+    if (json) return printJson(res);
+    process.stdout.write(res.log.endsWith('\n') || !res.log ? res.log : `${res.log}\n`);
   });
 
 program

@@ -20,6 +20,7 @@ export const bins = {
 export const fixtures = path.join(root, 'packages/agent/test/fixtures');
 
 const children = new Set<ChildProcess>();
+const agentStateDirs = new Set<string>();
 const tmpDirs: string[] = [];
 
 export function tmpDir(prefix = 'llmgw-e2e-'): string {
@@ -141,6 +142,7 @@ export function startAgent(o: AgentOpts): Proc & { stateDir: string } {
     ],
     { LLMGW_JOIN_TOKEN: o.token ?? JOIN_TOKEN },
   );
+  agentStateDirs.add(stateDir);
   return { ...p, stateDir };
 }
 
@@ -214,6 +216,22 @@ export async function cleanup(): Promise<void> {
     c.kill('SIGKILL');
     return new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(undefined) : c.once('exit', r)));
   }));
+  // Engines outlive their agent by design; a test must not leave them behind.
+  for (const dir of agentStateDirs) {
+    try {
+      const state = JSON.parse(fs.readFileSync(path.join(dir, 'shards.json'), 'utf8')) as { shards: { pgid: number }[] };
+      for (const s of state.shards) {
+        try {
+          process.kill(-s.pgid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+    } catch {
+      /* no engines recorded */
+    }
+  }
+  agentStateDirs.clear();
 }
 
 export function removeTmp(): void {

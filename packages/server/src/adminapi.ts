@@ -23,7 +23,17 @@ export function adminApi(ctl: Controller): Router {
   r.get('/replicas', (req, res) => {
     const q = typeof req.query.model === 'string' ? req.query.model : undefined;
     const model = q ? resolveModel(ctl, q) : undefined;
-    res.json(replicaViews(ctl, model));
+    res.json(replicaViews(ctl, model, req.query.show_keys === 'true'));
+  });
+
+  r.get('/replicas/:id/logs', (req, res) => {
+    const id = String(req.params.id);
+    const replica = ctl.listReplicas().find((x) => x.id === id);
+    if (!replica) throw notFound(`no replica "${id}" (see ctl replicas)`);
+    const rank = req.query.rank === undefined ? 0 : Number(req.query.rank);
+    const shard = replica.shards.find((s) => s.rank === rank);
+    if (!shard) throw badRequest(`replica ${id} has no shard of rank ${String(req.query.rank)} (ranks 0-${replica.shards.length - 1})`, 'rank');
+    res.json({ replica: id, shard: shard.id, node: shard.nodeId, rank, log: ctl.logTail(shard.id) ?? '' });
   });
 
   r.get('/explain-placement', (req, res) => {

@@ -39,6 +39,8 @@ export class Controller {
   private readonly assignmentJson = new Map<string, string>();
   private readonly versions = new Map<string, number>();
   private readonly failuresByModel = new Map<string, number>();
+  /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
+  private readonly logTails = new Map<string, string>();
   private timer?: NodeJS.Timeout;
   private pending = false;
   private nextMasterPort = 29500;
@@ -85,6 +87,10 @@ export class Controller {
 
   listReplicas(): Replica[] {
     return [...this.replicas.values()].sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
+  }
+
+  logTail(shardId: string): string | undefined {
+    return this.logTails.get(shardId);
   }
 
   lastAttempt(model: string): PlacementAttempt | undefined {
@@ -146,6 +152,7 @@ export class Controller {
       const replica = this.replicas.get(st.replica_id);
       const shard = replica?.shards.find((s) => s.id === st.id && s.nodeId === nodeId);
       if (!replica || !shard) continue;
+      if (st.log_tail !== undefined) this.logTails.set(shard.id, st.log_tail);
       const next: Partial<Shard> = {
         state: st.state === 'stopped' ? shard.state : st.state,
         ...(st.port !== undefined ? { port: st.port } : {}),
@@ -220,6 +227,7 @@ export class Controller {
       const r = this.replicas.get(id);
       this.replicas.delete(id);
       this.store.deleteReplica(id);
+      for (const s of r?.shards ?? []) this.logTails.delete(s.id);
       this.log.info({ replica: id, model: r?.model, reason }, 'replica removed');
     }
     for (const r of result.create) {

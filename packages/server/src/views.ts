@@ -77,7 +77,7 @@ export function modelViews(ctl: Controller): ModelView[] {
   });
 }
 
-export function replicaView(r: Replica, nowMs: number): ReplicaView {
+export function replicaView(r: Replica, nowMs: number, showKeys = false): ReplicaView {
   return {
     id: r.id,
     model: r.model,
@@ -88,23 +88,27 @@ export function replicaView(r: Replica, nowMs: number): ReplicaView {
     ...(r.endpoint ? { endpoint: r.endpoint } : {}),
     age_seconds: Math.max(0, Math.floor((nowMs - r.createdAtMs) / 1000)),
     ...(r.error ? { error: r.error } : {}),
+    ...(showKeys ? { api_key: r.apiKey } : {}),
     shards: r.shards.map((s) => ({
       id: s.id,
       node: s.nodeId,
       rank: s.rank,
       gpus: s.gpuIndices,
       state: s.state,
+      ...(s.port !== undefined ? { port: s.port } : {}),
+      ...(s.pid !== undefined ? { pid: s.pid } : {}),
+      ...(s.restarts !== undefined ? { restarts: s.restarts } : {}),
       ...(s.error ? { error: s.error } : {}),
     })),
   };
 }
 
-export function replicaViews(ctl: Controller, model?: string): ReplicaView[] {
+export function replicaViews(ctl: Controller, model?: string, showKeys = false): ReplicaView[] {
   const nowMs = ctl.now();
   return ctl
     .listReplicas()
     .filter((r) => !model || r.model === model)
-    .map((r) => replicaView(r, nowMs));
+    .map((r) => replicaView(r, nowMs, showKeys));
 }
 
 /** Why a model is or is not placed, from the reconciler's latest attempt. */

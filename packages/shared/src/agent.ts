@@ -55,6 +55,8 @@ export const ShardStatusSchema = Type.Object({
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   restarts: Type.Optional(Count),
   error: Type.Optional(Type.String({ maxLength: 16384 })),
+  /** The end of the shard's log; sent only when it changed since the last heartbeat. */
+  log_tail: Type.Optional(Type.String({ maxLength: 65536 })),
 });
 export type ShardStatus = Static<typeof ShardStatusSchema>;
 

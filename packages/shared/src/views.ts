@@ -66,6 +66,10 @@ export const ShardViewSchema = Type.Object({
   rank: Type.Integer(),
   gpus: Type.Array(Type.Integer()),
   state: Lit(ShardViewStates),
+  /** The engine's port and pid on its node, as its agent last reported them. */
+  port: Type.Optional(Type.Integer()),
+  pid: Type.Optional(Type.Integer()),
+  restarts: Type.Optional(Type.Integer()),
   error: Type.Optional(Type.String()),
 });
 export type ShardView = Static<typeof ShardViewSchema>;
@@ -80,6 +84,8 @@ export const ReplicaViewSchema = Type.Object({
   endpoint: Type.Optional(Type.String()),
   age_seconds: Type.Integer(),
   error: Type.Optional(Type.String()),
+  /** The engine's per-replica key; only with `?show_keys=true`, for calling an engine directly. */
+  api_key: Type.Optional(Type.String()),
   shards: Type.Array(ShardViewSchema),
 });
 export type ReplicaView = Static<typeof ReplicaViewSchema>;
