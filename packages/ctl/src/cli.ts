@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander';
-import type { ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
+import type { ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
 import { call, CtlError, resolveConnection, type Connection } from './client.js';
 import { colours } from './render.js';
-import { explainText, modelsTable, nodeDetails, nodesTable, replicaErrors, replicasTable } from './tables.js';
+import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
   .description("llmgw's operator CLI over the admin API")
@@ -116,6 +116,68 @@ program
     const v = await call<ExplainView>(conn, 'GET', `/explain-placement?model=${encodeURIComponent(model)}`);
     if (json) return printJson(v);
     print(explainText(v, colours()));
+  });
+
+const keys = program.command('keys').description('client API keys for the OpenAI-compatible endpoint');
+
+keys
+  .command('create')
+  .description('create a key; its secret is shown once')
+  .requiredOption('--name <name>', 'who or what the key is for')
+  .option('--models <a,b>', 'models (names or aliases) the key may use; default all')
+  .option('--rpm <n>', 'requests per minute')
+  .option('--max-concurrent <n>', 'requests in flight at once')
+  .option('--expires <when>', 'a duration (30d, 12h, 90m) or an ISO 8601 time')
+  .action(async (o: { name: string; models?: string; rpm?: string; maxConcurrent?: string; expires?: string }) => {
+    const { conn, json } = globals();
+    const int = (flag: string, v: string | undefined) => {
+      if (v === undefined) return undefined;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1) throw new CtlError(`invalid ${flag} "${v}": want a whole number >= 1`, 2);
+      return n;
+    };
+    const body = {
+      name: o.name,
+      ...(o.models ? { models: o.models.split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+      ...(o.rpm ? { rpm: int('--rpm', o.rpm) } : {}),
+      ...(o.maxConcurrent ? { max_concurrent: int('--max-concurrent', o.maxConcurrent) } : {}),
+      ...(o.expires ? { expires_at: parseExpiry(o.expires, new Date()) } : {}),
+    };
+    const created = await call<KeyCreated>(conn, 'POST', '/keys', body);
+    if (json) return printJson(created);
+    print(`key/${created.key.id} created for ${created.key.name}`);
+    print(`secret: ${created.secret}`);
+    print('Store it now: it is not shown again.');
+  });
+
+keys
+  .command('list')
+  .description('list keys (never their secrets)')
+  .action(async () => {
+    const { conn, json } = globals();
+    const list = await call<KeyView[]>(conn, 'GET', '/keys');
+    if (json) return printJson(list);
+    print(keysTable(list, new Date()));
+  });
+
+keys
+  .command('revoke <id>')
+  .description('revoke a key by id (or by name); it stops working at once')
+  .action(async (id: string) => {
+    const { conn, json } = globals();
+    const k = await call<KeyView>(conn, 'DELETE', `/keys/${encodeURIComponent(id)}`);
+    if (json) return printJson(k);
+    print(`key/${k.id} revoked`);
+  });
+
+program
+  .command('usage')
+  .description('requests and tokens per key and model')
+  .action(async () => {
+    const { conn, json } = globals();
+    const rows = await call<UsageRow[]>(conn, 'GET', '/usage');
+    if (json) return printJson(rows);
+    print(usageTable(rows));
   });
 
 try {

@@ -42,7 +42,7 @@ export function resolveConnection(opts: { server?: string; token?: string }, sou
 }
 
 /** Calls the admin API and turns every failure into one actionable line. */
-export async function call<T>(conn: Connection, method: 'GET' | 'POST', p: string, body?: unknown): Promise<T> {
+export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE', p: string, body?: unknown): Promise<T> {
   try {
     return await got(`${conn.server}/api/v1${p}`, {
       method,

@@ -1,5 +1,6 @@
 import type { ChalkInstance } from 'chalk';
-import type { ExplainView, ModelView, NodeView, RejectionView, ReplicaView } from '@llmgw/shared';
+import type { ExplainView, KeyView, ModelView, NodeView, RejectionView, ReplicaView, UsageRow } from '@llmgw/shared';
+import { CtlError } from './client.js';
 import { table } from './render.js';
 
 /** Pure renderers from API objects to text, so they are tested without a server. */
@@ -141,4 +142,41 @@ export function explainText(v: ExplainView, c: ChalkInstance): string {
     for (const note of notesByProfile.get(profile) ?? []) out.push(`  ${note}`);
   }
   return out.join('\n');
+}
+
+export function keysTable(keys: KeyView[], now: Date): string {
+  if (keys.length === 0) return 'No keys. Create one with: ctl keys create --name NAME';
+  return table(
+    ['ID', 'NAME', 'PREFIX', 'MODELS', 'RPM', 'CONCURRENT', 'EXPIRES', 'STATUS'],
+    keys.map((k) => [
+      k.id,
+      k.name,
+      `${k.prefix}…`,
+      k.models.join(',') || 'all',
+      k.rpm ?? '-',
+      k.max_concurrent ?? '-',
+      k.expires_at ?? 'never',
+      k.revoked_at ? 'revoked' : k.expires_at && Date.parse(k.expires_at) <= now.getTime() ? 'expired' : 'active',
+    ]),
+  );
+}
+
+export function usageTable(rows: UsageRow[]): string {
+  if (rows.length === 0) return 'No requests yet.';
+  return table(
+    ['KEY', 'MODEL', 'REQUESTS', 'ERRORS', 'PROMPT TOKENS', 'COMPLETION TOKENS'],
+    rows.map((r) => [`${r.key_name} (${r.key_id})`, r.model, r.requests, r.errors, r.prompt_tokens, r.completion_tokens]),
+  );
+}
+
+/** `30d`, `12h`, `90m`, `45s` from now, or an ISO 8601 time, as ISO 8601. */
+export function parseExpiry(text: string, now: Date): string {
+  const m = /^(\d+)([smhd])$/.exec(text.trim());
+  if (m) {
+    const unit = { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'];
+    return new Date(now.getTime() + Number(m[1]) * unit * 1000).toISOString();
+  }
+  const t = Date.parse(text);
+  if (Number.isNaN(t)) throw new CtlError(`invalid --expires "${text}": want a duration like 30d, 12h, 90m or an ISO time like 2027-01-31T00:00:00Z`, 2);
+  return new Date(t).toISOString();
 }

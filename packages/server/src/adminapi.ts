@@ -1,15 +1,16 @@
 import express, { type Router } from 'express';
-import { NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
+import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
 import type { Controller } from './controller.js';
 import { badRequest, notFound } from './errors.js';
 import { jsonBody, parseBody } from './http.js';
+import type { KeyRing } from './keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
 
 /**
  * The management surface `ctl` and the dashboard use, mounted on the admin listener
  * behind the admin token. Handlers are thin: validate, call the controller, render.
  */
-export function adminApi(ctl: Controller): Router {
+export function adminApi(ctl: Controller, keys: KeyRing): Router {
   const r = express.Router();
 
   r.get('/nodes', (_req, res) => {
@@ -57,6 +58,23 @@ export function adminApi(ctl: Controller): Router {
     const reason = body.reason?.trim() || undefined;
     if (!ctl.setNodeState(id, state, reason)) throw notFound(`no node "${id}"`);
     res.json({ id, state, ...(reason ? { reason } : {}) });
+  });
+
+  r.get('/keys', (_req, res) => {
+    res.json(keys.list());
+  });
+
+  r.post('/keys', jsonBody('64kb'), (req, res) => {
+    const body = parseBody(KeyCreateRequestSchema, req.body);
+    res.status(201).json(keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
+  });
+
+  r.delete('/keys/:id', (req, res) => {
+    res.json(keys.revoke(String(req.params.id)));
+  });
+
+  r.get('/usage', (_req, res) => {
+    res.json(keys.usageRows());
   });
 
   return r;

@@ -15,6 +15,13 @@ export interface CatalogView {
   suggest(name: string): string[];
 }
 
+/** A ready replica the gateway may send a model's requests to. */
+export interface RouteTarget {
+  replicaId: string;
+  endpoint: string;
+  apiKey: string;
+}
+
 export interface PlacementAttempt {
   outcome: PlacementOutcome;
   atMs: number;
@@ -39,6 +46,7 @@ export class Controller {
   private readonly assignmentJson = new Map<string, string>();
   private readonly versions = new Map<string, number>();
   private readonly failuresByModel = new Map<string, number>();
+  private routeTable?: Map<string, RouteTarget[]>;
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
   private timer?: NodeJS.Timeout;
@@ -47,6 +55,7 @@ export class Controller {
   /** Versions start at the boot time so an agent's version from before a restart never matches by chance. */
   private readonly versionBase: number;
   readonly now: () => number;
+  readonly startedAtMs: number;
 
   constructor(
     readonly inventory: Inventory,
@@ -57,7 +66,10 @@ export class Controller {
   ) {
     this.now = opts.now ?? Date.now;
     this.versionBase = this.now();
+    this.startedAtMs = this.now();
     this.events.setMaxListeners(0);
+    // Any replica change invalidates the routing table; it is rebuilt on the next request.
+    this.events.on('replicas', () => (this.routeTable = undefined));
     for (const r of store.loadReplicas()) this.replicas.set(r.id, r);
     this.refreshAssignments();
   }
@@ -87,6 +99,21 @@ export class Controller {
 
   listReplicas(): Replica[] {
     return [...this.replicas.values()].sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
+  }
+
+  /** Ready replicas of a model, for the gateway. Cached until replicas change. */
+  routes(model: string): RouteTarget[] {
+    if (!this.routeTable) {
+      const table = new Map<string, RouteTarget[]>();
+      for (const r of this.replicas.values()) {
+        if (r.state !== 'ready' || !r.endpoint) continue;
+        const list = table.get(r.model) ?? [];
+        list.push({ replicaId: r.id, endpoint: r.endpoint, apiKey: r.apiKey });
+        table.set(r.model, list);
+      }
+      this.routeTable = table;
+    }
+    return this.routeTable.get(model) ?? [];
   }
 
   logTail(shardId: string): string | undefined {

@@ -23,6 +23,10 @@ const program = new Command('llmgw-server')
   .addOption(opt('--lost-after <seconds>', 'a node silent this long is lost (its replicas are replaced)', 'LLMGW_LOST_AFTER', '300'))
   .addOption(opt('--reconcile-interval <seconds>', 'seconds between reconcile passes (changes also trigger one)', 'LLMGW_RECONCILE_INTERVAL', '5'))
   .addOption(opt('--failed-backoff <seconds>', 'first wait before a failed replica is replaced (doubles per failure)', 'LLMGW_FAILED_BACKOFF', '30'))
+  .addOption(opt('--max-body-size <bytes>', 'largest client request body; larger ones get 413', 'LLMGW_MAX_BODY_SIZE', String(10 * 1024 * 1024)))
+  .addOption(opt('--upstream-timeout <seconds>', "longest wait for an engine's response headers (a non-streamed reply has them only when done)", 'LLMGW_UPSTREAM_TIMEOUT', '600'))
+  .addOption(opt('--cooldown <seconds>', 'how long a replica that failed a request gets no traffic', 'LLMGW_COOLDOWN', '5'))
+  .addOption(opt('--keep-alive <seconds>', 'interval of ": keep-alive" comments on a stream waiting for its first token', 'LLMGW_KEEP_ALIVE', '5'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addHelpText(
     'after',
@@ -71,6 +75,10 @@ const program = new Command('llmgw-server')
           lostAfterS: num('lost-after', o.lostAfter),
           reconcileIntervalS: num('reconcile-interval', o.reconcileInterval),
           failedBackoffS: num('failed-backoff', o.failedBackoff),
+          maxBodyBytes: num('max-body-size', o.maxBodySize),
+          upstreamTimeoutS: num('upstream-timeout', o.upstreamTimeout),
+          cooldownS: num('cooldown', o.cooldown),
+          keepAliveS: num('keep-alive', o.keepAlive),
         },
         catalog,
         log,

@@ -5,8 +5,11 @@ import type { Logger } from 'pino';
 import { adminApi } from './adminapi.js';
 import { agentApi } from './agentapi.js';
 import { Controller, type CatalogView } from './controller.js';
+import { Gateway } from './gateway.js';
 import { adminErrors, requireToken } from './http.js';
 import { Inventory } from './inventory.js';
+import { KeyRing } from './keys.js';
+import { Metrics } from './metrics.js';
 import { SqliteStore } from './store.js';
 
 export interface ServerSettings {
@@ -19,12 +22,17 @@ export interface ServerSettings {
   lostAfterS: number;
   reconcileIntervalS: number;
   failedBackoffS: number;
+  maxBodyBytes: number;
+  upstreamTimeoutS: number;
+  cooldownS: number;
+  keepAliveS: number;
 }
 
 export interface RunningServer {
   adminUrl: string;
   clientUrl: string;
   controller: Controller;
+  keys: KeyRing;
   close(): Promise<void>;
 }
 
@@ -35,7 +43,7 @@ export function parseAddr(addr: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
-function listen(app: express.Express, addr: string): Promise<http.Server> {
+function listen(app: http.RequestListener, addr: string): Promise<http.Server> {
   const { host, port } = parseAddr(addr);
   const server = http.createServer(app);
   // Long-polls and streams outlive Node's default request timeout.
@@ -65,31 +73,38 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     log,
   );
 
+  const keys = new KeyRing(store);
+  const metrics = new Metrics();
+  const gateway = new Gateway(
+    controller,
+    keys,
+    metrics,
+    {
+      maxBodyBytes: settings.maxBodyBytes,
+      upstreamTimeoutMs: settings.upstreamTimeoutS * 1000,
+      cooldownMs: settings.cooldownS * 1000,
+      keepAliveMs: settings.keepAliveS * 1000,
+    },
+    log,
+  );
+
   const admin = express();
   admin.disable('x-powered-by');
   admin.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
-  admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller));
+  admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller, keys));
+  admin.get('/metrics', requireToken(settings.adminToken, 'admin token'), async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
   admin.use((req, res) => {
     res.status(404).json({ error: `no route ${req.method} ${req.path}` });
   });
   admin.use(adminErrors);
 
-  const client = express();
-  client.disable('x-powered-by');
-  client.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  client.use((req, res) => {
-    res.status(404).json({
-      error: { message: `no route ${req.method} ${req.path}`, type: 'invalid_request_error', param: null, code: 'not_found' },
-    });
-  });
-
   const adminServer = await listen(admin, settings.adminAddr);
-  const clientServer = await listen(client, settings.clientAddr);
+  const clientServer = await listen(gateway.handle, settings.clientAddr);
   controller.start();
   log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir }, 'llmgw-server listening');
 
@@ -97,8 +112,11 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     adminUrl: urlOf(adminServer),
     clientUrl: urlOf(clientServer),
     controller,
+    keys,
     async close() {
       controller.stop();
+      keys.close();
+      await gateway.close();
       for (const s of [adminServer, clientServer]) {
         s.closeAllConnections();
         await new Promise<void>((resolve) => s.close(() => resolve()));

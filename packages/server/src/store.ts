@@ -4,6 +4,34 @@ import path from 'node:path';
 import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from './domain.js';
 
+/** A client API key as stored: the secret only as its SHA-256. */
+export interface StoredKey {
+  id: string;
+  name: string;
+  hash: string;
+  prefix: string;
+  models: string[];
+  rpm?: number;
+  maxConcurrent?: number;
+  expiresAt?: string;
+  createdAt: string;
+  revokedAt?: string;
+}
+
+/** Usage added up per key and model since the last flush. */
+export interface UsageDelta {
+  keyId: string;
+  model: string;
+  requests: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface StoredUsage extends UsageDelta {
+  keyName: string;
+}
+
 export interface StoredNode {
   id: string;
   admin: AdminState;
@@ -23,6 +51,10 @@ export interface Store {
   loadReplicas(): Replica[];
   saveReplica(replica: Replica): void;
   deleteReplica(id: string): void;
+  loadKeys(): StoredKey[];
+  saveKey(key: StoredKey): void;
+  addUsage(deltas: UsageDelta[]): void;
+  loadUsage(): StoredUsage[];
   close(): void;
 }
 
@@ -39,6 +71,27 @@ const MIGRATIONS = [
      id TEXT PRIMARY KEY,
      model TEXT NOT NULL,
      data TEXT NOT NULL
+   );`,
+  `CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     models TEXT NOT NULL,
+     rpm INTEGER,
+     max_concurrent INTEGER,
+     expires_at TEXT,
+     created_at TEXT NOT NULL,
+     revoked_at TEXT
+   );
+   CREATE TABLE usage (
+     key_id TEXT NOT NULL,
+     model TEXT NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     errors INTEGER NOT NULL DEFAULT 0,
+     prompt_tokens INTEGER NOT NULL DEFAULT 0,
+     completion_tokens INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_id, model)
    );`,
 ];
 
@@ -120,6 +173,66 @@ export class SqliteStore implements Store {
 
   deleteReplica(id: string): void {
     this.db.prepare('DELETE FROM replicas WHERE id = ?').run(id);
+  }
+
+  loadKeys(): StoredKey[] {
+    const rows = this.db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as {
+      id: string; name: string; hash: string; prefix: string; models: string; rpm: number | null;
+      max_concurrent: number | null; expires_at: string | null; created_at: string; revoked_at: string | null;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      hash: r.hash,
+      prefix: r.prefix,
+      models: JSON.parse(r.models) as string[],
+      ...(r.rpm != null ? { rpm: r.rpm } : {}),
+      ...(r.max_concurrent != null ? { maxConcurrent: r.max_concurrent } : {}),
+      ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
+      createdAt: r.created_at,
+      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
+    }));
+  }
+
+  saveKey(k: StoredKey): void {
+    this.db
+      .prepare(
+        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at)
+         VALUES (@id, @name, @hash, @prefix, @models, @rpm, @max_concurrent, @expires_at, @created_at, @revoked_at)
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
+           max_concurrent = excluded.max_concurrent, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+      )
+      .run({
+        id: k.id, name: k.name, hash: k.hash, prefix: k.prefix, models: JSON.stringify(k.models),
+        rpm: k.rpm ?? null, max_concurrent: k.maxConcurrent ?? null, expires_at: k.expiresAt ?? null,
+        created_at: k.createdAt, revoked_at: k.revokedAt ?? null,
+      });
+  }
+
+  addUsage(deltas: UsageDelta[]): void {
+    const stmt = this.db.prepare(
+      `INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens)
+       VALUES (@keyId, @model, @requests, @errors, @promptTokens, @completionTokens)
+       ON CONFLICT(key_id, model) DO UPDATE SET requests = requests + excluded.requests,
+         errors = errors + excluded.errors, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = completion_tokens + excluded.completion_tokens`,
+    );
+    this.db.transaction((ds: UsageDelta[]) => {
+      for (const d of ds) stmt.run(d);
+    })(deltas);
+  }
+
+  loadUsage(): StoredUsage[] {
+    const rows = this.db
+      .prepare(
+        `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.prompt_tokens, u.completion_tokens
+         FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY key_name, u.model`,
+      )
+      .all() as { key_id: string; key_name: string; model: string; requests: number; errors: number; prompt_tokens: number; completion_tokens: number }[];
+    return rows.map((r) => ({
+      keyId: r.key_id, keyName: r.key_name, model: r.model, requests: r.requests, errors: r.errors,
+      promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
+    }));
   }
 
   close(): void {

@@ -4,3 +4,4 @@ export * from './catalog.js';
 export * from './validate.js';
 export * from './units.js';
 export type { Static, TSchema } from '@sinclair/typebox';
+export * from './keys.js';

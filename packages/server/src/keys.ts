@@ -1,0 +1,182 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
+import { badRequest, notFound } from './errors.js';
+import type { Store, StoredKey, UsageDelta } from './store.js';
+
+const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
+
+export type AuthResult =
+  | { ok: true; key: StoredKey }
+  | { ok: false; reason: 'missing' | 'invalid' | 'revoked' | 'expired' };
+
+export type Admission = { ok: true; release: () => void } | { ok: false; reason: 'rpm' | 'concurrency'; retryAfterS: number };
+
+/**
+ * Client API keys: created and revoked through the admin API, checked on every gateway
+ * request without touching the database (an in-memory map by hash, rebuilt on change),
+ * with per-key request-rate and concurrency limits. The process is single-threaded, so
+ * check-and-count happens in one synchronous step and six requests arriving at once
+ * cannot all slip under a limit of five.
+ */
+export class KeyRing {
+  private byHash = new Map<string, StoredKey>();
+  private byId = new Map<string, StoredKey>();
+  /** Start times of recent requests per key, oldest first (only for keys with an rpm). */
+  private readonly recent = new Map<string, number[]>();
+  private readonly inFlight = new Map<string, number>();
+  private usage = new Map<string, UsageDelta>();
+  private flushTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.reload();
+    this.flushTimer = setInterval(() => this.flushUsage(), 2000);
+    this.flushTimer.unref();
+  }
+
+  private reload(): void {
+    const keys = this.store.loadKeys();
+    this.byHash = new Map(keys.map((k) => [k.hash, k]));
+    this.byId = new Map(keys.map((k) => [k.id, k]));
+  }
+
+  create(req: KeyCreateRequest, resolveModel: (name: string) => string | undefined): { key: KeyView; secret: string } {
+    let expiresAt: string | undefined;
+    if (req.expires_at) {
+      const t = Date.parse(req.expires_at);
+      if (Number.isNaN(t)) throw badRequest(`expires_at "${req.expires_at}" is not a date (want ISO 8601, e.g. 2027-01-31T00:00:00Z)`, 'expires_at');
+      if (t <= this.now()) throw badRequest(`expires_at ${req.expires_at} is in the past`, 'expires_at');
+      expiresAt = new Date(t).toISOString();
+    }
+    const models = (req.models ?? []).map((m, i) => {
+      const name = resolveModel(m);
+      if (!name) throw badRequest(`models[${i}] "${m}" is not a model in the catalog`, `models[${i}]`);
+      return name;
+    });
+    const secret = `sk-llmgw-${randomBytes(24).toString('base64url')}`;
+    const key: StoredKey = {
+      id: `key-${randomBytes(4).toString('hex')}`,
+      name: req.name,
+      hash: hashSecret(secret),
+      prefix: secret.slice(0, 13),
+      models: [...new Set(models)],
+      ...(req.rpm ? { rpm: req.rpm } : {}),
+      ...(req.max_concurrent ? { maxConcurrent: req.max_concurrent } : {}),
+      ...(expiresAt ? { expiresAt } : {}),
+      createdAt: new Date(this.now()).toISOString(),
+    };
+    this.store.saveKey(key);
+    this.reload();
+    return { key: keyView(key), secret };
+  }
+
+  list(): KeyView[] {
+    return [...this.byId.values()].map(keyView);
+  }
+
+  revoke(idOrName: string): KeyView {
+    const key = this.byId.get(idOrName) ?? [...this.byId.values()].find((k) => k.name === idOrName && !k.revokedAt);
+    if (!key) throw notFound(`no key "${idOrName}" (see ctl keys list)`);
+    if (!key.revokedAt) {
+      this.store.saveKey({ ...key, revokedAt: new Date(this.now()).toISOString() });
+      this.reload();
+    }
+    return keyView(this.byId.get(key.id)!);
+  }
+
+  authenticate(secret: string | undefined): AuthResult {
+    if (!secret) return { ok: false, reason: 'missing' };
+    const hash = hashSecret(secret);
+    const key = this.byHash.get(hash);
+    // The map lookup is by hash, which an attacker cannot steer byte by byte; the
+    // explicit constant-time comparison keeps it that way if the lookup ever changes.
+    if (!key || !timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return { ok: false, reason: 'invalid' };
+    if (key.revokedAt) return { ok: false, reason: 'revoked' };
+    if (key.expiresAt && Date.parse(key.expiresAt) <= this.now()) return { ok: false, reason: 'expired' };
+    return { ok: true, key };
+  }
+
+  /** Counts a request against the key's limits, or says which limit it hit. */
+  admit(key: StoredKey): Admission {
+    const now = this.now();
+    if (key.rpm) {
+      const times = this.recent.get(key.id) ?? [];
+      while (times.length && times[0]! <= now - 60_000) times.shift();
+      if (times.length >= key.rpm) {
+        return { ok: false, reason: 'rpm', retryAfterS: Math.max(1, Math.ceil((times[0]! + 60_000 - now) / 1000)) };
+      }
+      times.push(now);
+      this.recent.set(key.id, times);
+    }
+    if (key.maxConcurrent) {
+      const n = this.inFlight.get(key.id) ?? 0;
+      if (n >= key.maxConcurrent) return { ok: false, reason: 'concurrency', retryAfterS: 1 };
+      this.inFlight.set(key.id, n + 1);
+      let released = false;
+      return {
+        ok: true,
+        release: () => {
+          if (released) return;
+          released = true;
+          this.inFlight.set(key.id, (this.inFlight.get(key.id) ?? 1) - 1);
+        },
+      };
+    }
+    return { ok: true, release: () => {} };
+  }
+
+  /** Adds to a key's usage; written to the store in batches, off the request path. */
+  recordUsage(keyId: string, model: string, u: { promptTokens?: number; completionTokens?: number; error?: boolean }): void {
+    const id = `${keyId}\u0000${model}`;
+    let d = this.usage.get(id);
+    if (!d) {
+      d = { keyId, model, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 };
+      this.usage.set(id, d);
+    }
+    d.requests++;
+    if (u.error) d.errors++;
+    d.promptTokens += u.promptTokens ?? 0;
+    d.completionTokens += u.completionTokens ?? 0;
+  }
+
+  flushUsage(): void {
+    if (this.usage.size === 0) return;
+    const deltas = [...this.usage.values()];
+    this.usage = new Map();
+    this.store.addUsage(deltas);
+  }
+
+  usageRows(): UsageRow[] {
+    this.flushUsage();
+    return this.store.loadUsage().map((u) => ({
+      key_id: u.keyId,
+      key_name: u.keyName,
+      model: u.model,
+      requests: u.requests,
+      errors: u.errors,
+      prompt_tokens: u.promptTokens,
+      completion_tokens: u.completionTokens,
+    }));
+  }
+
+  close(): void {
+    if (this.flushTimer) clearInterval(this.flushTimer);
+    this.flushUsage();
+  }
+}
+
+function keyView(k: StoredKey): KeyView {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    models: k.models,
+    ...(k.rpm ? { rpm: k.rpm } : {}),
+    ...(k.maxConcurrent ? { max_concurrent: k.maxConcurrent } : {}),
+    ...(k.expiresAt ? { expires_at: k.expiresAt } : {}),
+    created_at: k.createdAt,
+    ...(k.revokedAt ? { revoked_at: k.revokedAt } : {}),
+  };
+}

@@ -1,0 +1,70 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Prometheus metrics, served on the admin listener at /metrics. Labels stay low in
+ * cardinality: model and status class, never key or request ids (usage per key is in
+ * /api/v1/usage instead).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'llmgw_requests_total',
+    help: 'Client requests by model, endpoint and status code',
+    labelNames: ['model', 'endpoint', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly duration = new Histogram({
+    name: 'llmgw_request_duration_seconds',
+    help: 'Time from request to the last byte of the response',
+    labelNames: ['model'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  readonly ttft = new Histogram({
+    name: 'llmgw_time_to_first_token_seconds',
+    help: 'Time from request to the first streamed byte from the engine',
+    labelNames: ['model'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly overhead = new Histogram({
+    name: 'llmgw_gateway_overhead_seconds',
+    help: "The gateway's own time per request before it reaches the engine (auth, limits, routing, body handling)",
+    buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01],
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: 'llmgw_replica_in_flight_requests',
+    help: 'Requests in flight per replica',
+    labelNames: ['model', 'replica'] as const,
+    registers: [this.registry],
+  });
+  readonly fallbacks = new Counter({
+    name: 'llmgw_fallbacks_total',
+    help: 'Requests served by a fallback model',
+    labelNames: ['model', 'fallback'] as const,
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: 'llmgw_retries_total',
+    help: 'Upstream attempts retried on another replica before the first byte',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: 'llmgw_tokens_total',
+    help: 'Tokens by model and direction (prompt or completion), from the engines\u2019 usage',
+    labelNames: ['model', 'direction'] as const,
+    registers: [this.registry],
+  });
+  readonly cancelled = new Counter({
+    name: 'llmgw_client_disconnects_total',
+    help: 'Requests whose client left before the response ended; the upstream request was aborted',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_process_' });
+  }
+}

@@ -1,0 +1,53 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Client API keys (admin API `/api/v1/keys`) and usage (`/api/v1/usage`). */
+
+export const KeyCreateRequestSchema = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  /** Models (names or aliases) the key may use; absent or empty = all. */
+  models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  /** Requests per minute; absent = unlimited. */
+  rpm: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Requests in flight at once; absent = unlimited. */
+  max_concurrent: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** ISO 8601 time after which the key stops working. */
+  expires_at: Type.Optional(Type.String({ minLength: 1 })),
+});
+export type KeyCreateRequest = Static<typeof KeyCreateRequestSchema>;
+
+export const KeyViewSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  /** The first characters of the secret, to tell keys apart; the secret itself is never stored. */
+  prefix: Type.String(),
+  models: Type.Array(Type.String()),
+  rpm: Type.Optional(Type.Integer()),
+  max_concurrent: Type.Optional(Type.Integer()),
+  expires_at: Type.Optional(Type.String()),
+  created_at: Type.String(),
+  revoked_at: Type.Optional(Type.String()),
+});
+export type KeyView = Static<typeof KeyViewSchema>;
+
+export const KeyCreatedSchema = Type.Object({
+  key: KeyViewSchema,
+  /** Shown once, at creation. */
+  secret: Type.String(),
+});
+export type KeyCreated = Static<typeof KeyCreatedSchema>;
+
+export const UsageRowSchema = Type.Object({
+  key_id: Type.String(),
+  key_name: Type.String(),
+  model: Type.String(),
+  requests: Type.Integer(),
+  errors: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+});
+export type UsageRow = Static<typeof UsageRowSchema>;
+
+/** OpenAI's error body, which the official SDKs turn into typed exceptions. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
