@@ -42,23 +42,71 @@ program
 for (const [verb, desc] of [
   ['cordon', 'stop placing new replicas on a node (running ones stay)'],
   ['uncordon', 'make a node schedulable again'],
-  ['drain', 'move replicas off a node, then keep it empty'],
 ] as const) {
   program
     .command(`${verb} <node>`)
     .description(desc)
-    .option('--reason <text>', 'why, shown in ctl nodes -o json and kept with the state')
+    .option('--reason <text>', 'why, shown in ctl nodes and kept with the state')
     .action(async (node: string, o: { reason?: string }) => {
       const { conn, json } = globals();
-      const res = await call<{ id: string; state: string; reason?: string }>(
-        conn,
-        'POST',
-        `/nodes/${encodeURIComponent(node)}/state`,
-        { state: verb, ...(o.reason ? { reason: o.reason } : {}) },
-      );
+      const res = await setState(conn, node, { state: verb, ...(o.reason ? { reason: o.reason } : {}) });
       if (json) return printJson(res);
-      print(`node/${res.id} ${verb === 'uncordon' ? 'uncordoned' : verb === 'cordon' ? 'cordoned' : 'draining'}`);
+      print(`node/${res.id} ${verb === 'uncordon' ? 'uncordoned' : 'cordoned'}`);
     });
+}
+
+program
+  .command('drain <node>')
+  .description('move replicas off a node, each replacement started and ready before the old one stops; then keep it empty')
+  .option('--reason <text>', 'why, shown in ctl nodes and kept with the state')
+  .option('--deadline <duration>', 'after this long (e.g. 10m), stop what is left without waiting for replacements')
+  .option('--force', 'stop replicas at once, without starting replacements first')
+  .option('--no-wait', 'return at once instead of waiting for the node to be empty')
+  .option('--timeout <duration>', 'give up waiting after this long (the drain goes on)', '30m')
+  .action(async (node: string, o: { reason?: string; deadline?: string; force?: boolean; wait: boolean; timeout: string }) => {
+    const { conn, json } = globals();
+    const body = {
+      state: 'drain',
+      ...(o.reason ? { reason: o.reason } : {}),
+      ...(o.deadline ? { deadline_s: parseDuration(o.deadline, '--deadline') } : {}),
+      ...(o.force ? { force: true } : {}),
+    };
+    const res = await setState(conn, node, body);
+    if (!o.wait) {
+      if (json) return printJson(res);
+      return print(`node/${res.id} draining`);
+    }
+    if (!json) print(`node/${res.id} draining`);
+    const timeoutMs = parseDuration(o.timeout, '--timeout') * 1000;
+    const started = Date.now();
+    let last = '';
+    for (;;) {
+      const n = (await call<NodeView[]>(conn, 'GET', '/nodes')).find((x) => x.id === res.id);
+      if (!n) throw new CtlError(`node ${res.id} disappeared`);
+      if (n.state !== 'draining') throw new CtlError(`node ${res.id} is ${n.state} now; the drain was cancelled`);
+      if (n.replicas === 0) {
+        if (json) return printJson(n);
+        return print(`node/${res.id} drained`);
+      }
+      const status = n.drain_status ?? `${n.replicas} left`;
+      if (status !== last && !json) process.stderr.write(`  ${status}\n`);
+      last = status;
+      if (Date.now() - started > timeoutMs) {
+        throw new CtlError(`node ${res.id} still holds ${n.replicas} shard(s) after ${o.timeout}: ${status} (the drain goes on; see ctl nodes)`);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  });
+
+function setState(conn: Connection, node: string, body: Record<string, unknown>) {
+  return call<{ id: string; state: string; reason?: string }>(conn, 'POST', `/nodes/${encodeURIComponent(node)}/state`, body);
+}
+
+/** `90s`, `10m`, `2h` or plain seconds → seconds. */
+function parseDuration(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(s|m|h)?$/.exec(text.trim());
+  if (!m) throw new CtlError(`invalid ${flag} "${text}": want a duration like 90s, 10m or 2h`, 2);
+  return Number(m[1]) * { s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 's' | 'm' | 'h'];
 }
 
 program

@@ -48,6 +48,8 @@ export function nodeDetails(nodes: NodeView[]): string {
     for (const u of n.unhealthy_gpus) lines.push(`${n.id}: ${u}`);
     if (n.gpu_error) lines.push(`${n.id}: ${n.gpu_error}`);
     if (n.state !== 'ready' && n.state_reason) lines.push(`${n.id}: ${n.state} (${n.state_reason})`);
+    if (n.drain_status) lines.push(`${n.id}: ${n.drain_status}${n.drain_deadline ? ` (deadline ${n.drain_deadline})` : ''}`);
+    if (n.replacement_paused) lines.push(`${n.id}: ${n.replacement_paused}`);
   }
   return lines.join('\n');
 }

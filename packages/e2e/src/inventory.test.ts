@@ -57,7 +57,7 @@ describe('fleet inventory through ctl', () => {
 
     // Admin states through ctl.
     expect((await ctl(url, ['cordon', 'cpu-small', '--reason', 'maintenance: PSU swap'])).stdout).toBe('node/cpu-small cordoned\n');
-    expect((await ctl(url, ['drain', 'old-agent'])).stdout).toBe('node/old-agent draining\n');
+    expect((await ctl(url, ['drain', 'old-agent'])).stdout).toBe('node/old-agent draining\nnode/old-agent drained\n');
     let after = rows((await ctl(url, ['nodes'])).stdout);
     expect(after.get('cpu-small')!.STATE).toBe('cordoned');
     expect(after.get('old-agent')!.STATE).toBe('draining');

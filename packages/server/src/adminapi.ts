@@ -56,7 +56,11 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     }
     const id = String(req.params.id);
     const reason = body.reason?.trim() || undefined;
-    if (!ctl.setNodeState(id, state, reason)) throw notFound(`no node "${id}"`);
+    if ((body.deadline_s !== undefined || body.force) && state !== 'draining') {
+      throw badRequest('deadline_s and force apply only to drain', body.force ? 'force' : 'deadline_s');
+    }
+    const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
+    if (!ctl.setNodeState(id, state, reason, drain)) throw notFound(`no node "${id}"`);
     res.json({ id, state, ...(reason ? { reason } : {}) });
   });
 

@@ -4,7 +4,7 @@ import type { Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment 
 import type { Logger } from 'pino';
 import type { Replica, Shard } from './domain.js';
 import type { Inventory } from './inventory.js';
-import { reconcile } from './reconciler.js';
+import { reconcile, type ModelLoad } from './reconciler.js';
 import type { PlacementOutcome } from './snapshot.js';
 import type { Store } from './store.js';
 
@@ -27,8 +27,18 @@ export interface PlacementAttempt {
   atMs: number;
 }
 
+/** Where the controller learns about traffic: the gateway. */
+export interface LoadSource {
+  inFlight(replicaId: string): number;
+  load(model: string): ModelLoad;
+}
+
 export interface ControllerOptions {
   reconcileIntervalMs: number;
+  drainParallel: number;
+  minHealthyMs: number;
+  drainTimeoutMs: number;
+  maxLostFraction: number;
   /** First backoff of a failed replica before it is replaced; doubles per failure of the model. */
   failedBackoffMs: number;
   now?: () => number;
@@ -47,6 +57,11 @@ export class Controller {
   private readonly versions = new Map<string, number>();
   private readonly failuresByModel = new Map<string, number>();
   private routeTable?: Map<string, RouteTarget[]>;
+  private livenessKey = '';
+  private lowSince = new Map<string, number>();
+  private loadSource: LoadSource = { inFlight: () => 0, load: () => ({ inFlight: 0, waiting: 0 }) };
+  /** Set while lost nodes' replicas are not replaced because too many went silent at once. */
+  paused?: string;
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
   private timer?: NodeJS.Timeout;
@@ -84,6 +99,10 @@ export class Controller {
     if (this.timer) clearInterval(this.timer);
   }
 
+  setLoadSource(src: LoadSource): void {
+    this.loadSource = src;
+  }
+
   get models(): Model[] {
     return this.catalog.models;
   }
@@ -105,8 +124,11 @@ export class Controller {
   routes(model: string): RouteTarget[] {
     if (!this.routeTable) {
       const table = new Map<string, RouteTarget[]>();
+      const nowMs = this.now();
       for (const r of this.replicas.values()) {
         if (r.state !== 'ready' || !r.endpoint) continue;
+        // A node that stopped reporting gets no traffic: its engines may be gone.
+        if (r.shards.some((s) => { const n = this.inventory.get(s.nodeId); return !n || this.inventory.liveness(n, nowMs) !== 'ready'; })) continue;
         const list = table.get(r.model) ?? [];
         list.push({ replicaId: r.id, endpoint: r.endpoint, apiKey: r.apiKey });
         table.set(r.model, list);
@@ -137,8 +159,8 @@ export class Controller {
     });
   }
 
-  setNodeState(id: string, state: NodeAdminState, reason?: string): boolean {
-    const ok = this.inventory.setAdmin(id, state, reason, new Date(this.now()));
+  setNodeState(id: string, state: NodeAdminState, reason?: string, drain: { deadlineS?: number; force?: boolean } = {}): boolean {
+    const ok = this.inventory.setAdmin(id, state, reason, new Date(this.now()), drain);
     if (ok) this.notify();
     return ok;
   }
@@ -214,6 +236,7 @@ export class Controller {
       const bad = r.shards.find((s) => s.state === 'failed');
       r.error = `shard ${bad?.rank} on ${bad?.nodeId}: ${bad?.error ?? 'failed'}`;
     } else if (states.every((s) => s === 'ready')) {
+      if (r.state !== 'ready') r.readySinceMs = this.now();
       r.state = 'ready';
       delete r.error;
     } else if (states.some((s) => s === 'starting' || s === 'ready')) {
@@ -239,16 +262,31 @@ export class Controller {
       nodes: this.inventory.snapshot(nowMs),
       replicas: this.listReplicas(),
       nowMs,
+      policy: {
+        failedBackoffMs: (r) => {
+          const n = Math.max(0, (this.failuresByModel.get(r.model) ?? 1) - 1);
+          return Math.min(this.opts.failedBackoffMs * 2 ** n, 10 * 60_000);
+        },
+        drainParallel: this.opts.drainParallel,
+        minHealthyMs: this.opts.minHealthyMs,
+        drainTimeoutMs: this.opts.drainTimeoutMs,
+        maxLostFraction: this.opts.maxLostFraction,
+      },
+      inFlight: (id) => this.loadSource.inFlight(id),
+      load: (m) => this.loadSource.load(m),
+      lowSince: this.lowSince,
       newReplica: () => ({
         id: `r-${randomUUID().slice(0, 8)}`,
         apiKey: `sk-llmgw-engine-${randomBytes(18).toString('base64url')}`,
         masterPort: this.allocateMasterPort(),
       }),
-      failedBackoffMs: (r) => {
-        const n = Math.max(0, (this.failuresByModel.get(r.model) ?? 1) - 1);
-        return Math.min(this.opts.failedBackoffMs * 2 ** n, 10 * 60_000);
-      },
     });
+    this.lowSince = result.lowSince;
+    if (result.paused !== this.paused) {
+      if (result.paused) this.log.warn(result.paused);
+      else if (this.paused) this.log.info('replacement of lost nodes resumed');
+      this.paused = result.paused;
+    }
     for (const [model, outcome] of result.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
     for (const { id, reason } of result.remove) {
       const r = this.replicas.get(id);
@@ -257,12 +295,24 @@ export class Controller {
       for (const s of r?.shards ?? []) this.logTails.delete(s.id);
       this.log.info({ replica: id, model: r?.model, reason }, 'replica removed');
     }
+    for (const u of result.update) {
+      const before = this.replicas.get(u.id);
+      this.replicas.set(u.id, u);
+      this.store.saveReplica(u);
+      if (before?.state !== u.state) this.log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
+      else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) this.log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
+    }
     for (const r of result.create) {
       this.replicas.set(r.id, r);
       this.store.saveReplica(r);
       this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId) }, 'replica placed');
     }
-    if (result.remove.length || result.create.length) this.events.emit('replicas');
+    // Liveness moves with the clock, not with events; a change must reroute traffic.
+    const livenessKey = this.inventory.list().map((n) => this.inventory.liveness(n, nowMs)).join();
+    if (result.remove.length || result.create.length || result.update.length || livenessKey !== this.livenessKey) {
+      this.livenessKey = livenessKey;
+      this.events.emit('replicas');
+    }
     this.refreshAssignments();
   }
 
@@ -276,6 +326,7 @@ export class Controller {
   assignmentsFor(nodeId: string): ShardAssignment[] {
     const out: ShardAssignment[] = [];
     for (const r of this.listReplicas()) {
+      // A draining replica keeps running (it finishes its requests); failed and stopped ones do not.
       if (r.state === 'stopped' || r.state === 'failed') continue;
       const model = this.catalog.models.find((m) => m.name === r.model);
       const profile = model?.profiles.find((p) => p.name === r.profile);

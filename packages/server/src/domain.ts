@@ -6,6 +6,10 @@ export interface AdminState {
   reason?: string;
   /** ISO time of the last change. */
   changedAt?: string;
+  /** Drain: when remaining replicas are stopped without waiting for replacements. */
+  drainDeadline?: string;
+  /** Drain: stop at once, without starting replacements first. */
+  force?: boolean;
 }
 
 export interface Shard {
@@ -39,6 +43,15 @@ export interface Replica {
   apiKey: string;
   /** Port rank 0 listens on for the other ranks of a multi-node replica. */
   masterPort?: number;
+  /** The replica on a draining node this one was started to replace. */
+  replaces?: string;
+  /** When it last became ready; a replacement must stay ready a while before the old one stops. */
+  readySinceMs?: number;
+  /** When it stopped taking new traffic (state `draining`), and why. */
+  drainStartedMs?: number;
+  drainReason?: string;
+  /** Why its node's drain cannot move it (no room elsewhere), from the last attempt. */
+  drainBlocked?: string;
   shards: Shard[];
 }
 

@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
 import type { Logger } from 'pino';
 import type { Model } from '@llmgw/shared';
-import type { Controller, RouteTarget } from './controller.js';
+import type { Controller, LoadSource, RouteTarget } from './controller.js';
+import { ACTIVE_REPLICA_STATES } from './domain.js';
+import type { ModelLoad } from './reconciler.js';
 import type { KeyRing } from './keys.js';
 import type { Metrics } from './metrics.js';
 import type { StoredKey } from './store.js';
@@ -16,6 +18,8 @@ export interface GatewaySettings {
   cooldownMs: number;
   /** Interval of `: keep-alive` comments on a stream that has no token yet. */
   keepAliveMs: number;
+  /** How long a request for a model scaled to zero waits for a replica to be ready. */
+  coldStartTimeoutMs: number;
 }
 
 const ENDPOINTS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
@@ -42,10 +46,13 @@ class RetryableUpstreamError extends Error {}
  * bench/gateway.bench.ts). Bodies are parsed once to read the model; responses stream
  * through without per-event JSON parsing, except the one usage event at the end.
  */
-export class Gateway {
+export class Gateway implements LoadSource {
   private readonly pools = new Map<string, Pool>();
   private readonly outstanding = new Map<string, number>();
   private readonly cooldownUntil = new Map<string, number>();
+  private readonly modelInFlight = new Map<string, number>();
+  private readonly lastRequest = new Map<string, number>();
+  private readonly waiting = new Map<string, number>();
 
   constructor(
     private readonly ctl: Controller,
@@ -63,6 +70,16 @@ export class Gateway {
       sendError(res, e);
     });
   };
+
+  inFlight(replicaId: string): number {
+    return this.outstanding.get(replicaId) ?? 0;
+  }
+
+  /** What the autoscaler reads: in-flight requests, the last request, and cold-start waiters. */
+  load(model: string): ModelLoad {
+    const last = this.lastRequest.get(model);
+    return { inFlight: this.modelInFlight.get(model) ?? 0, waiting: this.waiting.get(model) ?? 0, ...(last !== undefined ? { lastRequestMs: last } : {}) };
+  }
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
@@ -106,10 +123,13 @@ export class Gateway {
       const msg = admission.reason === 'rpm' ? `rate limit of ${key.rpm} requests per minute reached for this key` : `limit of ${key.maxConcurrent} concurrent requests reached for this key`;
       throw new HttpError(429, msg, 'rate_limit_error', admission.reason === 'rpm' ? 'rate_limit_exceeded' : 'concurrency_limit_exceeded', null, { 'retry-after': String(admission.retryAfterS) });
     }
+    this.lastRequest.set(model.name, Date.now());
+    this.modelInFlight.set(model.name, (this.modelInFlight.get(model.name) ?? 0) + 1);
     try {
       await this.forward(req, res, { path, body, raw, key, model, requested, t0 });
     } finally {
       admission.release();
+      this.modelInFlight.set(model.name, (this.modelInFlight.get(model.name) ?? 1) - 1);
     }
   }
 
@@ -189,9 +209,21 @@ export class Gateway {
     for (const modelName of chain) {
       const model = modelName === r.model.name ? r.model : this.ctl.catalogView.resolve(modelName);
       if (!model) continue;
-      const targets = this.ctl.routes(model.name);
+      let targets = this.ctl.routes(model.name);
+      if (targets.length === 0 && this.scaledToZero(model)) {
+        if (stream && !res.headersSent) {
+          // Headers now and comments while the replica starts: clients and proxies keep
+          // the connection instead of timing out.
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-llmgw-model': model.name });
+          res.write(': keep-alive\n\n');
+        }
+        const why = await this.coldStart(model, res, stream, abort.signal);
+        if (clientGone) return;
+        targets = this.ctl.routes(model.name);
+        if (targets.length === 0) failures.push(`${model.name}: ${why}`);
+      }
       if (targets.length === 0) {
-        failures.push(`${model.name}: ${this.notReadyReason(model.name)}`);
+        if (!failures.some((f) => f.startsWith(`${model.name}:`))) failures.push(`${model.name}: ${this.notReadyReason(model.name)}`);
         continue;
       }
       // Rewrite the body only when something must change, so the common case forwards the client's bytes.
@@ -227,6 +259,12 @@ export class Gateway {
     }
     this.keys.recordUsage(r.key.id, r.model.name, { error: true });
     this.metrics.requests.inc({ model: r.model.name, endpoint: r.path, status: '503' });
+    if (res.headersSent) {
+      // A cold-start stream already said 200; the failure goes in the stream.
+      const msg = JSON.stringify({ error: { message: `no replica could serve \`${r.model.name}\`: ${failures.join('; ')}`, type: 'server_error', param: null, code: 'no_ready_replica' } });
+      res.end(`data: ${msg}\n\n`);
+      return;
+    }
     throw new HttpError(
       503,
       `no replica could serve \`${r.model.name}\`${chain.length > 1 ? ' or its fallbacks' : ''}: ${failures.join('; ')}`,
@@ -235,6 +273,50 @@ export class Gateway {
       null,
       { 'retry-after': '5' },
     );
+  }
+
+  /** A model with `min: 0` and no replica at all: a request starts one. */
+  private scaledToZero(model: Model): boolean {
+    if ((model.scaling?.min ?? 1) !== 0) return false;
+    return !this.ctl.listReplicas().some((r) => r.model === model.name && ACTIVE_REPLICA_STATES.has(r.state));
+  }
+
+  /**
+   * Asks for a replica and waits until one is ready, placement fails, the client leaves
+   * or the cold-start timeout passes. Returns why it gave up (when it did).
+   */
+  private async coldStart(model: Model, res: ServerResponse, stream: boolean, signal: AbortSignal): Promise<string> {
+    this.waiting.set(model.name, (this.waiting.get(model.name) ?? 0) + 1);
+    const started = Date.now();
+    const keepAlive = stream ? setInterval(() => res.write(': keep-alive\n\n'), this.settings.keepAliveMs) : undefined;
+    this.log.info({ model: model.name }, 'request for a model at zero replicas; starting one');
+    this.ctl.notify();
+    try {
+      for (;;) {
+        if (this.ctl.routes(model.name).length > 0) return '';
+        if (signal.aborted) return 'client left';
+        const attempt = this.ctl.lastAttempt(model.name);
+        const placed = this.ctl.listReplicas().some((r) => r.model === model.name && ACTIVE_REPLICA_STATES.has(r.state));
+        if (attempt && attempt.atMs >= started && !attempt.outcome.placement && !placed) return `cannot be placed: ${attempt.outcome.summary}`;
+        const failed = this.ctl.listReplicas().find((r) => r.model === model.name && r.state === 'failed' && r.createdAtMs >= started);
+        if (failed) return `the replica started for this request failed: ${failed.error ?? 'unknown error'}`;
+        if (Date.now() - started >= this.settings.coldStartTimeoutMs) return `no replica was ready within ${this.settings.coldStartTimeoutMs / 1000}s of starting one`;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(t);
+            this.ctl.events.off('replicas', done);
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          const t = setTimeout(done, 250);
+          this.ctl.events.on('replicas', done);
+          signal.addEventListener('abort', done);
+        });
+      }
+    } finally {
+      if (keepAlive) clearInterval(keepAlive);
+      this.waiting.set(model.name, (this.waiting.get(model.name) ?? 1) - 1);
+    }
   }
 
   private notReadyReason(model: string): string {
@@ -311,8 +393,10 @@ export class Gateway {
     status: number,
     a: { key: StoredKey; model: Model; clientWantsUsage: boolean; abort: AbortController; t0: bigint },
   ): Promise<void> {
-    res.writeHead(status, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    res.flushHeaders();
+    if (!res.headersSent) {
+      res.writeHead(status, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      res.flushHeaders();
+    }
     let first = true;
     const keepAlive = setInterval(() => {
       if (first) res.write(': keep-alive\n\n');

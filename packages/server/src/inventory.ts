@@ -14,8 +14,10 @@ export interface InventoryNode {
   id: string;
   admin: AdminState;
   report?: NodeReport;
-  /** 0 for a node known only from the store that has not reported since the restart. */
+  /** For a node known only from the store, the server's start: it gets a full grace to report. */
   lastSeenMs: number;
+  /** False until the node's first heartbeat since the server started. */
+  reported: boolean;
 }
 
 /**
@@ -30,11 +32,13 @@ export class Inventory {
   constructor(
     private readonly store: Store,
     readonly policy: LivenessPolicy,
+    bootMs: number = Date.now(),
   ) {
     for (const n of store.loadNodes()) {
-      // A node remembered from before the restart is shown as not reporting until its
-      // agent speaks again; lastSeen 0 makes it not-ready, never lost on that account.
-      this.nodes.set(n.id, { id: n.id, admin: n.admin, ...(n.report ? { report: n.report } : {}), lastSeenMs: 0 });
+      // A node remembered from before a restart gets no traffic until its agent speaks
+      // again, and is lost only if it stays silent a whole grace counted from the boot:
+      // a restarted server must not replace every replica in the fleet.
+      this.nodes.set(n.id, { id: n.id, admin: n.admin, ...(n.report ? { report: n.report } : {}), lastSeenMs: bootMs, reported: false });
       if (n.report) this.savedReports.set(n.id, JSON.stringify(n.report));
     }
   }
@@ -42,10 +46,11 @@ export class Inventory {
   /** Records a heartbeat. Returns true when the report differs from the last one. */
   report(report: NodeReport, nowMs: number): boolean {
     const existing = this.nodes.get(report.node_id);
-    const node: InventoryNode = existing ?? { id: report.node_id, admin: { state: 'ready' }, lastSeenMs: 0 };
+    const node: InventoryNode = existing ?? { id: report.node_id, admin: { state: 'ready' }, lastSeenMs: 0, reported: false };
     const wasLive = existing ? this.liveness(existing, nowMs) === 'ready' : false;
     node.report = report;
     node.lastSeenMs = nowMs;
+    node.reported = true;
     this.nodes.set(node.id, node);
     const json = JSON.stringify(report);
     const changed = this.savedReports.get(node.id) !== json;
@@ -65,19 +70,24 @@ export class Inventory {
   }
 
   /** Sets a node's admin state. Returns false for an unknown node. */
-  setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date): boolean {
+  setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date, drain: { deadlineS?: number; force?: boolean } = {}): boolean {
     const node = this.nodes.get(id);
     if (!node) return false;
-    node.admin = { state, ...(reason ? { reason } : {}), changedAt: now.toISOString() };
+    node.admin = {
+      state,
+      ...(reason ? { reason } : {}),
+      changedAt: now.toISOString(),
+      ...(state === 'draining' && drain.deadlineS !== undefined ? { drainDeadline: new Date(now.getTime() + drain.deadlineS * 1000).toISOString() } : {}),
+      ...(state === 'draining' && drain.force ? { force: true } : {}),
+    };
     this.store.saveNodeAdmin(id, node.admin);
     return true;
   }
 
   liveness(node: InventoryNode, nowMs: number): Liveness {
-    if (node.lastSeenMs === 0) return 'not-ready';
     const ago = (nowMs - node.lastSeenMs) / 1000;
     if (ago >= this.policy.lostAfterS) return 'lost';
-    if (ago >= this.policy.notReadyAfterS) return 'not-ready';
+    if (!node.reported || ago >= this.policy.notReadyAfterS) return 'not-ready';
     return 'ready';
   }
 
@@ -96,9 +106,11 @@ function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSn
     admin: n.admin.state,
     ...(n.admin.reason ? { adminReason: n.admin.reason } : {}),
     liveness,
-    lastSeenAgoS: n.lastSeenMs ? Math.max(0, Math.round((nowMs - n.lastSeenMs) / 1000)) : Infinity,
+    lastSeenAgoS: Math.max(0, Math.round((nowMs - n.lastSeenMs) / 1000)),
     ...(r?.memory_total_mb !== undefined ? { memoryTotalMb: r.memory_total_mb } : {}),
     gpus: r?.gpus ?? [],
     fabrics: r?.fabrics ?? [],
+    ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drainDeadlineMs: Date.parse(n.admin.drainDeadline) } : {}),
+    ...(n.admin.state === 'draining' && n.admin.force ? { drainForce: true } : {}),
   };
 }

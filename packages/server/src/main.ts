@@ -27,6 +27,11 @@ const program = new Command('llmgw-server')
   .addOption(opt('--upstream-timeout <seconds>', "longest wait for an engine's response headers (a non-streamed reply has them only when done)", 'LLMGW_UPSTREAM_TIMEOUT', '600'))
   .addOption(opt('--cooldown <seconds>', 'how long a replica that failed a request gets no traffic', 'LLMGW_COOLDOWN', '5'))
   .addOption(opt('--keep-alive <seconds>', 'interval of ": keep-alive" comments on a stream waiting for its first token', 'LLMGW_KEEP_ALIVE', '5'))
+  .addOption(opt('--drain-parallel <n>', 'replicas of one model replaced at a time when a node drains', 'LLMGW_DRAIN_PARALLEL', '1'))
+  .addOption(opt('--min-healthy <seconds>', 'a replacement must be ready this long before the replica it replaces stops taking traffic', 'LLMGW_MIN_HEALTHY', '3'))
+  .addOption(opt('--drain-timeout <seconds>', "longest wait for a stepped-down replica's in-flight requests", 'LLMGW_DRAIN_TIMEOUT', '60'))
+  .addOption(opt('--max-lost-fraction <0..1>', 'above this share of nodes silent at once, their replicas are not replaced', 'LLMGW_MAX_LOST_FRACTION', '0.5'))
+  .addOption(opt('--cold-start-timeout <seconds>', 'how long a request for a model scaled to zero waits for a replica', 'LLMGW_COLD_START_TIMEOUT', '300'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addHelpText(
     'after',
@@ -37,6 +42,16 @@ const program = new Command('llmgw-server')
     const num = (name: string, v: string | undefined) => {
       const n = Number(v);
       if (!(n > 0)) fail(`invalid --${name} "${v}": want a number of seconds > 0`);
+      return n;
+    };
+    const nonNeg = (name: string, v: string | undefined) => {
+      const n = Number(v);
+      if (!(n >= 0)) fail(`invalid --${name} "${v}": want a number >= 0`);
+      return n;
+    };
+    const fraction = (name: string, v: string | undefined) => {
+      const n = Number(v);
+      if (!(n > 0 && n <= 1)) fail(`invalid --${name} "${v}": want a number in (0, 1]`);
       return n;
     };
     const dataDir = path.resolve(o.dataDir!);
@@ -79,6 +94,11 @@ const program = new Command('llmgw-server')
           upstreamTimeoutS: num('upstream-timeout', o.upstreamTimeout),
           cooldownS: num('cooldown', o.cooldown),
           keepAliveS: num('keep-alive', o.keepAlive),
+          drainParallel: num('drain-parallel', o.drainParallel),
+          minHealthyS: nonNeg('min-healthy', o.minHealthy),
+          drainTimeoutS: num('drain-timeout', o.drainTimeout),
+          maxLostFraction: fraction('max-lost-fraction', o.maxLostFraction),
+          coldStartTimeoutS: num('cold-start-timeout', o.coldStartTimeout),
         },
         catalog,
         log,

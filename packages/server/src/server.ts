@@ -26,6 +26,11 @@ export interface ServerSettings {
   upstreamTimeoutS: number;
   cooldownS: number;
   keepAliveS: number;
+  drainParallel: number;
+  minHealthyS: number;
+  drainTimeoutS: number;
+  maxLostFraction: number;
+  coldStartTimeoutS: number;
 }
 
 export interface RunningServer {
@@ -69,7 +74,14 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     inventory,
     store,
     catalog,
-    { reconcileIntervalMs: settings.reconcileIntervalS * 1000, failedBackoffMs: settings.failedBackoffS * 1000 },
+    {
+      reconcileIntervalMs: settings.reconcileIntervalS * 1000,
+      failedBackoffMs: settings.failedBackoffS * 1000,
+      drainParallel: settings.drainParallel,
+      minHealthyMs: settings.minHealthyS * 1000,
+      drainTimeoutMs: settings.drainTimeoutS * 1000,
+      maxLostFraction: settings.maxLostFraction,
+    },
     log,
   );
 
@@ -84,9 +96,11 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       upstreamTimeoutMs: settings.upstreamTimeoutS * 1000,
       cooldownMs: settings.cooldownS * 1000,
       keepAliveMs: settings.keepAliveS * 1000,
+      coldStartTimeoutMs: settings.coldStartTimeoutS * 1000,
     },
     log,
   );
+  controller.setLoadSource(gateway);
 
   const admin = express();
   admin.disable('x-powered-by');

@@ -18,6 +18,9 @@ export interface NodeSnapshot {
   memoryTotalMb?: number;
   gpus: GpuReport[];
   fabrics: string[];
+  /** Draining only: when to stop waiting for replacements, and whether to skip them. */
+  drainDeadlineMs?: number;
+  drainForce?: boolean;
 }
 
 /** Resources held on one node by one shard of a placed replica. */

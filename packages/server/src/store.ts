@@ -93,6 +93,7 @@ const MIGRATIONS = [
      completion_tokens INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (key_id, model)
    );`,
+  `ALTER TABLE nodes ADD COLUMN admin_drain TEXT;`,
 ];
 
 /** SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer. */
@@ -125,6 +126,7 @@ export class SqliteStore implements Store {
       admin_changed_at: string | null;
       report: string | null;
       last_seen_ms: number | null;
+      admin_drain: string | null;
     }[];
     return rows.map((r) => ({
       id: r.id,
@@ -132,6 +134,7 @@ export class SqliteStore implements Store {
         state: r.admin_state,
         ...(r.admin_reason ? { reason: r.admin_reason } : {}),
         ...(r.admin_changed_at ? { changedAt: r.admin_changed_at } : {}),
+        ...(r.admin_drain ? (JSON.parse(r.admin_drain) as Pick<AdminState, 'drainDeadline' | 'force'>) : {}),
       },
       ...(r.report ? { report: JSON.parse(r.report) as NodeReport } : {}),
       ...(r.last_seen_ms != null ? { lastSeenMs: r.last_seen_ms } : {}),
@@ -141,11 +144,17 @@ export class SqliteStore implements Store {
   saveNodeAdmin(id: string, admin: AdminState): void {
     this.db
       .prepare(
-        `INSERT INTO nodes (id, admin_state, admin_reason, admin_changed_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET admin_state = excluded.admin_state,
-           admin_reason = excluded.admin_reason, admin_changed_at = excluded.admin_changed_at`,
+        `INSERT INTO nodes (id, admin_state, admin_reason, admin_changed_at, admin_drain) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET admin_state = excluded.admin_state, admin_reason = excluded.admin_reason,
+           admin_changed_at = excluded.admin_changed_at, admin_drain = excluded.admin_drain`,
       )
-      .run(id, admin.state, admin.reason ?? null, admin.changedAt ?? null);
+      .run(
+        id,
+        admin.state,
+        admin.reason ?? null,
+        admin.changedAt ?? null,
+        admin.drainDeadline || admin.force ? JSON.stringify({ drainDeadline: admin.drainDeadline, force: admin.force }) : null,
+      );
   }
 
   saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void {

@@ -23,6 +23,7 @@ export function nodeViews(ctl: Controller): NodeView[] {
 
   return ctl.inventory.list().map((n) => {
     const r = n.report;
+    const liveness = ctl.inventory.liveness(n, nowMs);
     const gpus = r?.gpus ?? [];
     const held = reserved.get(n.id);
     const healthy = gpus.filter((g) => g.problems.length === 0);
@@ -31,7 +32,7 @@ export function nodeViews(ctl: Controller): NodeView[] {
       ...(r ? { hostname: r.hostname, mgmt_addr: r.mgmt_addr } : {}),
       state: n.admin.state,
       ...(n.admin.reason ? { state_reason: n.admin.reason } : {}),
-      liveness: ctl.inventory.liveness(n, nowMs),
+      liveness,
       labels: r?.labels ?? {},
       ...(r?.pool ? { pool: r.pool } : {}),
       gpu_total: gpus.length,
@@ -43,12 +44,29 @@ export function nodeViews(ctl: Controller): NodeView[] {
       fabrics: r?.fabrics ?? [],
       unhealthy_gpus: gpus.filter((g) => g.problems.length > 0).map((g) => `gpu ${g.index}: ${g.problems.join('; ')}`),
       ...(r?.gpu_error ? { gpu_error: r.gpu_error } : {}),
-      last_seen_ago: n.lastSeenMs ? formatAgo(nowMs - n.lastSeenMs) : 'never',
+      last_seen_ago: n.reported ? formatAgo(nowMs - n.lastSeenMs) : n.report ? 'before restart' : 'never',
       ...(r ? { agent_version: r.agent_version } : {}),
       replicas: shardsOn.get(n.id) ?? 0,
+      ...(n.admin.state === 'draining' ? { drain_status: drainStatus(n.id, replicas) } : {}),
+      ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drain_deadline: n.admin.drainDeadline } : {}),
+      ...(liveness === 'lost' && ctl.paused ? { replacement_paused: ctl.paused } : {}),
     };
     return v;
   });
+}
+
+/** What a drain is waiting for, in words, from the replicas still on the node. */
+function drainStatus(nodeId: string, replicas: Replica[]): string {
+  const here = replicas.filter((r) => r.shards.some((s) => s.nodeId === nodeId));
+  if (here.length === 0) return 'drained: no replicas left';
+  const parts = here.map((r) => {
+    if (r.drainBlocked) return `${r.id} (${r.model}) cannot move: ${r.drainBlocked}`;
+    if (r.state === 'draining') return `${r.id} (${r.model}) finishing in-flight requests`;
+    const repl = replicas.find((x) => x.replaces === r.id);
+    if (repl) return `${r.id} (${r.model}) waiting for replacement ${repl.id} (${repl.state})`;
+    return `${r.id} (${r.model}) ${r.state}`;
+  });
+  return `${here.length} replica${here.length === 1 ? '' : 's'} left: ${parts.join('; ')}`;
 }
 
 export function modelViews(ctl: Controller): ModelView[] {

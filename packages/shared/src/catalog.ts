@@ -43,7 +43,19 @@ export const ModelSchema = Type.Object(
     aliases: Type.Optional(Type.Array(Name)),
     source: Type.String({ minLength: 1 }),
     scaling: Type.Optional(
-      Type.Object({ min: NonNeg, max: NonNeg }, { additionalProperties: false }),
+      Type.Object(
+        {
+          min: NonNeg,
+          max: NonNeg,
+          /** In-flight requests per replica the autoscaler aims for (default 4). */
+          target_in_flight: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+          /** Load must stay low this long before a replica is removed (default 300). */
+          scale_down_delay_s: Type.Optional(Type.Number({ minimum: 0 })),
+          /** With min 0: no requests this long and the model goes to zero replicas (default 600). */
+          idle_timeout_s: Type.Optional(Type.Number({ minimum: 0 })),
+        },
+        { additionalProperties: false },
+      ),
     ),
     fallbacks: Type.Optional(Type.Array(Name)),
     profiles: Type.Array(ProfileSchema, { minItems: 1 }),

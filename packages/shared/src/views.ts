@@ -37,6 +37,11 @@ export const NodeViewSchema = Type.Object({
   agent_version: Type.Optional(Type.String()),
   /** Shards placed on this node. */
   replicas: Type.Integer(),
+  /** While draining: what the drain is waiting for, or why it cannot proceed. */
+  drain_status: Type.Optional(Type.String()),
+  drain_deadline: Type.Optional(Type.String()),
+  /** For a lost node whose replicas are not being replaced, why. */
+  replacement_paused: Type.Optional(Type.String()),
 });
 export type NodeView = Static<typeof NodeViewSchema>;
 
@@ -120,6 +125,10 @@ export type ExplainView = Static<typeof ExplainViewSchema>;
 export const NodeStateRequestSchema = Type.Object({
   state: Type.String(),
   reason: Type.Optional(Type.String({ maxLength: 1024 })),
+  /** Drain only: seconds after which remaining replicas are stopped without waiting for replacements. */
+  deadline_s: Type.Optional(Type.Number({ minimum: 0 })),
+  /** Drain only: stop replicas at once, without starting replacements first. */
+  force: Type.Optional(Type.Boolean()),
 });
 export type NodeStateRequest = Static<typeof NodeStateRequestSchema>;
 
