@@ -323,7 +323,10 @@ export class Gateway implements LoadSource {
     const replicas = this.ctl.listReplicas().filter((x) => x.model === model);
     if (replicas.length) return `no ready replica (${replicas.map((x) => `${x.id} ${x.state}`).join(', ')})`;
     const attempt = this.ctl.lastAttempt(model);
-    return attempt ? `not placed: ${attempt.outcome.summary}` : 'not placed yet';
+    if (!attempt) return 'not placed yet';
+    const rs = attempt.outcome.rejections;
+    const detail = rs.slice(0, 3).map((x) => `${x.node ?? x.pool ?? x.profile}: ${x.reason}`).join('; ');
+    return `not placed: ${attempt.outcome.summary}${detail ? ` (${detail}${rs.length > 3 ? `; ${rs.length - 3} more in ctl explain ${model}` : ''})` : ''}`;
   }
 
   private async attempt(
