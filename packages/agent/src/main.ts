@@ -6,6 +6,7 @@ import { Agent, AGENT_VERSION } from './agent.js';
 import { probeMachine } from './probe/index.js';
 import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
 import { installService } from './service.js';
+import { writeTestModel } from './gguf/test-model.js';
 import { Supervisor } from './supervisor.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -142,6 +143,21 @@ program
       process.stdout.write(`wrote ${r.unitPath}\nwrote ${r.envPath}\n${o.enable ? 'enabled and started llmgw-agent.service\n' : ''}`);
     } catch (e) {
       fail(`cannot install the service: ${(e as Error).message}`);
+    }
+  });
+
+program
+  .command('make-test-model')
+  .description('write a tiny random-weight llama GGUF (printable noise, ChatML template) for the node-llama-cpp engine')
+  .requiredOption('--out <file>', 'where to write the .gguf')
+  .option('--seed <n>', 'seed for the weights; the same seed gives the same file', '1')
+  .action((o: { out: string; seed: string }) => {
+    if (!/^\d+$/.test(o.seed) || Number(o.seed) > 0xffffffff) fail(`invalid --seed "${o.seed}": want a whole number from 0 to 4294967295`);
+    try {
+      const m = writeTestModel(o.out, { seed: Number(o.seed) });
+      process.stdout.write(`${m.path} ${m.sizeBytes} bytes\n`);
+    } catch (e) {
+      fail(`cannot write ${o.out}: ${(e as Error).message}`);
     }
   });
 

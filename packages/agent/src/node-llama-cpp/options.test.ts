@@ -1,0 +1,35 @@
+import { describe, expect, it } from '@jest/globals';
+import { DEFAULT_PARALLEL, parseEngineArgs, sizingFromArgs } from './options.js';
+
+describe('parseEngineArgs', () => {
+  it('takes the agent argv with defaults for the rest', () => {
+    const r = parseEngineArgs(['--model', '/m.gguf', '--served-name', 'tiny', '--host', '0.0.0.0', '--port', '40001', '--api-key', 'k']);
+    expect(r).toEqual({
+      kind: 'options',
+      options: { model: '/m.gguf', servedName: 'tiny', host: '0.0.0.0', port: 40001, apiKey: 'k', threads: null, parallel: DEFAULT_PARALLEL, contextSize: null },
+    });
+  });
+
+  it('lets a later flag (profile args) override an earlier one, in both spellings', () => {
+    const r = parseEngineArgs(['--model', 'a.gguf', '--port', '0', '--threads', '4', '--parallel=3', '--threads=1', '--context-size', '2048']);
+    expect(r).toMatchObject({ kind: 'options', options: { threads: 1, parallel: 3, contextSize: 2048, port: 0 } });
+  });
+
+  it('explains what is wrong', () => {
+    expect(parseEngineArgs(['--port', '1'])).toEqual({ kind: 'error', message: '--model is required' });
+    expect(parseEngineArgs(['--model', 'm'])).toEqual({ kind: 'error', message: '--port is required' });
+    expect(parseEngineArgs(['--model', 'm', '--port', '1', '--threads', '0'])).toEqual({ kind: 'error', message: '--threads must be between 1 and 1024, got 0' });
+    expect(parseEngineArgs(['--model', 'm', '--port', '1e3'])).toEqual({ kind: 'error', message: "--port needs an integer, got '1e3'" });
+    expect(parseEngineArgs(['--model', 'm', '--port', '1', '--gpu-layers', '3'])).toEqual({ kind: 'error', message: 'unknown flag --gpu-layers' });
+    expect(parseEngineArgs(['--model'])).toEqual({ kind: 'error', message: '--model needs a value' });
+    expect(parseEngineArgs(['--help'])).toEqual({ kind: 'help' });
+  });
+});
+
+describe('sizingFromArgs', () => {
+  it('picks the sizing flags out of profile args', () => {
+    expect(sizingFromArgs(['--context-size', '4096', '--threads', '2', '--parallel=4', '--context-size=8192'])).toEqual({ contextSize: 8192, parallel: 4 });
+    expect(sizingFromArgs(['--parallel', 'lots', '--context-size'])).toEqual({});
+    expect(sizingFromArgs([])).toEqual({});
+  });
+});
