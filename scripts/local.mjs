@@ -1,8 +1,10 @@
 // `pnpm start`: llmgw on this machine with local defaults: a server on 127.0.0.1
-// (client :8080, admin :8081) and an agent that joins it and serves the demo model.
-// State lives in $LLMGW_HOME (default ~/.llmgw), so `pnpm ctl ...` finds the admin
-// token without any setup. Ctrl-C stops everything, engines included.
-import { spawn } from 'node:child_process';
+// (client :8080, admin :8081) and an agent that joins it and serves a real model with
+// the built-in CPU engine (llama.cpp through node-llama-cpp) on a tiny GGUF the agent
+// writes itself, so nothing is downloaded. State lives in $LLMGW_HOME (default
+// ~/.llmgw), so `pnpm ctl ...` finds the admin token without any setup. Ctrl-C stops
+// everything, engines included.
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +14,17 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 const logs = path.join(home, 'logs');
 fs.mkdirSync(logs, { recursive: true });
-const catalog = process.env.LLMGW_CATALOG ?? path.join(root, 'examples/local-catalog.yaml');
+// The first start writes a catalog the operator can then edit while llmgw runs.
+const model = path.join(home, 'models', 'tiny-llama.gguf');
+if (!fs.existsSync(model)) {
+  fs.mkdirSync(path.dirname(model), { recursive: true });
+  execFileSync(process.execPath, [path.join(root, 'packages/agent/dist/main.js'), 'make-test-model', '--out', model], { stdio: 'ignore' });
+}
+const catalog = process.env.LLMGW_CATALOG ?? path.join(home, 'catalog.yaml');
+if (!process.env.LLMGW_CATALOG && !fs.existsSync(catalog)) {
+  const template = fs.readFileSync(path.join(root, 'examples/local-catalog.yaml'), 'utf8');
+  fs.writeFileSync(catalog, template.replaceAll('${MODEL_PATH}', model));
+}
 const adminAddr = process.env.LLMGW_ADMIN_ADDR ?? '127.0.0.1:8081';
 const clientAddr = process.env.LLMGW_CLIENT_ADDR ?? '127.0.0.1:8080';
 
@@ -59,8 +71,11 @@ console.log(`llmgw is running on this machine.
 
 Try, in another terminal:
   pnpm ctl nodes
-  pnpm ctl models
   pnpm ctl replicas
+  pnpm ctl keys create --name me
+  curl -N http://${clientAddr}/v1/chat/completions -H "Authorization: Bearer <secret>" \\
+    -H 'content-type: application/json' \\
+    -d '{"model":"tiny","stream":true,"messages":[{"role":"user","content":"Hello"}]}'
 Ctrl-C stops the server, the agent and its engines.`);
 
 function stop(code = 0) {
