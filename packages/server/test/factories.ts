@@ -1,0 +1,99 @@
+import type { GpuReport, Model, Profile } from '@llmgw/shared';
+import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
+
+/**
+ * Test factories: each returns a complete, valid object describing the common case, and
+ * a test states only what it is about through `overrides`.
+ */
+
+/** A healthy H100 80GB; its UUID follows its index unless overridden. */
+export function makeGpu(overrides: Partial<GpuReport> = {}): GpuReport {
+  const index = overrides.index ?? 0;
+  return {
+    index,
+    uuid: `GPU-${index}`,
+    name: 'NVIDIA H100 80GB HBM3',
+    class: 'H100-80GB',
+    memory_total_mb: 81920,
+    memory_used_mb: 0,
+    problems: [],
+    ...overrides,
+  };
+}
+
+/** A ready, live CPU node with 64 GB of memory and no GPUs. */
+export function makeNode(overrides: Partial<NodeSnapshot> = {}): NodeSnapshot {
+  return {
+    id: 'node-1',
+    labels: {},
+    admin: 'ready',
+    liveness: 'ready',
+    lastSeenAgoS: 2,
+    memoryTotalMb: 64 * 1024,
+    gpus: [],
+    fabrics: ['ethernet'],
+    ...overrides,
+  };
+}
+
+/** A node with `count` H100-80GB GPUs (8 by default), UUIDs unique across nodes. */
+export function makeH100Node(
+  id: string,
+  overrides: Partial<NodeSnapshot> = {},
+  count = 8,
+): NodeSnapshot {
+  return makeNode({
+    id,
+    memoryTotalMb: 1024 * 1024,
+    gpus: Array.from({ length: count }, (_, i) => makeGpu({ index: i, uuid: `${id}-gpu-${i}` })),
+    fabrics: ['nvlink', 'infiniband', 'ethernet'],
+    ...overrides,
+  });
+}
+
+/** A node with `count` RTX 4090s (24 GB each; 2 by default). */
+export function makeRtx4090Node(
+  id: string,
+  overrides: Partial<NodeSnapshot> = {},
+  count = 2,
+): NodeSnapshot {
+  return makeNode({
+    id,
+    memoryTotalMb: 128 * 1024,
+    gpus: Array.from({ length: count }, (_, i) =>
+      makeGpu({
+        index: i,
+        uuid: `${id}-gpu-${i}`,
+        name: 'NVIDIA GeForce RTX 4090',
+        class: 'RTX-4090',
+        memory_total_mb: 24564,
+      }),
+    ),
+    ...overrides,
+  });
+}
+
+/** A CPU profile with no requirements: fits any ready node. */
+export function makeProfile(overrides: Partial<Profile> = {}): Profile {
+  return { name: 'cpu', engine: 'llama.cpp', ...overrides };
+}
+
+export function makeModel(overrides: Partial<Model> = {}): Model {
+  return {
+    name: 'qwen-coder-14b',
+    source: 'Qwen/Qwen2.5-Coder-14B-Instruct',
+    profiles: [makeProfile()],
+    ...overrides,
+  };
+}
+
+export function makeReservation(overrides: Partial<Reservation> = {}): Reservation {
+  return {
+    replicaId: 'r-1',
+    model: 'other-model',
+    nodeId: 'node-1',
+    memoryMb: 0,
+    gpuUuids: [],
+    ...overrides,
+  };
+}
