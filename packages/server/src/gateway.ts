@@ -53,6 +53,7 @@ export class Gateway implements LoadSource {
   private readonly modelInFlight = new Map<string, number>();
   private readonly lastRequest = new Map<string, number>();
   private readonly waiting = new Map<string, number>();
+  private readonly replicaModel = new Map<string, string>();
 
   constructor(
     private readonly ctl: Controller,
@@ -60,7 +61,10 @@ export class Gateway implements LoadSource {
     private readonly metrics: Metrics,
     private readonly settings: GatewaySettings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    metrics.inFlightSource = () =>
+      [...this.outstanding].map(([replica, value]) => ({ replica, value, model: this.replicaModel.get(replica) ?? '' }));
+  }
 
   /** The node:http request listener for the client listener. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -340,7 +344,7 @@ export class Gateway implements LoadSource {
     const { target, model } = a;
     const load = (this.outstanding.get(target.replicaId) ?? 0) + 1;
     this.outstanding.set(target.replicaId, load);
-    this.metrics.inFlight.set({ model: model.name, replica: target.replicaId }, load);
+    this.replicaModel.set(target.replicaId, model.name);
     let status = 0;
     try {
       let up;
@@ -379,8 +383,9 @@ export class Gateway implements LoadSource {
       this.metrics.duration.observe({ model: model.name }, Number(process.hrtime.bigint() - a.t0) / 1e9);
     } finally {
       const left = (this.outstanding.get(target.replicaId) ?? 1) - 1;
-      this.outstanding.set(target.replicaId, left);
-      this.metrics.inFlight.set({ model: model.name, replica: target.replicaId }, left);
+      // Forget replicas with nothing in flight so the map and the metric do not grow forever.
+      if (left > 0) this.outstanding.set(target.replicaId, left);
+      else this.outstanding.delete(target.replicaId);
     }
   }
 
@@ -412,18 +417,12 @@ export class Gateway implements LoadSource {
           first = false;
           this.metrics.ttft.observe({ model: a.model.name }, Number(process.hrtime.bigint() - a.t0) / 1e9);
         }
-        const text = pending + chunk.toString('utf8');
-        // Only hold back text when a usage event may be in it; everything else goes out at once.
-        if (!text.includes('"choices":[]') && !text.includes('"choices":null')) {
-          const cut = text.lastIndexOf('\n\n');
-          if (cut === -1) {
-            pending = text;
-            continue;
-          }
-          res.write(text.slice(0, cut + 2));
-          pending = text.slice(cut + 2);
+        // The common case: whole events with no usage in them go out as the same bytes.
+        if (!pending && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
+          res.write(chunk);
           continue;
         }
+        const text = pending + chunk.toString('utf8');
         const events = text.split('\n\n');
         pending = events.pop() ?? '';
         let out = '';
@@ -458,6 +457,13 @@ export class Gateway implements LoadSource {
     if (promptTokens) this.metrics.tokens.inc({ model, direction: 'prompt' }, promptTokens);
     if (completionTokens) this.metrics.tokens.inc({ model, direction: 'completion' }, completionTokens);
   }
+}
+
+const USAGE_MARK_EMPTY = Buffer.from('"choices":[]');
+const USAGE_MARK_NULL = Buffer.from('"choices":null');
+
+function endsWithBlankLine(b: Buffer): boolean {
+  return b.length >= 2 && b[b.length - 1] === 10 && b[b.length - 2] === 10;
 }
 
 function findUsage(json: string): { prompt_tokens?: number; completion_tokens?: number } | undefined {

@@ -33,11 +33,17 @@ export class Metrics {
     buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01],
     registers: [this.registry],
   });
+  /** Read at scrape time rather than updated per request: the hot path stays free of label lookups. */
+  inFlightSource: () => { model: string; replica: string; value: number }[] = () => [];
   readonly inFlight = new Gauge({
     name: 'llmgw_replica_in_flight_requests',
     help: 'Requests in flight per replica',
     labelNames: ['model', 'replica'] as const,
     registers: [this.registry],
+    collect: () => {
+      this.inFlight.reset();
+      for (const x of this.inFlightSource()) this.inFlight.set({ model: x.model, replica: x.replica }, x.value);
+    },
   });
   readonly fallbacks = new Counter({
     name: 'llmgw_fallbacks_total',

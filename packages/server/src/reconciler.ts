@@ -1,7 +1,7 @@
 import type { Model } from '@llmgw/shared';
 import { gbToMb } from '@llmgw/shared';
 import { ACTIVE_REPLICA_STATES, HOLDS_RESOURCES, type Replica } from './domain.js';
-import { place } from './placement.js';
+import { placeOnFleet, prepareFleet, reservationsFor, reserve } from './placement.js';
 import type { NodeSnapshot, PlacementOutcome, Reservation } from './snapshot.js';
 
 export interface ReconcilePolicy {
@@ -134,12 +134,14 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
     }
   }
   const live = (): Replica[] => input.replicas.filter((r) => !removed.has(r.id)).map((r) => updated.get(r.id) ?? r);
-  const reservations = reservationsOf(live());
+  // One prepared fleet per pass: the checks that do not depend on reservations are
+  // worked out once, and each placement only updates what it reserves.
+  const fleet = prepareFleet(input.nodes, reservationsOf(live()));
   const placeFor = (model: Model, avoid: string[]): PlacementOutcome => {
     const existingOnNode: Record<string, number> = {};
     for (const r of live()) if (r.model === model.name) for (const s of r.shards) existingOnNode[s.nodeId] = (existingOnNode[s.nodeId] ?? 0) + 1;
     for (const r of result.create) if (r.model === model.name) for (const s of r.shards) existingOnNode[s.nodeId] = (existingOnNode[s.nodeId] ?? 0) + 1;
-    const outcome = place({ model, nodes: input.nodes, reservations, existingOnNode, avoidNodes: avoid });
+    const outcome = placeOnFleet(fleet, model, { existingOnNode, avoidNodes: avoid });
     result.attempts.set(model.name, outcome);
     return outcome;
   };
@@ -169,7 +171,7 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
       })),
     };
     result.create.push(replica);
-    for (const s of replica.shards) reservations.push({ replicaId: replica.id, model: model.name, nodeId: s.nodeId, memoryMb, gpuUuids: s.gpuUuids });
+    reserve(fleet, reservationsFor(p, replica.id, model.name));
     return replica;
   };
   const stopTakingTraffic = (r: Replica, reason: string) => {

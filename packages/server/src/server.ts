@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { adminApi } from './adminapi.js';
 import { agentApi } from './agentapi.js';
 import { Controller, type CatalogView } from './controller.js';
+import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway.js';
 import { adminErrors, requireToken } from './http.js';
 import { Inventory } from './inventory.js';
@@ -112,6 +113,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   admin.get('/metrics', requireToken(settings.adminToken, 'admin token'), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
+  admin.use('/', dashboard(controller, keys, settings.adminToken));
   admin.use((req, res) => {
     res.status(404).json({ error: `no route ${req.method} ${req.path}` });
   });

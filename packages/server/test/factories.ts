@@ -1,4 +1,5 @@
 import type { GpuReport, Model, Profile } from '@llmgw/shared';
+import type { Replica } from '../src/domain.js';
 import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
 
 /**
@@ -94,6 +95,22 @@ export function makeReservation(overrides: Partial<Reservation> = {}): Reservati
     nodeId: 'node-1',
     memoryMb: 0,
     gpuUuids: [],
+    ...overrides,
+  };
+}
+
+/** A replica as the controller keeps it; one CPU shard on `node-1` unless overridden. */
+export function makeReplica(overrides: Partial<Replica> = {}): Replica {
+  const id = overrides.id ?? 'r-1';
+  return {
+    id,
+    model: 'qwen-coder-14b',
+    profile: 'cpu',
+    state: 'ready',
+    createdAtMs: 0,
+    memoryMb: 0,
+    apiKey: 'k',
+    shards: [{ id: `${id}-0`, nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }],
     ...overrides,
   };
 }

@@ -1,0 +1,249 @@
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { NodeAdminState } from '@llmgw/shared';
+import type { Controller } from '../controller.js';
+import { secretEquals } from '../http.js';
+import type { KeyRing } from '../keys.js';
+import { explainView, modelViews, nodeViews, replicaViews } from '../views.js';
+import { drainPage, fleetPage, keysPage, layout, loginPage, messagePage, modelPage, modelsPage, type Page } from './pages.js';
+import { LoginLimiter, SESSION_COOKIE, SESSION_TTL_S, Sessions, cookieValue, type Session } from './session.js';
+import { CSP } from './style.js';
+
+/**
+ * The dashboard, mounted at `/` on the admin listener. Pages are rendered in-process
+ * from the same view functions as `/api/v1`, so the two never disagree, and there is no
+ * front-end build: each page is one small HTML response.
+ *
+ * Auth: the admin token is typed into a login form (POST body, never a URL) and traded
+ * for a signed session cookie (see `Sessions`). Every state-changing POST needs that
+ * session, its CSRF token in a hidden field, and, when the browser sends them, an
+ * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
+ */
+export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): Router {
+  const r = express.Router();
+  const sessions = new Sessions(adminToken);
+  const limiter = new LoginLimiter();
+  const form = express.urlencoded({ extended: false, limit: '16kb' });
+
+  const sessionOf = (req: Request) => sessions.verify(cookieValue(req.headers.cookie, SESSION_COOKIE));
+
+  /** Runs `handler` with the session, or sends the visitor to log in. */
+  const authed =
+    (handler: (req: Request, res: Response, s: Session) => void) =>
+    (req: Request, res: Response, next: NextFunction) => {
+      const s = sessionOf(req);
+      if (s) {
+        try {
+          handler(req, res, s);
+        } catch (err) {
+          next(err);
+        }
+        return;
+      }
+      headers(res);
+      // A background refresh cannot follow a redirect to a form; 401 tells the script to reload.
+      if (isFragment(req)) {
+        res.status(401).type('text/plain').send('log in again');
+        return;
+      }
+      const next_ = req.method === 'GET' ? req.originalUrl : '/';
+      res.redirect(303, `/login${next_ === '/' ? '' : `?next=${encodeURIComponent(next_)}`}`);
+    };
+
+  /** The checks every POST from a logged-in page must pass before it may change anything. */
+  const guarded =
+    (handler: (req: Request, res: Response, s: Session) => void) =>
+    authed((req, res, s) => {
+      if (!sameOrigin(req) || !sessions.csrfOk(s, (req.body as Record<string, unknown> | undefined)?.csrf)) {
+        send(req, res, messagePage('Request refused', 'This form was stale or came from another site, so nothing was changed. Reload the page and try again.'), { csrf: s.csrf }, 403);
+        return;
+      }
+      handler(req, res, s);
+    });
+
+  // Browsers ask for it on every page; a 404 in the admin API's JSON would only be noise.
+  r.get('/favicon.ico', (_req, res) => {
+    res.status(204).end();
+  });
+
+  r.get('/login', (req, res) => {
+    const next = safeNext(req.query.next);
+    if (sessionOf(req)) {
+      res.redirect(303, next);
+      return;
+    }
+    send(req, res, loginPage({ next }), {});
+  });
+
+  r.post('/login', form, (req, res) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const next = safeNext(body.next);
+    const addr = req.socket.remoteAddress ?? '';
+    if (!sameOrigin(req)) {
+      send(req, res, loginPage({ next, error: 'This login form came from another site; open the dashboard directly.' }), {}, 403);
+      return;
+    }
+    const wait = limiter.blockedFor(addr);
+    if (wait > 0) {
+      res.setHeader('Retry-After', String(wait));
+      send(req, res, loginPage({ next, error: `Too many wrong tokens; try again in ${Math.ceil(wait / 60)} min.` }), {}, 429);
+      return;
+    }
+    const token = typeof body.token === 'string' ? body.token.trim() : '';
+    if (!token || !secretEquals(token, adminToken)) {
+      limiter.fail(addr);
+      send(req, res, loginPage({ next, error: 'That is not the admin token.' }), {}, 401);
+      return;
+    }
+    limiter.succeed(addr);
+    res.cookie(SESSION_COOKIE, sessions.issue(), {
+      httpOnly: true,
+      sameSite: 'strict',
+      // The admin listener is plain http on 127.0.0.1 by default, where a Secure cookie
+      // would never be sent back. Behind TLS (directly or at a proxy that says so in
+      // X-Forwarded-Proto) the cookie must not leak onto plain http. Trusting the header
+      // unconditionally is safe here: a forged one can only make the cookie stricter.
+      secure: isHttps(req),
+      path: '/',
+      maxAge: SESSION_TTL_S * 1000,
+    });
+    res.redirect(303, next);
+  });
+
+  r.post('/logout', form, guarded((_req, res, s) => {
+    sessions.revoke(s);
+    res.clearCookie(SESSION_COOKIE, { path: '/' });
+    res.redirect(303, '/login');
+  }));
+
+  r.get('/', authed((req, res, s) => {
+    const action = typeof req.query.done === 'string' ? req.query.done : undefined;
+    const node = typeof req.query.node === 'string' ? req.query.node : undefined;
+    const page = fleetPage({
+      nodes: nodeViews(ctl),
+      replicas: replicaViews(ctl),
+      models: modelViews(ctl),
+      csrf: s.csrf,
+      now: new Date(ctl.now()),
+      ...(action && node ? { notice: { action, node } } : {}),
+    });
+    send(req, res, page, s);
+  }));
+
+  r.get('/models', authed((req, res, s) => {
+    send(req, res, modelsPage(modelViews(ctl), new Date(ctl.now())), s);
+  }));
+
+  r.get('/models/:name', authed((req, res, s) => {
+    const asked = String(req.params.name);
+    const m = ctl.catalogView.resolve(asked);
+    if (!m) {
+      const close = ctl.catalogView.suggest(asked);
+      send(req, res, messagePage('No such model', `"${asked}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, { href: '/models', label: 'All models' }), s, 404);
+      return;
+    }
+    // An alias gets the canonical page, so there is one address per model.
+    if (m.name !== asked) {
+      res.redirect(303, `/models/${encodeURIComponent(m.name)}`);
+      return;
+    }
+    const model = modelViews(ctl).find((x) => x.name === m.name)!;
+    send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), now: new Date(ctl.now()) }), s);
+  }));
+
+  r.get('/keys', authed((req, res, s) => {
+    send(req, res, keysPage(keys.list(), keys.usageRows(), new Date(ctl.now())), s);
+  }));
+
+  r.get('/nodes/:id/drain', authed((req, res, s) => {
+    const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
+    if (!node) {
+      send(req, res, messagePage('No such node', `There is no node "${String(req.params.id)}".`), s, 404);
+      return;
+    }
+    send(req, res, drainPage({ node, csrf: s.csrf }), s);
+  }));
+
+  r.post('/nodes/:id/state', form, guarded((req, res, s) => {
+    const id = String(req.params.id);
+    const body = req.body as Record<string, unknown>;
+    const action = String(body.action ?? '');
+    const states: Record<string, NodeAdminState> = { cordon: 'cordoned', uncordon: 'ready', drain: 'draining' };
+    const state = states[action];
+    if (!state) {
+      send(req, res, messagePage('Unknown action', `"${action}" is not an action; want cordon, uncordon or drain.`), s, 400);
+      return;
+    }
+    const node = nodeViews(ctl).find((n) => n.id === id);
+    if (!node) {
+      send(req, res, messagePage('No such node', `There is no node "${id}".`), s, 404);
+      return;
+    }
+    const reason = typeof body.reason === 'string' ? body.reason.trim().slice(0, 1024) : '';
+    // Draining moves every replica off the node: it takes the confirmation page and a
+    // reason, even when the POST is crafted by hand.
+    if (state === 'draining' && (body.confirm !== 'yes' || !reason)) {
+      send(req, res, drainPage({ node, csrf: s.csrf, ...(body.confirm === 'yes' ? { error: 'Say why the node is drained.' } : {}) }), s, 400);
+      return;
+    }
+    ctl.setNodeState(id, state, reason || undefined);
+    res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
+  }));
+
+  // Errors from dashboard pages answer as pages, not as the admin API's JSON.
+  r.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const s = sessionOf(req);
+    send(req, res, messagePage('Something went wrong', (err as Error)?.message ?? 'internal error'), s ? { csrf: s.csrf } : {}, 500);
+  });
+
+  return r;
+}
+
+function isFragment(req: Request): boolean {
+  return req.get('x-fragment') === 'main';
+}
+
+function headers(res: Response): void {
+  res.setHeader('Content-Security-Policy', CSP);
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'same-origin');
+  // Pages hold fleet data and a CSRF token: never cache them, and never serve a
+  // fragment where a full page was asked for.
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Vary', 'Cookie, X-Fragment');
+}
+
+function send(req: Request, res: Response, page: Page, chrome: { csrf?: string }, status = 200): void {
+  headers(res);
+  res.status(status).type('html');
+  res.send(isFragment(req) ? page.main.value : layout(page, chrome).value);
+}
+
+function isHttps(req: Request): boolean {
+  return req.secure || (req.get('x-forwarded-proto') ?? '').split(',')[0]!.trim().toLowerCase() === 'https';
+}
+
+/**
+ * Whether a POST came from one of our own pages, by the headers browsers add and pages
+ * cannot forge. Absent headers pass (old browsers, curl): the CSRF token still guards.
+ */
+export function sameOrigin(req: Request): boolean {
+  const site = req.get('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin') return false;
+  const origin = req.get('origin');
+  if (origin === undefined) return true;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return false; // includes the opaque origin "null"
+  }
+  const hosts = [req.get('host'), ...(req.get('x-forwarded-host') ?? '').split(',').map((h) => h.trim())].filter(Boolean);
+  return hosts.includes(host);
+}
+
+/** Where to go after logging in: a path on this site only, never another origin. */
+function safeNext(v: unknown): string {
+  if (typeof v !== 'string' || !v.startsWith('/') || v.startsWith('//') || v.includes('\\') || /[\u0000-\u001f]/.test(v) || v.startsWith('/login')) return '/';
+  return v;
+}
