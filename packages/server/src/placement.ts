@@ -957,6 +957,7 @@ function explainProfile(
   const poolFit = new Map<string, number>(fixed.pools.map((p) => [p, 0]));
   const d = detailFor(req, rejections);
   let fit = 0;
+  const fitting = new Set<number>();
   // Node order: the static failures' rejections between candidates are copied as they are.
   let next = 0;
   const copyUpTo = (end: number): void => {
@@ -975,6 +976,7 @@ function explainProfile(
     d.cat = NO_CATEGORY;
     if (evaluate(node, fleet.usage[i], req, d)) {
       fit++;
+      fitting.add(i);
       if (pool !== undefined) poolFit.set(pool, (poolFit.get(pool) ?? 0) + 1);
       // Chosen nodes get their notes with their GPUs, where the decision is built.
       if (!chosen.has(node.id)) nodeNotes(node, req, [], notes);
@@ -983,6 +985,13 @@ function explainProfile(
     }
   }
   copyUpTo(nodes.length);
+  // A rejected node whose memory is unknown says so too: the operator fixing its other
+  // problem should know memory was never checked.
+  if (req.needMemMb > 0) {
+    for (let i = 0; i < nodes.length; i++) {
+      if (!fitting.has(i) && nodes[i].memoryTotalMb === undefined) nodeNotes(nodes[i], req, [], notes);
+    }
+  }
   const pools: { pool: string; fit: number }[] = [];
   if (sharded) {
     for (const [pool, n] of poolFit) if (n < req.shards) pools.push({ pool, fit: n });
