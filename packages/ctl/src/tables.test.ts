@@ -1,0 +1,121 @@
+import { describe, expect, it } from '@jest/globals';
+import type { ExplainView, NodeView } from '@llmgw/shared';
+import { Chalk } from 'chalk';
+import { colours } from './render.js';
+import { explainText, keysTable, nodeDetails, nodesTable, parseExpiry } from './tables.js';
+
+const plain = new Chalk({ level: 0 });
+
+const node = (o: Partial<NodeView> = {}): NodeView => ({
+  id: 'cpu-small',
+  state: 'ready',
+  liveness: 'ready',
+  labels: {},
+  gpu_total: 0,
+  gpu_free: 0,
+  memory_gb: 8,
+  gpu_classes: [],
+  fabrics: [],
+  unhealthy_gpus: [],
+  last_seen_ago: '1s',
+  agent_version: '0.1.0',
+  replicas: 0,
+  ...o,
+});
+
+describe('nodesTable', () => {
+  it('shows - (not 0) for a node that did not report memory, and free/total GPUs', () => {
+    const { memory_gb: _, ...noMem } = node({ id: 'old-agent' });
+    const out = nodesTable([node(), noMem, node({ id: 'gpu', gpu_total: 8, gpu_free: 7, gpu_classes: ['H100-80GB'], memory_gb: 2015.5 })], plain);
+    const lines = out.split('\n');
+    expect(lines[0]).toBe('NAME       STATE  GPUS  CLASS      MEM     FABRICS  REPLICAS  LAST SEEN  VERSION');
+    expect(lines[1]).toBe('cpu-small  ready  0/0   -          8       -        0         1s         0.1.0');
+    expect(lines[2]).toBe('old-agent  ready  0/0   -          -       -        0         1s         0.1.0');
+    expect(lines[3]).toMatch(/^gpu\s+ready\s+7\/8\s+H100-80GB\s+2015\.5 /);
+  });
+
+  it('puts bad liveness first and keeps the admin state, like kubectl', () => {
+    const out = nodesTable([node({ state: 'cordoned', liveness: 'not-ready' }), node({ id: 'b', liveness: 'lost' })], plain);
+    expect(out).toMatch(/cpu-small\s+not-ready,cordoned/);
+    expect(out).toMatch(/b\s+lost\s/);
+  });
+
+  it('says how to join a machine when there is none', () => {
+    expect(nodesTable([], plain)).toMatch(/Start llmgw-agent/);
+  });
+
+  it('lists unhealthy GPUs, drain progress and reasons under the table', () => {
+    const details = nodeDetails([node({ id: 'gpu', unhealthy_gpus: ['gpu 3: fell off the bus'], state: 'draining', state_reason: 'PSU', drain_status: '1 replica left: r-1 waiting' })]);
+    expect(details.split('\n')).toEqual(['gpu: gpu 3: fell off the bus', 'gpu: draining (PSU)', 'gpu: 1 replica left: r-1 waiting']);
+  });
+});
+
+describe('explainText', () => {
+  it('prints the summary, then rejections grouped by profile and pool, one line per node', () => {
+    const v: ExplainView = {
+      model: 'm',
+      placed: false,
+      attempted: true,
+      summary: '0/3 nodes can run m: 2 too little memory, 1 cordoned',
+      notes: [{ profile: 'cpu', node: 'old', note: 'memory unknown' }],
+      rejections: [
+        { profile: 'cpu', node: 'a', code: 'memory', reason: 'has 8 GB of memory, needs 24' },
+        { profile: 'cpu', node: 'a', code: 'label', reason: 'lacks label role=coding' },
+        { profile: 'cpu', node: 'old', code: 'cordoned', reason: 'is cordoned' },
+        { profile: 'multi', pool: 'rack-a', node: 'b', code: 'fabric', reason: 'lacks fabric infiniband' },
+        { profile: 'multi', pool: 'rack-a', code: 'shards', reason: 'pool rack-a: fits 1 of 2 shards' },
+      ],
+    };
+    expect(explainText(v, plain)).toBe(
+      [
+        '0/3 nodes can run m: 2 too little memory, 1 cordoned',
+        '',
+        'profile cpu:',
+        '  a: has 8 GB of memory, needs 24; lacks label role=coding',
+        '  old: is cordoned',
+        '  old: memory unknown',
+        '',
+        'profile multi:',
+        '  pool rack-a:',
+        '    b: lacks fabric infiniband',
+        '    pool rack-a: fits 1 of 2 shards',
+      ].join('\n'),
+    );
+  });
+
+  it('says plainly when placement has not been attempted', () => {
+    expect(explainText({ model: 'm', placed: false, attempted: false, notes: [], rejections: [] }, plain)).toMatch(/has not been attempted yet/);
+  });
+});
+
+describe('keys and expiry', () => {
+  const now = new Date('2026-11-29T00:00:00Z');
+  it('parses durations and ISO times, and refuses anything else with a usage error', () => {
+    expect(parseExpiry('30d', now)).toBe('2026-12-29T00:00:00.000Z');
+    expect(parseExpiry('90m', now)).toBe('2026-11-29T01:30:00.000Z');
+    expect(parseExpiry('2027-01-31T00:00:00Z', now)).toBe('2027-01-31T00:00:00.000Z');
+    expect(() => parseExpiry('soon', now)).toThrow(/invalid --expires "soon"/);
+  });
+
+  it('shows keys without secrets, with their status', () => {
+    const out = keysTable([{ id: 'key-1', name: 'app', prefix: 'sk-llmgw-abcd', models: [], created_at: 'x', expires_at: '2026-01-01T00:00:00.000Z' }], now);
+    expect(out.split('\n')[1]).toMatch(/^key-1\s+app\s+sk-llmgw-abcd…\s+all\s+-\s+-\s+2026-01-01T00:00:00.000Z\s+expired$/);
+  });
+});
+
+describe('colours', () => {
+  it('never colours with NO_COLOR or off a terminal', () => {
+    const tty = { isTTY: true } as NodeJS.WriteStream;
+    const saved = process.env.NO_COLOR;
+    const savedTerm = process.env.TERM;
+    process.env.TERM = 'xterm-256color';
+    process.env.NO_COLOR = '1';
+    expect(colours(tty).level).toBe(0);
+    delete process.env.NO_COLOR;
+    expect(colours(tty).level).toBeGreaterThan(0);
+    expect(colours({ isTTY: false } as NodeJS.WriteStream).level).toBe(0);
+    if (saved !== undefined) process.env.NO_COLOR = saved;
+    if (savedTerm !== undefined) process.env.TERM = savedTerm;
+    else delete process.env.TERM;
+  });
+});
