@@ -184,7 +184,7 @@ describe('the OpenAI SDK through the gateway', () => {
     }
     const slow = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'slow']))[0]!;
     const log = path.join(stateDir, 'logs', `${slow.shards[0]!.id}.log`);
-    const line = await eventually(async () => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+)\/(\d+) tokens: client disconnected/), 5000, 'cancel line');
+    const line = await eventually(async () => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+)\/(\d+) tokens: client disconnected/) ?? undefined, 5000, 'cancel line');
     // 50 ms per token: a cancel that took 100 ms would show at most two more tokens than the client saw.
     expect(Number(line[1])).toBeLessThanOrEqual(chunks + 2);
     expect(Number(line[2])).toBe(200);

@@ -45,8 +45,8 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
         res.status(401).type('text/plain').send('log in again');
         return;
       }
-      const next_ = req.method === 'GET' ? req.originalUrl : '/';
-      res.redirect(303, `/login${next_ === '/' ? '' : `?next=${encodeURIComponent(next_)}`}`);
+      const back = req.method === 'GET' ? req.originalUrl : '/';
+      res.redirect(303, `/login${back === '/' ? '' : `?next=${encodeURIComponent(back)}`}`);
     };
 
   /** The checks every POST from a logged-in page must pass before it may change anything. */

@@ -352,7 +352,7 @@ ${pools.map((key) => {
     )}</tbody>`,
   )}`;
 })}
-${notes.length ? html`<h4>Fits, with notes</h4><ul class="problems">${notes.map((n) => html`<li><b>${n.node}</b>: ${n.note}</li>`)}</ul>` : ''}
+${notes.length ? html`<h4>Notes</h4><ul class="problems">${notes.map((n) => html`<li><b>${n.node}</b>: ${n.note}</li>`)}</ul>` : ''}
 </section>`;
   });
   return html`<p><b>${v.summary ?? ''}</b></p>

@@ -86,13 +86,16 @@ meter{width:6rem;height:.7rem;display:block;margin:.2rem 0 0 auto}
 
 /**
  * Swaps in a fresh `<main>` every 5 s: the same URL, asked for with `X-Fragment: main`.
- * It waits while the tab is hidden and while focus is inside `<main>`, so a keyboard or
- * screen-reader user is not thrown back to the top, and reloads when the session ended
- * (the server then sends the login page). Without JS the page is still complete.
+ * It waits while the tab is hidden and while the keyboard's focus is inside `<main>`
+ * (not a mouse click on a scrolling table), so a keyboard or screen-reader user is not
+ * thrown back to the top, and reloads when the session ended (the server then sends
+ * the login page). Without JS the page is still complete.
  */
 export const SCRIPT = `
 (()=>{const m=document.getElementById('main');if(!m||!m.hasAttribute('data-refresh'))return;let busy=false;
-setInterval(async()=>{const a=document.activeElement;if(busy||document.hidden||(a&&a!==m&&m.contains(a)))return;busy=true;
+const kb=(a)=>{try{return a.matches(':focus-visible')}catch(e){return true}};
+setInterval(async()=>{const a=document.activeElement;
+if(busy||document.hidden||(a&&a!==m&&m.contains(a)&&(a.matches('input,textarea,select')||kb(a))))return;busy=true;
 try{const r=await fetch(location.href,{headers:{'X-Fragment':'main'},credentials:'same-origin',cache:'no-store'});
 if(r.status===401){location.reload();return}if(r.ok)m.innerHTML=await r.text()}catch(e){}finally{busy=false}},5000)})();
 `;
