@@ -7,6 +7,15 @@ PNPM_VERSION=12.4.2
 if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version 2>/dev/null)" != "$PNPM_VERSION" ]; then
   npm install -g "pnpm@$PNPM_VERSION" --loglevel=error
 fi
+# The dashboard's browser tests drive Debian's Chromium through playwright-core, which
+# never downloads a browser of its own.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  else
+    echo "bootstrap: /usr/bin/chromium is missing; install Debian's chromium package for the dashboard's browser tests (they are skipped without it outside CI)" >&2
+  fi
+fi
 # better-sqlite3 compiles against Node's own headers when no prebuilt binary can be
 # fetched; pnpm's node-gyp only finds them through this variable.
 npm_config_nodedir="$(node -p "require('path').resolve(process.execPath, '../..')")"
