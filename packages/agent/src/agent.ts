@@ -4,6 +4,9 @@ import type { Logger } from 'pino';
 import type { GpuReport, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
 import type { MachineProbe } from './probe/index.js';
 
+/** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
+export type SourceEstimator = (source: string) => Promise<NonNullable<NodeReport['source_estimates']>[number] | undefined>;
+
 export const AGENT_VERSION = '0.1.0';
 
 export interface AgentSettings {
@@ -42,6 +45,7 @@ export class Agent {
   private readonly abort = new AbortController();
   private beating?: Promise<void>;
   private beatAgain = false;
+  private estimateSources: string[] = [];
   /** Log tails the server has acknowledged, so each is sent once per change. */
   private sentTails = new Map<string, string>();
 
@@ -50,6 +54,7 @@ export class Agent {
     private readonly probeMachine: () => Promise<MachineProbe>,
     private readonly runner: ShardRunner,
     private readonly log: Logger,
+    private readonly estimate: SourceEstimator = async () => undefined,
   ) {
     runner.onChange(() => this.beatSoon());
   }
@@ -103,6 +108,9 @@ export class Agent {
       this.probedAt = now;
     }
     const p = this.probe;
+    const estimates = (await Promise.all(this.estimateSources.map((src) => this.estimate(src).catch(() => undefined)))).filter(
+      (e): e is NonNullable<typeof e> => e !== undefined,
+    );
     return {
       node_id: this.settings.nodeId,
       hostname: os.hostname(),
@@ -115,6 +123,8 @@ export class Agent {
       gpus: p.gpus as GpuReport[],
       fabrics: p.fabrics,
       ...(p.gpuError ? { gpu_error: p.gpuError } : {}),
+      estimated_sources: [...this.estimateSources],
+      ...(estimates.length ? { source_estimates: estimates } : {}),
     };
   }
 
@@ -147,6 +157,11 @@ export class Agent {
   }
 
   private apply(reply: HeartbeatReply): void {
+    const wanted = reply.estimate_sources ?? [];
+    if (wanted.join('\n') !== this.estimateSources.join('\n')) {
+      this.estimateSources = wanted;
+      this.beatSoon();
+    }
     if (reply.version === this.version) return;
     this.version = reply.version;
     this.runner.converge(reply.assignments);

@@ -7,6 +7,7 @@ import { probeMachine } from './probe/index.js';
 import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
 import { installService } from './service.js';
 import { writeTestModel } from './gguf/test-model.js';
+import { estimateForSource } from './node-llama-cpp/estimate.js';
 import { Supervisor } from './supervisor.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -99,6 +100,12 @@ program
         logTail: (id) => supervisor.logTail(id),
       },
       log,
+      async (source) => {
+        const e = await estimateForSource(source);
+        if (!e) return undefined;
+        const mb = (x: number) => Math.ceil(x);
+        return { source, memory_mb: mb(e.totalMb), weights_mb: mb(e.weightsMb), kv_cache_mb: mb(e.kvCacheMb), context_length: e.contextLength };
+      },
     );
     log.info({ server, node: o.nodeId || defaultNodeId(), stateDir }, 'llmgw-agent starting');
     // By default engines keep running when the agent stops: an upgrade must not take

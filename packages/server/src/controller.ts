@@ -4,6 +4,7 @@ import type { Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment 
 import type { Logger } from 'pino';
 import type { Replica, Shard } from './domain.js';
 import type { Inventory } from './inventory.js';
+import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from './estimates.js';
 import { reconcile, type ModelLoad } from './reconciler.js';
 import type { PlacementOutcome } from './snapshot.js';
 import type { Store } from './store.js';
@@ -175,7 +176,13 @@ export class Controller {
   }
 
   reply(nodeId: string): HeartbeatReply {
-    return { node_id: nodeId, version: this.versions.get(nodeId) ?? this.versionBase, assignments: this.assignmentsFor(nodeId) };
+    const estimate = sourcesToEstimate(this.catalog.models);
+    return {
+      node_id: nodeId,
+      version: this.versions.get(nodeId) ?? this.versionBase,
+      assignments: this.assignmentsFor(nodeId),
+      ...(estimate.length ? { estimate_sources: estimate } : {}),
+    };
   }
 
   /** Resolves with the node's assignments once their version passes `after`, or at the timeout. */
@@ -257,8 +264,12 @@ export class Controller {
   /** One reconcile pass: decide, apply, persist, and hand agents their new assignments. */
   reconcileNow(): void {
     const nowMs = this.now();
+    const nodes = this.inventory.list();
+    const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
+    const defer = modelsAwaitingEstimates(this.catalog.models, pendingSources(sourcesToEstimate(this.catalog.models), liveReports));
     const result = reconcile({
-      models: this.catalog.models,
+      models: withEstimates(this.catalog.models, estimatesFrom(nodes.map((n) => n.report))),
+      defer,
       nodes: this.inventory.snapshot(nowMs),
       replicas: this.listReplicas(),
       nowMs,

@@ -3,6 +3,7 @@ import type { GpuReport, Model, Profile } from '@llmgw/shared';
 import type {
   NodeSnapshot,
   Placement,
+  PlacementProfile,
   PlacementNote,
   PlacementOutcome,
   PlannedShard,
@@ -172,6 +173,8 @@ interface Requirement {
   classCache: Map<string, boolean>;
   needGpuMb: number;
   needMemMb: number;
+  /** The memory need is an estimate from the model file, not the catalog's figure. */
+  memEstimated: boolean;
   selKeys: string[];
   selVals: string[];
   shards: number;
@@ -220,6 +223,7 @@ function compile(profile: Profile): Requirement {
     classCache: new Map(),
     needGpuMb: gpus > 0 && profile.min_gpu_memory_gb ? gbToMb(profile.min_gpu_memory_gb) : 0,
     needMemMb: profile.min_memory_gb ? gbToMb(profile.min_memory_gb) : 0,
+    memEstimated: (profile as PlacementProfile).memory_estimated === true,
     selKeys,
     selVals,
     shards,
@@ -354,7 +358,7 @@ function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, req: Require
     const reserved = usage === undefined ? 0 : usage.memoryMb;
     const free = node.memoryTotalMb - reserved;
     if (free < req.needMemMb) {
-      const need = formatGb(req.needMemMb);
+      const need = req.memEstimated ? `about ${formatGb(req.needMemMb)} GB (estimated from the GGUF)` : formatGb(req.needMemMb);
       const total = formatGb(node.memoryTotalMb);
       const n = usage === undefined ? 0 : usage.replicas.size;
       const reason =

@@ -29,6 +29,10 @@ describe('reconcile: keeping models at their target', () => {
     expect(r.attempts.get('qwen-coder-14b')?.placement).toBeDefined();
   });
 
+  it('waits one pass for a model whose memory estimate is on its way', () => {
+    expect(reconcile(input({ defer: new Set(['qwen-coder-14b']) })).create).toEqual([]);
+  });
+
   it('removes replicas of models that left the catalog', () => {
     const r = reconcile(input({ models: [], replicas: [makeReplica({ model: 'gone' })] }));
     expect(r.remove).toEqual([{ id: 'r-1', reason: 'model gone is no longer in the catalog' }]);

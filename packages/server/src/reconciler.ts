@@ -37,6 +37,8 @@ export interface ReconcileInput {
   load: (model: string) => ModelLoad;
   /** Since when each model has wanted fewer replicas than it has (the scale-down window). */
   lowSince: ReadonlyMap<string, number>;
+  /** Models not to place this pass (their memory estimate is on its way). */
+  defer?: ReadonlySet<string>;
 }
 
 export interface ReconcileResult {
@@ -243,6 +245,7 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
 
     if (want > counted.length) {
       result.lowSince.delete(model.name);
+      if (input.defer?.has(model.name)) continue;
       const avoid = mine.filter((r) => r.state === 'failed').flatMap((r) => r.shards.map((s) => s.nodeId));
       for (let missing = want - counted.length; missing > 0; missing--) {
         const outcome = placeFor(model, avoid);

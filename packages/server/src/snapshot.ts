@@ -66,4 +66,7 @@ export interface PlacementOutcome {
   summary: string;
 }
 
+/** A profile as placement sees it: `min_memory_gb` may come from a GGUF estimate. */
+export type PlacementProfile = Profile & { memory_estimated?: boolean };
+
 export type { Model, Profile };

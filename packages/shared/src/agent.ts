@@ -43,6 +43,20 @@ export const NodeReportSchema = Type.Object({
   fabrics: Type.Array(Str()),
   /** A node-level GPU problem (driver not loaded, version mismatch). */
   gpu_error: Type.Optional(Str()),
+  /** The sources this agent has looked at (found or not); absent from agents that cannot estimate. */
+  estimated_sources: Type.Optional(Type.Array(Str())),
+  /** Working-set estimates of the GGUF sources the server asked about that exist on this node. */
+  source_estimates: Type.Optional(
+    Type.Array(
+      Type.Object({
+        source: Str({ minLength: 1 }),
+        memory_mb: Count,
+        weights_mb: Count,
+        kv_cache_mb: Count,
+        context_length: Count,
+      }),
+    ),
+  ),
 });
 export type NodeReport = Static<typeof NodeReportSchema>;
 
@@ -96,5 +110,7 @@ export const HeartbeatReplySchema = Type.Object({
   /** Bumped whenever this node's assignments change; the long-poll waits for a newer one. */
   version: Count,
   assignments: Type.Array(ShardAssignmentSchema),
+  /** GGUF sources whose memory the server wants estimated (profiles without min_memory_gb). */
+  estimate_sources: Type.Optional(Type.Array(Str({ minLength: 1 }))),
 });
 export type HeartbeatReply = Static<typeof HeartbeatReplySchema>;

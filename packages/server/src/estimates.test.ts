@@ -1,0 +1,42 @@
+import { describe, expect, it } from '@jest/globals';
+import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from './estimates.js';
+import { place } from './placement.js';
+import { makeModel, makeNode, makeProfile } from '../test/factories.js';
+
+const gguf = makeModel({ name: 'tiny', source: '/models/tiny.gguf', profiles: [makeProfile({ engine: 'node-llama-cpp' })] });
+
+describe('GGUF memory estimates', () => {
+  it('asks only about GGUF profiles that state no min_memory_gb', () => {
+    const stated = makeModel({ name: 'x', source: '/m/x.gguf', profiles: [makeProfile({ engine: 'llama.cpp', min_memory_gb: 4 })] });
+    const vllm = makeModel({ name: 'y', source: 'org/y', profiles: [makeProfile({ engine: 'vllm' })] });
+    expect(sourcesToEstimate([gguf, stated, vllm])).toEqual(['/models/tiny.gguf']);
+  });
+
+  it('takes the largest estimate any node reported', () => {
+    const report = (mb: number) => ({ node_id: 'n', hostname: 'n', mgmt_addr: 'a', agent_version: '1', labels: {}, gpus: [], fabrics: [], source_estimates: [{ source: '/models/tiny.gguf', memory_mb: mb, weights_mb: 1, kv_cache_mb: 1, context_length: 1024 }] });
+    expect(estimatesFrom([report(300), undefined, report(9216)])).toEqual(new Map([['/models/tiny.gguf', 9216]]));
+  });
+
+  it('places with the estimate and says it is one', () => {
+    const [model] = withEstimates([gguf], new Map([['/models/tiny.gguf', 9216]]));
+    expect(model!.profiles[0]).toMatchObject({ min_memory_gb: 9, memory_estimated: true });
+    const out = place({ model: model!, nodes: [makeNode({ id: 'small', memoryTotalMb: 8 * 1024 })], reservations: [] });
+    expect(out.placement).toBeUndefined();
+    expect(out.rejections.map((r) => r.reason)).toEqual(['has 8 GB of memory, needs about 9 GB (estimated from the GGUF)']);
+  });
+
+  it('waits only for agents that can estimate and have not looked yet', () => {
+    const base = { node_id: 'n', hostname: 'n', mgmt_addr: 'a', agent_version: '1', labels: {}, gpus: [], fabrics: [] };
+    const src = ['/models/tiny.gguf'];
+    expect(pendingSources(src, [{ ...base, estimated_sources: [] }])).toEqual(new Set(src));
+    expect(pendingSources(src, [{ ...base, estimated_sources: src }])).toEqual(new Set());
+    expect(pendingSources(src, [base])).toEqual(new Set());
+    expect(modelsAwaitingEstimates([gguf], new Set(src))).toEqual(new Set(['tiny']));
+  });
+
+  it('leaves a model without an estimate as written', () => {
+    const models = [gguf];
+    expect(withEstimates(models, new Map())).toBe(models);
+    expect(withEstimates(models, new Map([['/other.gguf', 1]]))[0]).toBe(gguf);
+  });
+});
