@@ -262,7 +262,7 @@ export class Gateway implements LoadSource {
       }
     }
     this.keys.recordUsage(r.key.id, r.model.name, { error: true });
-    this.metrics.requests.inc({ model: r.model.name, endpoint: r.path, status: '503' });
+    this.metrics.countRequest(r.model.name, r.path, 503);
     if (res.headersSent) {
       // A cold-start stream already said 200; the failure goes in the stream.
       const msg = JSON.stringify({ error: { message: `no replica could serve \`${r.model.name}\`: ${failures.join('; ')}`, type: 'server_error', param: null, code: 'no_ready_replica' } });
@@ -379,8 +379,8 @@ export class Gateway implements LoadSource {
         if (status < 400) this.countUsage(a.key, model.name, findUsage(buf.toString('utf8')));
         else this.keys.recordUsage(a.key.id, model.name, { error: true });
       }
-      this.metrics.requests.inc({ model: model.name, endpoint: a.path, status: String(status) });
-      this.metrics.duration.observe({ model: model.name }, Number(process.hrtime.bigint() - a.t0) / 1e9);
+      this.metrics.countRequest(model.name, a.path, status);
+      this.metrics.observeDuration(model.name, Number(process.hrtime.bigint() - a.t0) / 1e9);
     } finally {
       const left = (this.outstanding.get(target.replicaId) ?? 1) - 1;
       // Forget replicas with nothing in flight so the map and the metric do not grow forever.
@@ -415,7 +415,7 @@ export class Gateway implements LoadSource {
       for await (const chunk of body) {
         if (first) {
           first = false;
-          this.metrics.ttft.observe({ model: a.model.name }, Number(process.hrtime.bigint() - a.t0) / 1e9);
+          this.metrics.observeTtft(a.model.name, Number(process.hrtime.bigint() - a.t0) / 1e9);
         }
         // The common case: whole events with no usage in them go out as the same bytes.
         if (!pending && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
@@ -454,8 +454,8 @@ export class Gateway implements LoadSource {
     const promptTokens = usage?.prompt_tokens ?? 0;
     const completionTokens = usage?.completion_tokens ?? 0;
     this.keys.recordUsage(key.id, model, { promptTokens, completionTokens });
-    if (promptTokens) this.metrics.tokens.inc({ model, direction: 'prompt' }, promptTokens);
-    if (completionTokens) this.metrics.tokens.inc({ model, direction: 'completion' }, completionTokens);
+    if (promptTokens) this.metrics.countTokens(model, 'prompt', promptTokens);
+    if (completionTokens) this.metrics.countTokens(model, 'completion', completionTokens);
   }
 }
 

@@ -73,4 +73,36 @@ export class Metrics {
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_process_' });
   }
+
+  private readonly children = new Map<string, { inc(n?: number): void } & { observe?(v: number): void }>();
+
+  /**
+   * A metric's child for one label set, looked up once and kept: prom-client hashes the
+   * label object on every call otherwise, which is most of a metric's cost per request.
+   */
+  private child<T>(metric: { labels(...values: string[]): T }, ...values: string[]): T {
+    const key = `${(metric as unknown as { name: string }).name}\u0000${values.join('\u0000')}`;
+    let c = this.children.get(key) as T | undefined;
+    if (c === undefined) {
+      c = metric.labels(...values);
+      this.children.set(key, c as never);
+    }
+    return c;
+  }
+
+  countRequest(model: string, endpoint: string, status: number): void {
+    this.child(this.requests, model, endpoint, String(status)).inc();
+  }
+
+  observeDuration(model: string, seconds: number): void {
+    this.child(this.duration, model).observe(seconds);
+  }
+
+  observeTtft(model: string, seconds: number): void {
+    this.child(this.ttft, model).observe(seconds);
+  }
+
+  countTokens(model: string, direction: 'prompt' | 'completion', n: number): void {
+    this.child(this.tokens, model, direction).inc(n);
+  }
 }
