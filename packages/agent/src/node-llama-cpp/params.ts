@@ -1,43 +1,10 @@
-import type { IncomingMessage } from 'node:http';
-import { isObject } from '../test-engine/openai.js';
+import { isObject, RequestError } from '../test-engine/openai.js';
+export { readJson, RequestError } from '../test-engine/openai.js';
 import type { Json, JsonObject } from '../test-engine/openai.js';
 import type { ChatMessage } from './runtime.js';
 
-/** A client error with the OpenAI fields it is reported with. */
-export class RequestError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-  ) {
-    super(message);
-  }
-}
-
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** OpenAI allows 4 stop sequences; a little more slack costs nothing here. */
 const MAX_STOP = 16;
-
-/** Reads and parses a JSON object body; 400 in OpenAI's words for anything else. */
-export async function readJson(req: IncomingMessage): Promise<JsonObject> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > MAX_BODY_BYTES) throw new RequestError(413, `request body over ${MAX_BODY_BYTES} bytes`, null, 'request_too_large');
-    chunks.push(buf);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new RequestError(400, 'We could not parse the JSON body of your request.', null, 'invalid_json');
-  }
-  if (!isObject(parsed)) throw new RequestError(400, 'the request body must be a JSON object', null, 'invalid_json');
-  return parsed;
-}
 
 function absent(v: Json | undefined): v is undefined | null {
   return v === undefined || v === null;

@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countWords, embed, embeddingToBase64, planGeneration, EMBEDDING_DIM } from './generate.js';
 import type { GenerationPlan } from './generate.js';
-import { errorTypeForStatus, isObject, openAIError, usage } from './openai.js';
+import { errorTypeForStatus, isObject, openAIError, readJson, RequestError, usage } from './openai.js';
 import type { Json, JsonObject, OpenAIErrorBody, Usage } from './openai.js';
 import type { EngineOptions } from './options.js';
 
@@ -25,20 +25,8 @@ export interface EngineServer {
   isLoaded(): boolean;
 }
 
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
 const INFERENCE_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 
-/** A client error with the OpenAI fields it should be reported with. */
-class RequestError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-    readonly code: string | null = null,
-  ) {
-    super(message);
-  }
-}
 
 interface RequestContext {
   req: IncomingMessage;
@@ -60,24 +48,6 @@ function sendError(res: ServerResponse, status: number, body: OpenAIErrorBody): 
   sendJson(res, status, body);
 }
 
-async function readJson(req: IncomingMessage): Promise<JsonObject> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > MAX_BODY_BYTES) throw new RequestError(413, `request body over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(buf);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new RequestError(400, 'We could not parse the JSON body of your request.', null, 'invalid_json');
-  }
-  if (!isObject(parsed)) throw new RequestError(400, 'the request body must be a JSON object', null, 'invalid_json');
-  return parsed;
-}
 
 function optionalPositiveInt(body: JsonObject, name: string): number | undefined {
   const value = body[name];
