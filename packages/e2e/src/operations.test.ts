@@ -98,6 +98,29 @@ describe('operations under failure', () => {
     expect(nodes.find((n) => n.id === from)).toMatchObject({ state: 'draining', replicas: 0 });
   });
 
+  it('keeps serving through a SIGKILLed agent: no failed request, nothing relaunched', async () => {
+    const server = await startServer({
+      catalog: catalogFile(`models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, command: ${engine(['--token-delay-ms', '5'])} }\n`),
+      args: fast,
+    });
+    const agent = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', args: agentArgs });
+    const before = await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((r) => r.state === 'ready'), 30_000, 'ready');
+    const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'load'])).secret;
+    const traffic = load(new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0, timeout: 10_000 }), 'echo');
+    await eventually(async () => traffic.ok.length > 10, 10_000, 'traffic');
+    await agent.stop('SIGKILL');
+    const during = traffic.ok.length;
+    // The engine keeps serving while its agent is gone (within the not-ready grace).
+    await eventually(async () => traffic.ok.length > during + 10, 5_000, 'traffic without an agent');
+    const again = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', stateDir: agent.stateDir, args: agentArgs });
+    await again.waitFor(/joined the server/);
+    await new Promise((r) => setTimeout(r, 1500));
+    await traffic.stop();
+    expect(traffic.failed).toEqual([]);
+    const after = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
+    expect(after.map((r) => [r.id, r.shards[0]!.pid])).toEqual([[before.id, before.shards[0]!.pid]]);
+  });
+
   it('says why a drain cannot proceed and leaves the replica serving', async () => {
     const server = await startServer({
       catalog: catalogFile(`models:\n  - name: big\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 30, command: ${engine()} }\n`),
