@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { ReplicaView } from '@llmgw/shared';
-import { cleanup, ctl, ctlJson, eventually, removeTmp, root, rows, startAgent, startServer, tmpDir } from './harness.js';
+import { alive, cleanup, ctl, ctlJson, eventually, removeTmp, root, rows, startAgent, startServer, tmpDir } from './harness.js';
 
 /**
  * Journey: an operator lists a model in the catalog and the fleet runs it. The agent
@@ -29,14 +29,6 @@ const echoModel = (name: string, extra = '') => `
         startup_timeout_s: 20
 `;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function readyReplica(server: string, model: string): Promise<ReplicaView> {
   return eventually(async () => {

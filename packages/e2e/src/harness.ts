@@ -1,5 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +23,25 @@ export const fixtures = path.join(root, 'packages/agent/test/fixtures');
 const children = new Set<ChildProcess>();
 const agentStateDirs = new Set<string>();
 const tmpDirs: string[] = [];
+
+/** Whether a process exists (signal 0 checks without touching it). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A port free right now, for a server that must come back on the same address. */
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
 
 export function tmpDir(prefix = 'llmgw-e2e-'): string {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));

@@ -1,21 +1,12 @@
-import net from 'node:net';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { NodeView } from '@llmgw/shared';
-import { ADMIN_TOKEN, JOIN_TOKEN, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir } from './harness.js';
+import { ADMIN_TOKEN, JOIN_TOKEN, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir, freePort } from './harness.js';
 
 /**
  * Journey: an operator installs agents on three machines and looks at the fleet with
  * `ctl nodes`; cordons, drains and uncordons; restarts the server and finds the states
  * kept. Hardware is fixture nvidia-smi executables and fixture /proc and /sys roots.
  */
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 afterAll(async () => {
   await cleanup();

@@ -1,10 +1,9 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { KeyCreated, NodeView, ReplicaView } from '@llmgw/shared';
-import { cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
+import { alive, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir, freePort } from './harness.js';
 
 /**
  * Journeys for the bad day: a drain under load, the server killed under load, a node
@@ -21,22 +20,6 @@ function catalogFile(text: string): string {
   return file;
 }
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Steady traffic until stopped; every outcome is kept. */
 function load(client: OpenAI, model: string, workers = 4) {

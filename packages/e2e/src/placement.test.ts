@@ -3,7 +3,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { ExplainView, ReplicaView } from '@llmgw/shared';
-import { bins, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
+import { bins, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir } from './harness.js';
 
 /**
  * Journey: an operator lists a 24 GB CPU model and asks why it does not run. The answer
@@ -75,7 +75,7 @@ describe('placement that explains itself', () => {
     expect(await ctlJson<ReplicaView[]>(url, ['replicas', '--model', 'coder'])).toHaveLength(1);
     const again = (await ctl(url, ['explain', 'coder'])).stdout;
     expect(again).toMatch(/roomy: has 32 GB of memory, 24 reserved by 1 replica, needs 24/);
-    const nodes = rows(await ctl(url, ['nodes']));
+    const nodes = rows((await ctl(url, ['nodes'])).stdout);
     expect(nodes.get('roomy')!.REPLICAS).toBe('1');
     expect(nodes.get('cpu-small')!.REPLICAS).toBe('0');
   });
@@ -89,13 +89,3 @@ describe('placement that explains itself', () => {
   });
 });
 
-function rows(r: { stdout: string }) {
-  const lines = r.stdout.split('\n\n')[0]!.split('\n');
-  const head = lines[0]!;
-  const cols = [...head.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], start: m.index! }));
-  return new Map(lines.slice(1).map((l) => {
-    const rec: Record<string, string> = {};
-    cols.forEach((c, i) => (rec[c.name] = l.slice(c.start, cols[i + 1]?.start).trim()));
-    return [rec.NAME!, rec];
-  }));
-}
