@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Agent } from './agent.js';
 import type { MachineProbe } from './probe/index.js';
 
@@ -17,7 +17,8 @@ function capture() {
       cb();
     },
   });
-  return { log: pino({ level: 'info' }, stream), lines };
+  const log: Logger = pino({ level: 'info' }, stream);
+  return { log, lines };
 }
 
 const agents: Agent[] = [];
@@ -27,7 +28,7 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-function start(server: string, log: ReturnType<typeof pino>) {
+function start(server: string, log: Logger) {
   const a = new Agent(
     { server, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.1, probeIntervalS: 10 },
     probe,

@@ -38,6 +38,8 @@ export class Agent {
   private probe?: MachineProbe;
   private probedAt = 0;
   private version = -1;
+  /** Counts the replies whose assignments were applied; a reply to a request sent before the latest of them may be stale. */
+  private applied = 0;
   private stopped = false;
   private beatTimer?: NodeJS.Timeout;
   private outageSince?: number;
@@ -138,6 +140,7 @@ export class Agent {
         return this.sentTails.get(st.id) === tail ? st : { ...st, log_tail: tail };
       });
       const body = { report: await this.report(), shards };
+      const seq = this.applied;
       const reply = await got
         .post(`${this.settings.server}/agent/v1/heartbeat`, {
           json: body,
@@ -149,14 +152,21 @@ export class Agent {
         .json<HeartbeatReply>();
       this.sentTails = tails;
       this.recovered();
-      this.apply(reply);
+      this.apply(reply, seq);
     } catch (err) {
       if (this.stopped) return;
       this.failed(err);
     }
   }
 
-  private apply(reply: HeartbeatReply): void {
+  /**
+   * Applies a reply to a request sent when `seq` replies had been applied. The heartbeat
+   * and the long-poll run side by side, so their replies can arrive out of order: one
+   * computed before a newer reply that was already applied must not undo it (it would
+   * start a shard the server just took away, or stop one it just placed).
+   */
+  private apply(reply: HeartbeatReply, seq: number): void {
+    if (seq !== this.applied && reply.version < this.version) return;
     const wanted = reply.estimate_sources ?? [];
     if (wanted.join('\n') !== this.estimateSources.join('\n')) {
       this.estimateSources = wanted;
@@ -164,6 +174,7 @@ export class Agent {
     }
     if (reply.version === this.version) return;
     this.version = reply.version;
+    this.applied++;
     this.runner.converge(reply.assignments);
   }
 
@@ -171,6 +182,7 @@ export class Agent {
   private async pollLoop(): Promise<void> {
     while (!this.stopped) {
       try {
+        const seq = this.applied;
         const reply = await got(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
           searchParams: { after: this.version, wait_ms: 25_000 },
           headers: { authorization: `Bearer ${this.settings.joinToken}` },
@@ -178,7 +190,7 @@ export class Agent {
           retry: { limit: 0 },
           signal: this.abort.signal,
         }).json<HeartbeatReply>();
-        this.apply(reply);
+        this.apply(reply, seq);
       } catch {
         if (this.stopped) return;
         // The heartbeat loop reports outages; here we only wait before asking again.

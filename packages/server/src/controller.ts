@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment } from '@llmgw/shared';
 import type { Logger } from 'pino';
-import type { Replica, Shard } from './domain.js';
+import { HOLDS_RESOURCES, type Replica, type Shard } from './domain.js';
 import type { Inventory } from './inventory.js';
 import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from './estimates.js';
 import { reconcile, type ModelLoad } from './reconciler.js';
@@ -238,6 +238,7 @@ export class Controller {
     if (r.state === 'draining' || r.state === 'stopped') return;
     const states = r.shards.map((s) => s.state);
     const before = r.state;
+    const endpointBefore = r.endpoint;
     if (states.includes('failed')) {
       r.state = 'failed';
       const bad = r.shards.find((s) => s.state === 'failed');
@@ -257,6 +258,9 @@ export class Controller {
     if (before !== r.state) {
       this.log.info({ replica: r.id, model: r.model, from: before, to: r.state, error: r.error }, 'replica state changed');
       if (r.state === 'failed') this.failuresByModel.set(r.model, (this.failuresByModel.get(r.model) ?? 0) + 1);
+      this.events.emit('replicas');
+    } else if (endpointBefore !== r.endpoint) {
+      // An engine restarted on another port while staying ready: the routing table must follow.
       this.events.emit('replicas');
     }
   }
@@ -327,8 +331,15 @@ export class Controller {
     this.refreshAssignments();
   }
 
+  /**
+   * The next rendezvous port, skipping those that replicas still holding resources use
+   * (the counter restarts with the server, and wraps), so two replicas never share one.
+   */
   private allocateMasterPort(): number {
-    const port = this.nextMasterPort;
+    const inUse = new Set<number>();
+    for (const r of this.replicas.values()) if (r.masterPort !== undefined && HOLDS_RESOURCES.has(r.state)) inUse.add(r.masterPort);
+    let port = this.nextMasterPort;
+    for (let i = 0; i < 500 && inUse.has(port); i++) port = port >= 29999 ? 29500 : port + 1;
     this.nextMasterPort = port >= 29999 ? 29500 : port + 1;
     return port;
   }

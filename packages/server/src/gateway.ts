@@ -373,9 +373,22 @@ export class Gateway implements LoadSource {
       if (ctype.startsWith('text/event-stream')) {
         await this.pipeStream(res, up.body, headers, status, a);
       } else {
-        const buf = Buffer.from(await up.body.arrayBuffer());
-        res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(buf.length) });
-        res.end(buf);
+        let buf: Buffer;
+        try {
+          buf = Buffer.from(await up.body.arrayBuffer());
+        } catch (err) {
+          // Nothing reached the client yet, so another replica may still answer.
+          if (a.abort.signal.aborted) throw err;
+          throw new RetryableUpstreamError(`failed while sending its ${status} reply: ${(err as Error).message}`);
+        }
+        if (res.headersSent) {
+          // A cold-start stream already said 200: the engine's answer goes in the stream,
+          // as an error event when it is one.
+          res.end(`data: ${status >= 400 ? streamError(buf.toString('utf8'), status) : buf.toString('utf8')}\n\n`);
+        } else {
+          res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(buf.length) });
+          res.end(buf);
+        }
         if (status < 400) this.countUsage(a.key, model.name, findUsage(buf.toString('utf8')));
         else this.keys.recordUsage(a.key.id, model.name, { error: true });
       }
@@ -409,7 +422,10 @@ export class Gateway implements LoadSource {
     const keepAlive = setInterval(() => {
       if (first) res.write(': keep-alive\n\n');
     }, this.settings.keepAliveMs);
-    let pending = '';
+    // Bytes of an event not yet complete. Kept as bytes, not text, so a multi-byte
+    // character split across two chunks is decoded whole; an event boundary ("\n\n")
+    // never falls inside a UTF-8 sequence.
+    let pending: Buffer = EMPTY;
     let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
     try {
       for await (const chunk of body) {
@@ -418,13 +434,18 @@ export class Gateway implements LoadSource {
           this.metrics.observeTtft(a.model.name, Number(process.hrtime.bigint() - a.t0) / 1e9);
         }
         // The common case: whole events with no usage in them go out as the same bytes.
-        if (!pending && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
+        if (pending.length === 0 && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
           res.write(chunk);
           continue;
         }
-        const text = pending + chunk.toString('utf8');
-        const events = text.split('\n\n');
-        pending = events.pop() ?? '';
+        const buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+        const end = buf.lastIndexOf(BLANK_LINE);
+        if (end === -1) {
+          pending = buf;
+          continue;
+        }
+        pending = buf.subarray(end + 2);
+        const events = buf.subarray(0, end).toString('utf8').split('\n\n');
         let out = '';
         for (const ev of events) {
           if (ev.includes('"choices":[]') || ev.includes('"choices":null')) {
@@ -436,7 +457,7 @@ export class Gateway implements LoadSource {
         }
         if (out) res.write(out);
       }
-      if (pending) res.write(pending);
+      if (pending.length) res.write(pending);
       res.end();
       this.countUsage(a.key, a.model.name, usage);
     } catch (err) {
@@ -461,6 +482,8 @@ export class Gateway implements LoadSource {
 
 const USAGE_MARK_EMPTY = Buffer.from('"choices":[]');
 const USAGE_MARK_NULL = Buffer.from('"choices":null');
+const BLANK_LINE = Buffer.from('\n\n');
+const EMPTY = Buffer.alloc(0);
 
 function endsWithBlankLine(b: Buffer): boolean {
   return b.length >= 2 && b[b.length - 1] === 10 && b[b.length - 2] === 10;
@@ -474,6 +497,17 @@ function findUsage(json: string): { prompt_tokens?: number; completion_tokens?: 
   } catch {
     return undefined;
   }
+}
+
+/** An engine's error reply as one SSE payload `{"error": {...}}`, keeping its own error object when it has one. */
+function streamError(text: string, status: number): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown };
+    if (parsed && typeof parsed === 'object' && parsed.error && typeof parsed.error === 'object') return JSON.stringify({ error: parsed.error });
+  } catch {
+    // not JSON: wrapped below
+  }
+  return JSON.stringify({ error: { message: `the engine answered ${status}: ${text.slice(0, 200)}`, type: 'server_error', param: null, code: 'upstream_error' } });
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {

@@ -73,14 +73,16 @@ export class Inventory {
   setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date, drain: { deadlineS?: number; force?: boolean } = {}): boolean {
     const node = this.nodes.get(id);
     if (!node) return false;
-    node.admin = {
+    const admin: AdminState = {
       state,
       ...(reason ? { reason } : {}),
       changedAt: now.toISOString(),
       ...(state === 'draining' && drain.deadlineS !== undefined ? { drainDeadline: new Date(now.getTime() + drain.deadlineS * 1000).toISOString() } : {}),
       ...(state === 'draining' && drain.force ? { force: true } : {}),
     };
-    this.store.saveNodeAdmin(id, node.admin);
+    // Stored first: a state the store refused is neither acknowledged nor acted on.
+    this.store.saveNodeAdmin(id, admin);
+    node.admin = admin;
     return true;
   }
 

@@ -101,18 +101,21 @@ export class KeyRing {
   /** Counts a request against the key's limits, or says which limit it hit. */
   admit(key: StoredKey): Admission {
     const now = this.now();
+    // Both limits are checked before either is counted: a request refused by one limit
+    // must not use up the other (a refused request is not a request served this minute).
+    let times: number[] | undefined;
     if (key.rpm) {
-      const times = this.recent.get(key.id) ?? [];
+      times = this.recent.get(key.id) ?? [];
       while (times.length && times[0]! <= now - 60_000) times.shift();
+      this.recent.set(key.id, times);
       if (times.length >= key.rpm) {
         return { ok: false, reason: 'rpm', retryAfterS: Math.max(1, Math.ceil((times[0]! + 60_000 - now) / 1000)) };
       }
-      times.push(now);
-      this.recent.set(key.id, times);
     }
+    const n = this.inFlight.get(key.id) ?? 0;
+    if (key.maxConcurrent && n >= key.maxConcurrent) return { ok: false, reason: 'concurrency', retryAfterS: 1 };
+    times?.push(now);
     if (key.maxConcurrent) {
-      const n = this.inFlight.get(key.id) ?? 0;
-      if (n >= key.maxConcurrent) return { ok: false, reason: 'concurrency', retryAfterS: 1 };
       this.inFlight.set(key.id, n + 1);
       let released = false;
       return {

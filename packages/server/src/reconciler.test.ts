@@ -138,3 +138,12 @@ describe('reconcile: autoscaling', () => {
     expect(idle.update.map((u) => [u.id, u.state, u.drainReason])).toEqual([['r-1', 'draining', 'idle for 10s (min 0)']]);
   });
 });
+
+describe('reconcile: replacing a failed replica', () => {
+  it('places the replacement away from the node the replica just failed on, in the pass that removes it', () => {
+    const failed = makeReplica({ state: 'failed', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'failed' }] });
+    const r = reconcile(input({ replicas: [failed] }));
+    expect(r.remove.map((x) => x.id)).toEqual(['r-1']);
+    expect(r.create.map((x) => x.shards[0]!.nodeId)).toEqual(['node-2']);
+  });
+});

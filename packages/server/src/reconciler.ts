@@ -110,6 +110,8 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
     return u;
   };
   const removed = new Set<string>();
+  /** Nodes where a replica of each model failed and is removed in this pass: not straight back there. */
+  const failedOn = new Map<string, string[]>();
   const drop = (r: Replica, reason: string) => {
     if (removed.has(r.id)) return;
     removed.add(r.id);
@@ -124,6 +126,7 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
     else if (r.state === 'stopped') drop(r, 'stopped');
     else if (r.state === 'failed' && nowMs - r.createdAtMs >= policy.failedBackoffMs(r)) {
       drop(r, `replaced after failing: ${r.error ?? 'unknown error'}`);
+      failedOn.set(r.model, [...(failedOn.get(r.model) ?? []), ...r.shards.map((s) => s.nodeId)]);
     } else if (r.state === 'draining') {
       const waited = nowMs - (r.drainStartedMs ?? nowMs);
       if (input.inFlight(r.id) === 0 || waited >= policy.drainTimeoutMs) drop(r, r.drainReason ?? 'drained');
@@ -246,7 +249,7 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
     if (want > counted.length) {
       result.lowSince.delete(model.name);
       if (input.defer?.has(model.name)) continue;
-      const avoid = mine.filter((r) => r.state === 'failed').flatMap((r) => r.shards.map((s) => s.nodeId));
+      const avoid = [...mine.filter((r) => r.state === 'failed').flatMap((r) => r.shards.map((s) => s.nodeId)), ...(failedOn.get(model.name) ?? [])];
       for (let missing = want - counted.length; missing > 0; missing--) {
         const outcome = placeFor(model, avoid);
         if (!outcome.placement) break;
