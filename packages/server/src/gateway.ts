@@ -64,6 +64,25 @@ export class Gateway implements LoadSource {
   ) {
     metrics.inFlightSource = () =>
       [...this.outstanding].map(([replica, value]) => ({ replica, value, model: this.replicaModel.get(replica) ?? '' }));
+    ctl.events.on('replicas', () => this.prune());
+  }
+
+  /**
+   * Forgets replicas that no longer exist: their connection pools, cool-downs and metric
+   * labels. Replica changes are rare, so this runs off the request path.
+   */
+  private prune(): void {
+    const replicas = this.ctl.listReplicas();
+    const ids = new Set(replicas.map((r) => r.id));
+    const endpoints = new Set(replicas.map((r) => r.endpoint).filter((e): e is string => e !== undefined));
+    for (const id of [...this.cooldownUntil.keys()]) if (!ids.has(id)) this.cooldownUntil.delete(id);
+    for (const id of [...this.replicaModel.keys()]) if (!ids.has(id) && !this.outstanding.has(id)) this.replicaModel.delete(id);
+    for (const [endpoint, pool] of [...this.pools]) {
+      if (endpoints.has(endpoint)) continue;
+      this.pools.delete(endpoint);
+      // Requests still running on it finish; close() waits for them.
+      void pool.close().catch(() => {});
+    }
   }
 
   /** The node:http request listener for the client listener. */
@@ -435,7 +454,7 @@ export class Gateway implements LoadSource {
         }
         // The common case: whole events with no usage in them go out as the same bytes.
         if (pending.length === 0 && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
-          res.write(chunk);
+          if (!res.write(chunk)) await drained(res);
           continue;
         }
         const buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
@@ -455,7 +474,7 @@ export class Gateway implements LoadSource {
           }
           out += `${ev}\n\n`;
         }
-        if (out) res.write(out);
+        if (out && !res.write(out)) await drained(res);
       }
       if (pending.length) res.write(pending);
       res.end();
@@ -484,6 +503,24 @@ const USAGE_MARK_EMPTY = Buffer.from('"choices":[]');
 const USAGE_MARK_NULL = Buffer.from('"choices":null');
 const BLANK_LINE = Buffer.from('\n\n');
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Waits until a slow client has taken what was written (or has gone). Reading from the
+ * engine pauses meanwhile, so a slow client slows its own stream instead of making the
+ * gateway buffer without limit.
+ */
+function drained(res: ServerResponse): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
 
 function endsWithBlankLine(b: Buffer): boolean {
   return b.length >= 2 && b[b.length - 1] === 10 && b[b.length - 2] === 10;
