@@ -248,7 +248,11 @@ export class LlamaRuntime implements InferenceBackend {
       });
       const reason = result.metadata.stopReason;
       const finishReason: FinishReason = reason === 'abort' ? 'cancelled' : reason === 'maxTokens' ? 'length' : 'stop';
-      return { text: result.response, promptTokens, completionTokens, finishReason };
+      // node-llama-cpp can hold the last token back from onToken (an unfinished UTF-8
+      // sequence, a possible stop trigger) when maxTokens ends the generation; having
+      // stopped for length means exactly maxTokens were generated.
+      const generated = finishReason === 'length' && maxTokens !== undefined ? Math.max(completionTokens, maxTokens) : completionTokens;
+      return { text: result.response, promptTokens, completionTokens: generated, finishReason };
     } catch (e) {
       // Aborted before the first token, node-llama-cpp throws the signal's reason.
       if (params.signal.aborted) return { text: text.join(''), promptTokens, completionTokens, finishReason: 'cancelled' };
