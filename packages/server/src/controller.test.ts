@@ -1,34 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import type { NodeReport } from '@llmgw/shared';
 import { Controller, type CatalogView } from './controller.js';
 import type { Replica } from './domain.js';
 import { Inventory } from './inventory.js';
-import type { Store } from './store.js';
-import { makeModel, makeReplica } from '../test/factories.js';
-
-function memoryStore(replicas: Replica[] = []): Store {
-  return {
-    loadNodes: () => [],
-    saveNodeAdmin: () => {},
-    saveNodeReport: () => {},
-    loadReplicas: () => replicas,
-    saveReplica: () => {},
-    deleteReplica: () => {},
-    loadKeys: () => [],
-    saveKey: () => {},
-    addUsage: () => {},
-    loadUsage: () => [],
-    close: () => {},
-  };
-}
-
-function report(nodeId: string): NodeReport {
-  return { node_id: nodeId, hostname: nodeId, mgmt_addr: '10.0.0.1', agent_version: 'test', labels: {}, gpus: [], fabrics: [] };
-}
+import { makeModel, makeReplica, makeReport, memoryStore } from '../test/factories.js';
 
 function controller(replicas: Replica[]): Controller {
-  const store = memoryStore(replicas);
+  const store = memoryStore({ replicas });
   const model = makeModel();
   const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
@@ -38,10 +16,10 @@ function controller(replicas: Replica[]): Controller {
 describe('Controller', () => {
   it('routes to the new port when a ready engine restarted on another port between two heartbeats', () => {
     const ctl = controller([makeReplica({ state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] })]);
-    ctl.heartbeat({ report: report('node-1'), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
+    ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
     expect(ctl.routes('qwen-coder-14b')).toEqual([expect.objectContaining({ replicaId: 'r-1', endpoint: 'http://10.0.0.1:40001' })]);
     // The engine crashed and the agent restarted it on another port; both reports say ready.
-    ctl.heartbeat({ report: report('node-1'), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40002, restarts: 1 }] });
+    ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40002, restarts: 1 }] });
     expect(ctl.routes('qwen-coder-14b')).toEqual([expect.objectContaining({ replicaId: 'r-1', endpoint: 'http://10.0.0.1:40002' })]);
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from './estimates.js';
 import { place } from './placement.js';
-import { makeModel, makeNode, makeProfile } from '../test/factories.js';
+import { makeModel, makeNode, makeProfile, makeReport } from '../test/factories.js';
 
 const gguf = makeModel({ name: 'tiny', source: '/models/tiny.gguf', profiles: [makeProfile({ engine: 'node-llama-cpp' })] });
 
@@ -13,7 +13,7 @@ describe('GGUF memory estimates', () => {
   });
 
   it('takes the largest estimate any node reported', () => {
-    const report = (mb: number) => ({ node_id: 'n', hostname: 'n', mgmt_addr: 'a', agent_version: '1', labels: {}, gpus: [], fabrics: [], source_estimates: [{ source: '/models/tiny.gguf', memory_mb: mb, weights_mb: 1, kv_cache_mb: 1, context_length: 1024 }] });
+    const report = (mb: number) => makeReport({ source_estimates: [{ source: '/models/tiny.gguf', memory_mb: mb, weights_mb: 1, kv_cache_mb: 1, context_length: 1024 }] });
     expect(estimatesFrom([report(300), undefined, report(9216)])).toEqual(new Map([['/models/tiny.gguf', 9216]]));
   });
 
@@ -26,7 +26,7 @@ describe('GGUF memory estimates', () => {
   });
 
   it('waits only for agents that can estimate and have not looked yet', () => {
-    const base = { node_id: 'n', hostname: 'n', mgmt_addr: 'a', agent_version: '1', labels: {}, gpus: [], fabrics: [] };
+    const base = makeReport();
     const src = ['/models/tiny.gguf'];
     expect(pendingSources(src, [{ ...base, estimated_sources: [] }])).toEqual(new Set(src));
     expect(pendingSources(src, [{ ...base, estimated_sources: src }])).toEqual(new Set());

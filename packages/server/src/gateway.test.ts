@@ -8,27 +8,7 @@ import type { Controller, RouteTarget } from './controller.js';
 import { Gateway } from './gateway.js';
 import { KeyRing } from './keys.js';
 import { Metrics } from './metrics.js';
-import type { Store, StoredKey, UsageDelta } from './store.js';
-
-/** Keys and usage in memory; the rest of the store is not used by the gateway. */
-function memoryStore(): Store & { usage: UsageDelta[] } {
-  const keys = new Map<string, StoredKey>();
-  const usage: UsageDelta[] = [];
-  return {
-    usage,
-    loadNodes: () => [],
-    saveNodeAdmin: () => {},
-    saveNodeReport: () => {},
-    loadReplicas: () => [],
-    saveReplica: () => {},
-    deleteReplica: () => {},
-    loadKeys: () => [...keys.values()],
-    saveKey: (k) => void keys.set(k.id, k),
-    addUsage: (ds) => void usage.push(...ds.map((d) => ({ ...d }))),
-    loadUsage: () => [],
-    close: () => {},
-  };
-}
+import { memoryStore } from '../test/factories.js';
 
 type Upstream = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 

@@ -1,28 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { KeyRing } from './keys.js';
-import type { Store, StoredKey } from './store.js';
-
-function keyStore(): Store {
-  const keys = new Map<string, StoredKey>();
-  return {
-    loadNodes: () => [],
-    saveNodeAdmin: () => {},
-    saveNodeReport: () => {},
-    loadReplicas: () => [],
-    saveReplica: () => {},
-    deleteReplica: () => {},
-    loadKeys: () => [...keys.values()],
-    saveKey: (k) => void keys.set(k.id, k),
-    addUsage: () => {},
-    loadUsage: () => [],
-    close: () => {},
-  };
-}
+import type { StoredKey } from './store.js';
+import { memoryStore } from '../test/factories.js';
 
 describe('KeyRing.admit', () => {
   it('does not count a request refused for concurrency against the per-minute limit', () => {
     const now = 1_000_000;
-    const ring = new KeyRing(keyStore(), () => now);
+    const ring = new KeyRing(memoryStore(), () => now);
     const { secret } = ring.create({ name: 'k', rpm: 2, max_concurrent: 1 }, (m) => m);
     const auth = ring.authenticate(secret);
     if (!auth.ok) throw new Error('key not found');
@@ -38,7 +22,7 @@ describe('KeyRing.admit', () => {
   });
 
   it('releases a concurrency slot once even when release is called twice', () => {
-    const ring = new KeyRing(keyStore(), () => 0);
+    const ring = new KeyRing(memoryStore(), () => 0);
     const k = { id: 'key-1', name: 'k', hash: '', prefix: '', models: [], maxConcurrent: 1, createdAt: '' } as StoredKey;
     const a = ring.admit(k);
     if (a.ok) {

@@ -1,5 +1,6 @@
-import type { GpuReport, Model, Profile } from '@llmgw/shared';
+import type { GpuReport, Model, NodeReport, Profile } from '@llmgw/shared';
 import type { Replica } from '../src/domain.js';
+import type { Store, StoredKey, UsageDelta } from '../src/store.js';
 import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
 
 /**
@@ -111,6 +112,37 @@ export function makeReplica(overrides: Partial<Replica> = {}): Replica {
     memoryMb: 0,
     apiKey: 'k',
     shards: [{ id: `${id}-0`, nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }],
+    ...overrides,
+  };
+}
+
+/** A node report as an agent sends it; no memory, GPUs or fabrics unless overridden. */
+export function makeReport(overrides: Partial<NodeReport> = {}): NodeReport {
+  const id = overrides.node_id ?? 'node-1';
+  return { node_id: id, hostname: id, mgmt_addr: '10.0.0.1', agent_version: 'test', labels: {}, gpus: [], fabrics: [], ...overrides };
+}
+
+/**
+ * A store in memory: keys kept, usage recorded in `usage`, replicas loaded from the list
+ * given; every other write is dropped. Override a method to make it fail.
+ */
+export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): Store & { usage: UsageDelta[] } {
+  const { replicas = [], ...overrides } = o;
+  const keys = new Map<string, StoredKey>();
+  const usage: UsageDelta[] = [];
+  return {
+    usage,
+    loadNodes: () => [],
+    saveNodeAdmin: () => {},
+    saveNodeReport: () => {},
+    loadReplicas: () => replicas,
+    saveReplica: () => {},
+    deleteReplica: () => {},
+    loadKeys: () => [...keys.values()],
+    saveKey: (k) => void keys.set(k.id, k),
+    addUsage: (ds) => void usage.push(...ds.map((d) => ({ ...d }))),
+    loadUsage: () => [],
+    close: () => {},
     ...overrides,
   };
 }
