@@ -1,6 +1,9 @@
 import { execFile } from 'node:child_process';
 import type { GpuReport } from '@llmgw/shared';
 
+/** Fallback for drivers that reject one of the health fields: identity and memory only. */
+export const GPU_QUERY_FIELDS_MINIMAL = ['index', 'uuid', 'name', 'pci.bus_id', 'memory.total', 'memory.used'] as const;
+
 /**
  * GPU inventory and health from `nvidia-smi` (reference/agent.md §1).
  *
@@ -14,25 +17,10 @@ import type { GpuReport } from '@llmgw/shared';
  * unknown field fails the whole query.
  */
 export const GPU_QUERY_FIELDS = [
-  'index',
-  'uuid',
-  'name',
-  'pci.bus_id',
-  'memory.total',
-  'memory.used',
+  ...GPU_QUERY_FIELDS_MINIMAL,
   'ecc.errors.uncorrected.volatile.total',
   'retired_pages.pending',
   'remapped_rows.failure',
-] as const;
-
-/** Fallback for drivers that reject one of the health fields: identity and memory only. */
-export const GPU_QUERY_FIELDS_MINIMAL = [
-  'index',
-  'uuid',
-  'name',
-  'pci.bus_id',
-  'memory.total',
-  'memory.used',
 ] as const;
 
 /** Arguments for one inventory query with the given fields. */
