@@ -252,7 +252,7 @@ export class Controller {
     }
     const head = r.shards.find((s) => s.rank === 0);
     if (r.state === 'ready' && head?.port) {
-      const addr = head.nodeId === undefined ? mgmtAddr : (this.inventory.get(head.nodeId)?.report?.mgmt_addr ?? mgmtAddr);
+      const addr = this.inventory.get(head.nodeId)?.report?.mgmt_addr ?? mgmtAddr;
       r.endpoint = `http://${hostForUrl(addr)}:${head.port}`;
     }
     if (before !== r.state) {

@@ -72,14 +72,16 @@ function drainStatus(nodeId: string, replicas: Replica[]): string {
 export function modelViews(ctl: Controller): ModelView[] {
   const ready = new Map<string, number>();
   const total = new Map<string, number>();
+  const active = new Map<string, number>();
   for (const r of ctl.listReplicas()) {
     total.set(r.model, (total.get(r.model) ?? 0) + 1);
     if (r.state === 'ready') ready.set(r.model, (ready.get(r.model) ?? 0) + 1);
+    if (ACTIVE_REPLICA_STATES.has(r.state)) active.set(r.model, (active.get(r.model) ?? 0) + 1);
   }
   return ctl.models.map((m) => {
     const min = m.scaling?.min ?? 1;
     const attempt = ctl.lastAttempt(m.name);
-    const activeCount = ctl.listReplicas().filter((r) => r.model === m.name && ACTIVE_REPLICA_STATES.has(r.state)).length;
+    const activeCount = active.get(m.name) ?? 0;
     return {
       name: m.name,
       aliases: m.aliases ?? [],
