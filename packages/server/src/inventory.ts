@@ -1,7 +1,7 @@
 import type { Liveness, NodeAdminState, NodeReport } from '@llmgw/shared';
 import type { AdminState } from './domain.js';
 import type { NodeSnapshot } from './snapshot.js';
-import type { Store } from './store.js';
+import type { Store } from './store/store.js';
 
 export interface LivenessPolicy {
   /** Seconds without a heartbeat before a node is `not-ready` (no traffic, no placement). */

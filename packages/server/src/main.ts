@@ -2,9 +2,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
-import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog.js';
+import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.js';
 import { startServer } from './server.js';
-import { tokenFor } from './tokens.js';
+import { tokenFor } from './api/tokens.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 const opt = (flags: string, description: string, env: string, def?: string) => {

@@ -2,16 +2,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
-import { adminApi } from './adminapi.js';
-import { agentApi } from './agentapi.js';
-import { Controller, type CatalogView } from './controller.js';
+import { adminApi } from './api/admin.js';
+import { agentApi } from './api/agent.js';
+import { Controller, type CatalogView } from './controller/controller.js';
 import { dashboard } from './dashboard/dashboard.js';
-import { Gateway } from './gateway.js';
-import { adminErrors, requireToken } from './http.js';
+import { Gateway } from './gateway/gateway.js';
+import { adminErrors, requireToken } from './api/http.js';
 import { Inventory } from './inventory.js';
-import { KeyRing } from './keys.js';
+import { KeyRing } from './gateway/keys.js';
 import { Metrics } from './metrics.js';
-import { SqliteStore } from './store.js';
+import { SqliteStore } from './store/store.js';
 
 export interface ServerSettings {
   clientAddr: string;

@@ -1,6 +1,6 @@
 import type { GpuReport, Model, NodeReport, Profile } from '@llmgw/shared';
 import type { Replica } from '../src/domain.js';
-import type { Store, StoredKey, UsageDelta } from '../src/store.js';
+import type { Store, StoredKey, UsageDelta } from '../src/store/store.js';
 import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
 
 /**

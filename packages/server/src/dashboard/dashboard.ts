@@ -1,9 +1,9 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { NodeAdminState } from '@llmgw/shared';
-import type { Controller } from '../controller.js';
-import { secretEquals } from '../http.js';
-import type { KeyRing } from '../keys.js';
-import { explainView, modelViews, nodeViews, replicaViews } from '../views.js';
+import type { Controller } from '../controller/controller.js';
+import { secretEquals } from '../api/http.js';
+import type { KeyRing } from '../gateway/keys.js';
+import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
 import { drainPage, fleetPage, keysPage, layout, loginPage, messagePage, modelPage, modelsPage, type Page } from './pages.js';
 import { LoginLimiter, SESSION_COOKIE, SESSION_TTL_S, Sessions, cookieValue, type Session } from './session.js';
 import { CSP } from './style.js';

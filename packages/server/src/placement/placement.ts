@@ -9,7 +9,7 @@ import type {
   PlannedShard,
   Rejection,
   Reservation,
-} from './snapshot.js';
+} from '../snapshot.js';
 
 /**
  * Placement (DESIGN §3): a pure function from an inventory snapshot, the reservations of

@@ -1,8 +1,8 @@
 import type { Model } from '@llmgw/shared';
 import { gbToMb } from '@llmgw/shared';
-import { ACTIVE_REPLICA_STATES, HOLDS_RESOURCES, type Replica } from './domain.js';
-import { placeOnFleet, prepareFleet, reservationsFor, reserve } from './placement.js';
-import type { NodeSnapshot, PlacementOutcome, Reservation } from './snapshot.js';
+import { ACTIVE_REPLICA_STATES, HOLDS_RESOURCES, type Replica } from '../domain.js';
+import { placeOnFleet, prepareFleet, reservationsFor, reserve } from '../placement/placement.js';
+import type { NodeSnapshot, PlacementOutcome, Reservation } from '../snapshot.js';
 
 export interface ReconcilePolicy {
   /** How long a failed replica keeps its slot before it is replaced. */

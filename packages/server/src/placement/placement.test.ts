@@ -12,7 +12,7 @@ import {
   summarize,
   type PlaceInput,
 } from './placement.js';
-import type { NodeSnapshot, Rejection } from './snapshot.js';
+import type { NodeSnapshot, Rejection } from '../snapshot.js';
 import {
   makeGpu,
   makeH100Node,
@@ -21,7 +21,7 @@ import {
   makeProfile,
   makeReservation,
   makeRtx4090Node,
-} from '../test/factories.js';
+} from '../../test/factories.js';
 import type { Profile } from '@llmgw/shared';
 
 const GB = 1024;

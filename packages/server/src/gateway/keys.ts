@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
-import { badRequest, notFound } from './errors.js';
-import type { Store, StoredKey, UsageDelta } from './store.js';
+import { badRequest, notFound } from '../errors.js';
+import type { Store, StoredKey, UsageDelta } from '../store/store.js';
 
 const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
 

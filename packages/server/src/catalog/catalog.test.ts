@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CatalogError, CatalogWatcher, loadCatalog, parseCatalog, type LoadedCatalog } from './catalog.js';
 
-const fixtures = fileURLToPath(new URL('../test/catalogs/', import.meta.url));
+const fixtures = fileURLToPath(new URL('../../test/catalogs/', import.meta.url));
 const fixture = (name: string): string => join(fixtures, name);
 
 /** Joins lines, so a test can count them: line N is `lines[N - 1]`. */

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { NodeReport } from '@llmgw/shared';
-import type { AdminState, Replica } from './domain.js';
+import type { AdminState, Replica } from '../domain.js';
 
 /** A client API key as stored: the secret only as its SHA-256. */
 export interface StoredKey {

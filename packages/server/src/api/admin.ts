@@ -1,9 +1,9 @@
 import express, { type Router } from 'express';
 import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
-import type { Controller } from './controller.js';
-import { badRequest, notFound } from './errors.js';
+import type { Controller } from '../controller/controller.js';
+import { badRequest, notFound } from '../errors.js';
 import { jsonBody, parseBody } from './http.js';
-import type { KeyRing } from './keys.js';
+import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
 
 /**

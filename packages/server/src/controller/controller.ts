@@ -2,12 +2,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment } from '@llmgw/shared';
 import type { Logger } from 'pino';
-import { HOLDS_RESOURCES, type Replica, type Shard } from './domain.js';
-import type { Inventory } from './inventory.js';
-import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from './estimates.js';
-import { reconcile, type ModelLoad } from './reconciler.js';
-import type { PlacementOutcome } from './snapshot.js';
-import type { Store } from './store.js';
+import { HOLDS_RESOURCES, type Replica, type Shard } from '../domain.js';
+import type { Inventory } from '../inventory.js';
+import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from '../estimates.js';
+import { reconcile, type ModelLoad } from '../reconcile/reconcile.js';
+import type { PlacementOutcome } from '../snapshot.js';
+import type { Store } from '../store/store.js';
 
 /** The part of the loaded catalog the controller needs. */
 export interface CatalogView {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import pino from 'pino';
 import { Controller, type CatalogView } from './controller.js';
-import type { Replica } from './domain.js';
-import { Inventory } from './inventory.js';
-import { makeModel, makeReplica, makeReport, memoryStore } from '../test/factories.js';
+import type { Replica } from '../domain.js';
+import { Inventory } from '../inventory.js';
+import { makeModel, makeReplica, makeReport, memoryStore } from '../../test/factories.js';
 
 function controller(replicas: Replica[]): Controller {
   const store = memoryStore({ replicas });

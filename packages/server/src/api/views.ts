@@ -1,8 +1,8 @@
 import type { ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { mbToGb } from '@llmgw/shared';
-import type { Controller } from './controller.js';
-import { ACTIVE_REPLICA_STATES, type Replica } from './domain.js';
-import { reservationsOf } from './reconciler.js';
+import type { Controller } from '../controller/controller.js';
+import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
+import { reservationsOf } from '../reconcile/reconcile.js';
 
 /**
  * The admin API's views, built in one place: the JSON API and the dashboard both call

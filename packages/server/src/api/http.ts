@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
 import type { Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
-import { ApiError, badRequest } from './errors.js';
+import { ApiError, badRequest } from '../errors.js';
 
 /** Compares secrets in constant time; hashing first makes the lengths equal. */
 export function secretEquals(given: string, expected: string): boolean {

@@ -4,11 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
 import type { Model } from '@llmgw/shared';
-import type { Controller, RouteTarget } from './controller.js';
+import type { Controller, RouteTarget } from '../controller/controller.js';
 import { Gateway } from './gateway.js';
 import { KeyRing } from './keys.js';
-import { Metrics } from './metrics.js';
-import { memoryStore } from '../test/factories.js';
+import { Metrics } from '../metrics.js';
+import { memoryStore } from '../../test/factories.js';
 
 type Upstream = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 

@@ -1,7 +1,7 @@
 import express, { type Router } from 'express';
 import { HeartbeatSchema } from '@llmgw/shared';
-import type { Controller } from './controller.js';
-import { badRequest } from './errors.js';
+import type { Controller } from '../controller/controller.js';
+import { badRequest } from '../errors.js';
 import { jsonBody, parseBody } from './http.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */

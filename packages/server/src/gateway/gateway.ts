@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
 import type { Logger } from 'pino';
 import type { Model } from '@llmgw/shared';
-import type { Controller, LoadSource, RouteTarget } from './controller.js';
-import { ACTIVE_REPLICA_STATES } from './domain.js';
-import type { ModelLoad } from './reconciler.js';
+import type { Controller, LoadSource, RouteTarget } from '../controller/controller.js';
+import { ACTIVE_REPLICA_STATES } from '../domain.js';
+import type { ModelLoad } from '../reconcile/reconcile.js';
 import type { KeyRing } from './keys.js';
-import type { Metrics } from './metrics.js';
-import type { StoredKey } from './store.js';
+import type { Metrics } from '../metrics.js';
+import type { StoredKey } from '../store/store.js';
 
 export interface GatewaySettings {
   maxBodyBytes: number;

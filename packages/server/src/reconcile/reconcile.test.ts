@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Replica } from './domain.js';
-import { reconcile, type ModelLoad, type ReconcileInput } from './reconciler.js';
-import { makeModel, makeNode, makeProfile, makeReplica } from '../test/factories.js';
+import type { Replica } from '../domain.js';
+import { reconcile, type ModelLoad, type ReconcileInput } from './reconcile.js';
+import { makeModel, makeNode, makeProfile, makeReplica } from '../../test/factories.js';
 
 let seq = 0;
 function input(overrides: Partial<ReconcileInput> = {}): ReconcileInput {
