@@ -1,5 +1,5 @@
 export * from './cgroup.js';
 export * from './fabrics.js';
 export * from './meminfo.js';
-export * from './nvidia-smi.js';
+export * from './nvidia-smi/index.js';
 export * from './probe.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { LOST_GPU_PROBLEM, queryGpus, runCommand } from './nvidia-smi.js';
+import { LOST_GPU_PROBLEM, queryGpus, runCommand } from './nvidia-smi/index.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/', import.meta.url));
 const smi = (name: string): string => path.join(FIXTURES, 'nvidia-smi', name);

@@ -13,7 +13,7 @@ import {
   parseGpuQuery,
   parseLostGpuLine,
   parseTopoNvlink,
-} from './nvidia-smi.js';
+} from './nvidia-smi/index.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/', import.meta.url));
 const captured = (name: string): string => readFileSync(`${FIXTURES}captured/${name}`, 'utf8');

@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from '@jest/globals';
-import { LOST_GPU_PROBLEM } from './nvidia-smi.js';
+import { LOST_GPU_PROBLEM } from './nvidia-smi/index.js';
 import { effectiveMemoryMb, mergeFabrics, probeMachine } from './probe.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/', import.meta.url));

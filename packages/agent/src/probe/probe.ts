@@ -5,7 +5,7 @@ import type { GpuReport } from '@llmgw/shared';
 import { readCgroupLimitMb } from './cgroup.js';
 import { readFabrics } from './fabrics.js';
 import { parseMemTotalMb } from './meminfo.js';
-import { queryGpus } from './nvidia-smi.js';
+import { queryGpus } from './nvidia-smi/index.js';
 
 /** Options for {@link probeMachine}; the roots let tests point at fixture trees. */
 export interface ProbeOptions {
