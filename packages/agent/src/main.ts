@@ -8,7 +8,7 @@ import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from
 import { installService } from './service.js';
 import { writeTestModel } from './gguf/test-model.js';
 import { estimateForSource } from './node-llama-cpp/estimate.js';
-import { Supervisor } from './supervisor.js';
+import { Supervisor } from './supervisor/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

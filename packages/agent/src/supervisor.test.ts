@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { ShardAssignment, ShardStatus } from '@llmgw/shared';
-import { Supervisor, type SupervisorOptions } from './supervisor.js';
+import { Supervisor, type SupervisorOptions } from './supervisor/index.js';
 import { groupExists, readProcStat } from './proc.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
