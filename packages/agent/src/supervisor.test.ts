@@ -68,7 +68,7 @@ async function waitFor<T>(what: string, fn: () => T | undefined | false, ms = 80
 const only = (s: Supervisor): ShardStatus => {
   const all = s.statuses();
   expect(all).toHaveLength(1);
-  return all[0];
+  return all[0]!;
 };
 const stateFile = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'shards.json'), 'utf8')) as { shards: { id: string; pid: number; start_time: number }[] };
 const launches = (dir: string, id: string) => fs.readFileSync(path.join(dir, 'logs', `${id}.log`), 'utf8').split('=== llmgw-agent ').length - 1;
@@ -142,7 +142,7 @@ describe('Supervisor with real engine processes', () => {
   });
 
   it('notices the exit of an adopted engine (not its child) and restarts it', async () => {
-    const second = supervisors[supervisors.length - 1];
+    const second = supervisors[supervisors.length - 1]!;
     process.kill(pid, 'SIGKILL');
     const st = await waitFor('restart', () => second.statuses().find((s) => s.state === 'ready' && s.pid !== pid));
     expect(st.restarts).toBe(2);

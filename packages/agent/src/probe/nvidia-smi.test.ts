@@ -97,8 +97,8 @@ describe('parseGpuQuery on reference fixtures', () => {
     const rows = b.filter((l) => l !== lostLine).join('\n');
     const r = parseGpuQuery(rows, `${lostLine}\n`, 15, REFERENCE_FIELDS);
     expect(r.gpus.map((g) => g.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(r.gpus[3].uuid).toBeUndefined();
-    expect(r.gpus[3].bus_id).toBe('00000000:5D:00.0');
+    expect(r.gpus[3]!.uuid).toBeUndefined();
+    expect(r.gpus[3]!.bus_id).toBe('00000000:5D:00.0');
   });
 
   it('B variant: a re-indexed listing does not give two GPUs the same index', () => {
@@ -122,8 +122,8 @@ describe('parseGpuQuery on reference fixtures', () => {
       [0, 'RTX-4090', 24564, 1, []],
       [1, 'RTX-4090', 24564, 1, []],
     ]);
-    expect(r.gpus[1].uuid).toBe('GPU-c3a94d12-5e8b-4f67-b2d9-0e1f6a4b7c02');
-    expect(r.gpus[1].bus_id).toBe('00000000:41:00.0');
+    expect(r.gpus[1]!.uuid).toBe('GPU-c3a94d12-5e8b-4f67-b2d9-0e1f6a4b7c02');
+    expect(r.gpus[1]!.bus_id).toBe('00000000:41:00.0');
   });
 
   it('D: driver not loaded, exit 9', () => {
@@ -183,21 +183,21 @@ describe('parseGpuQuery edge cases', () => {
   });
 
   it('health columns become problems', () => {
-    expect(parseGpuQuery(row(['3', '[N/A]', 'No']), '', 0).gpus[0].problems).toEqual(['3 uncorrectable ECC errors']);
-    expect(parseGpuQuery(row(['1', 'No', 'No']), '', 0).gpus[0].problems).toEqual(['1 uncorrectable ECC error']);
-    expect(parseGpuQuery(row(['0', 'Yes', 'No']), '', 0).gpus[0].problems).toEqual(['retired pages pending']);
-    expect(parseGpuQuery(row(['0', '[N/A]', 'Yes']), '', 0).gpus[0].problems).toEqual(['row remapping failed']);
-    expect(parseGpuQuery(row(['2', 'Yes', 'Yes']), '', 0).gpus[0].problems).toEqual([
+    expect(parseGpuQuery(row(['3', '[N/A]', 'No']), '', 0).gpus[0]!.problems).toEqual(['3 uncorrectable ECC errors']);
+    expect(parseGpuQuery(row(['1', 'No', 'No']), '', 0).gpus[0]!.problems).toEqual(['1 uncorrectable ECC error']);
+    expect(parseGpuQuery(row(['0', 'Yes', 'No']), '', 0).gpus[0]!.problems).toEqual(['retired pages pending']);
+    expect(parseGpuQuery(row(['0', '[N/A]', 'Yes']), '', 0).gpus[0]!.problems).toEqual(['row remapping failed']);
+    expect(parseGpuQuery(row(['2', 'Yes', 'Yes']), '', 0).gpus[0]!.problems).toEqual([
       '2 uncorrectable ECC errors',
       'retired pages pending',
       'row remapping failed',
     ]);
-    expect(parseGpuQuery(row(['0', 'No', 'No']), '', 0).gpus[0].problems).toEqual([]);
+    expect(parseGpuQuery(row(['0', 'No', 'No']), '', 0).gpus[0]!.problems).toEqual([]);
   });
 
   it('sentinels are unknown, never numbers', () => {
     const line = '0, GPU-a, NVIDIA L40S, 00000000:01:00.0, [Insufficient Permissions], [N/A], [Unknown Error], N/A, [Not Supported]';
-    const gpu = parseGpuQuery(line, '', 0).gpus[0];
+    const gpu = parseGpuQuery(line, '', 0).gpus[0]!;
     expect(gpu).not.toHaveProperty('memory_total_mb');
     expect(gpu).not.toHaveProperty('memory_used_mb');
     expect(gpu.problems).toEqual([]);
@@ -207,7 +207,7 @@ describe('parseGpuQuery edge cases', () => {
   it('keeps the first of two rows with the same UUID', () => {
     const r = parseGpuQuery(`${row(['0', 'No', 'No'], 0)}\n${row(['5', 'No', 'No'], 0)}\n`, '', 0);
     expect(r.gpus).toHaveLength(1);
-    expect(r.gpus[0].problems).toEqual([]);
+    expect(r.gpus[0]!.problems).toEqual([]);
     expect(r.warnings).toEqual(['nvidia-smi listed GPU GPU-0 twice; kept the first row']);
   });
 

@@ -29,7 +29,7 @@ export function gpuClass(name: string, memoryMb?: number): string {
   }
   if (model.length === 0) return 'unknown';
   // Marketing sizes are GiB rounded up: 81559 MiB → 80, 143771 → 141, 95830 → 94.
-  if (size === undefined && model.length === 1 && MULTI_SIZE_MODELS.test(model[0]) && memoryMb && memoryMb > 0) {
+  if (size === undefined && model.length === 1 && MULTI_SIZE_MODELS.test(model[0] ?? '') && memoryMb && memoryMb > 0) {
     size = `${Math.ceil(memoryMb / 1024)}GB`;
   }
   return size === undefined ? model.join('-') : `${model.join('-')}-${size}`;

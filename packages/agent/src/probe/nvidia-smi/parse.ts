@@ -27,8 +27,8 @@ const LOST_BUS_ID = /GPU\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[
  */
 export function parseLostGpuLine(line: string): { busId?: string } | undefined {
   if (!LOST_LINE.test(line)) return undefined;
-  const m = LOST_BUS_ID.exec(line);
-  return m ? { busId: normaliseBusId(m[1]) } : {};
+  const busId = LOST_BUS_ID.exec(line)?.[1];
+  return busId === undefined ? {} : { busId: normaliseBusId(busId) };
 }
 
 /** Text that means "no usable GPUs on this node", checked only when no GPU was listed. */
@@ -56,7 +56,7 @@ export function nodeFailureMessage(output: string, exitCode: number): string {
   const known = NODE_FAILURES.find((f) => f.match.test(output));
   if (known) return `${known.message} (${describeExit(exitCode)})`;
   const nvml = /Failed to initialize NVML:\s*(.*)/i.exec(output);
-  if (nvml) return `NVML failed to initialise: ${nvml[1].trim()} (${describeExit(exitCode)})`;
+  if (nvml) return `NVML failed to initialise: ${(nvml[1] ?? '').trim()} (${describeExit(exitCode)})`;
   const line = firstLine(output);
   if (exitCode === 0) return `nvidia-smi listed no GPUs${line ? `: ${line}` : ''}`;
   return `nvidia-smi failed (${describeExit(exitCode)})${line ? `: ${line}` : ' with no output'}`;

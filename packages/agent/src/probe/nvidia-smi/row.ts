@@ -24,7 +24,7 @@ export function parseGpuRow(line: string, fields: readonly string[]): GpuReport 
   if (cells.length !== fields.length) return undefined;
   const row: Record<string, string> = {};
   fields.forEach((f, i) => {
-    row[f] = cells[i].trim();
+    row[f] = (cells[i] ?? '').trim();
   });
   const index = knownCount(row['index']);
   if (fields.includes('index') && index === undefined) return undefined;

@@ -29,6 +29,6 @@ export function knownCount(value: string | undefined): number | undefined {
 export function normaliseBusId(busId: string): string {
   const m = /^([0-9A-Fa-f]+):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})(?:\.([0-9A-Fa-f]))?$/.exec(busId.trim());
   if (!m) return busId.trim();
-  const [, domain, bus, device, fn] = m;
+  const [, domain = '', bus, device, fn] = m;
   return `${domain.padStart(8, '0')}:${bus}:${device}.${fn ?? '0'}`.toUpperCase();
 }
