@@ -33,6 +33,7 @@ export interface SupervisorOptions {
 /** The options with every default filled in. */
 export type ResolvedOptions = Required<Omit<SupervisorOptions, 'testEngineBin'>> & { testEngineBin?: string };
 
+/** Fills in the production defaults; tests shorten the intervals. */
 export function withDefaults(options: SupervisorOptions): ResolvedOptions {
   return {
     stopGraceMs: 10_000,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import net from 'node:net';
 import { PortPool, canBind, type PortHolder } from './ports.js';
 
 /** A bind check that refuses `busy` ports and answers after a turn of the event loop. */
@@ -44,7 +45,6 @@ describe('PortPool', () => {
   });
 
   it('canBind sees a port in use', async () => {
-    const net = await import('node:net');
     const srv = net.createServer();
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
     const port = (srv.address() as { port: number }).port;

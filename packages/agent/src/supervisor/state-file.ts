@@ -59,6 +59,7 @@ export interface RecordedShard {
   http: boolean;
 }
 
+/** The record saved for a shard with a process; `retiring` when it is being stopped. */
 export function toRecord(s: RecordedShard, retiring: boolean): ShardRecord {
   return {
     id: s.a.id,

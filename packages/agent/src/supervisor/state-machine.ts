@@ -64,6 +64,7 @@ export type Decision =
   | { type: 'ready' }
   | { type: 'unhealthy'; problem: string };
 
+/** The result of one transition. */
 export interface Step {
   life: Life;
   decision: Decision;
