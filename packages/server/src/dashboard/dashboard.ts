@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { NodeAdminState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { secretEquals } from '../api/http.js';
+import { httpStatus, toDomainError } from '../errors.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
 import { drainPage, fleetPage, keysPage, layout, loginPage, messagePage, modelPage, modelsPage, type Page } from './pages.js';
@@ -189,10 +190,12 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
   }));
 
-  // Errors from dashboard pages answer as pages, not as the admin API's JSON.
+  // Errors from dashboard pages answer as pages, not as the admin API's JSON, with the
+  // same status the admin API would give them.
   r.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const s = sessionOf(req);
-    send(req, res, messagePage('Something went wrong', (err as Error)?.message ?? 'internal error'), s ? { csrf: s.csrf } : {}, 500);
+    const e = toDomainError(err);
+    send(req, res, messagePage('Something went wrong', e.message), s ? { csrf: s.csrf } : {}, httpStatus(e.code));
   });
 
   return r;
