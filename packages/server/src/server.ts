@@ -12,7 +12,7 @@ import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
 import { KeyRing } from './gateway/keys.js';
 import { Metrics } from './metrics.js';
-import { SqliteStore } from './store/store.js';
+import { SqliteStore } from './store/sqlite.js';
 
 export interface ServerSettings {
   clientAddr: string;
