@@ -7,8 +7,9 @@ describe('httpStatus', () => {
     for (const code of ERROR_CODES) expect([code, httpStatus(code) >= 400 && httpStatus(code) < 600]).toEqual([code, true]);
   });
 
-  it('keeps the statuses the admin API has always answered with', () => {
-    expect(['invalid_request', 'unauthenticated', 'not_found', 'model_not_found', 'too_large', 'internal'].map((c) => httpStatus(c as never))).toEqual([400, 401, 404, 404, 413, 500]);
+  it('keeps the statuses the admin API and the dashboard have always answered with', () => {
+    const codes = ['invalid_request', 'missing_field', 'unauthenticated', 'forbidden', 'not_found', 'model_not_found', 'too_large', 'rate_limited', 'internal'] as const;
+    expect(codes.map(httpStatus)).toEqual([400, 400, 401, 403, 404, 404, 413, 429, 500]);
   });
 });
 

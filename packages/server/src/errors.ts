@@ -34,6 +34,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_json: 400,
   too_large: 413,
   unauthenticated: 401,
+  forbidden: 403,
   model_not_allowed: 403,
   not_found: 404,
   model_not_found: 404,

@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'too_large',
   /** No credential, or one that is not (or no longer) valid. */
   'unauthenticated',
+  /** A request from somewhere it may not come from (another site, a stale form). */
+  'forbidden',
   /** A valid API key that may not use the model it asked for. */
   'model_not_allowed',
   /** A named node, replica or key does not exist. */

@@ -16,6 +16,7 @@ const OPENAI: Record<ErrorCode, OpenAIShape> = {
   invalid_json: { type: 'invalid_request_error', code: 'invalid_json' },
   too_large: { type: 'invalid_request_error', code: 'request_too_large' },
   unauthenticated: { type: 'invalid_request_error', code: 'invalid_api_key', shouldRetry: 'false' },
+  forbidden: { type: 'permission_error', code: 'forbidden', shouldRetry: 'false' },
   model_not_allowed: { type: 'permission_error', code: 'model_not_allowed', shouldRetry: 'false' },
   not_found: { type: 'invalid_request_error', code: 'not_found', shouldRetry: 'false' },
   model_not_found: { type: 'invalid_request_error', code: 'model_not_found', shouldRetry: 'false' },
