@@ -1,27 +1,13 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
 import type { Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
 import { DomainError, badRequest, httpStatus, toDomainError } from '../errors.js';
-
-/** Compares secrets in constant time; hashing first makes the lengths equal. */
-export function secretEquals(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
-
-export function bearer(req: Request): string | undefined {
-  const h = req.headers.authorization;
-  if (!h) return undefined;
-  const m = /^Bearer\s+(.+)$/i.exec(h);
-  return m ? m[1]!.trim() : undefined;
-}
+import { bearerToken, secretEquals } from './tokens.js';
 
 /** Requires `Authorization: Bearer <token>`; `what` names the credential in the 401. */
 export function requireToken(token: string, what: string) {
   return (req: Request, _res: Response, next: NextFunction) => {
-    const given = bearer(req);
+    const given = bearerToken(req.headers.authorization);
     if (!given) return next(new DomainError('unauthenticated', `missing ${what}: send "Authorization: Bearer <token>"`));
     if (!secretEquals(given, token)) return next(new DomainError('unauthenticated', `invalid ${what}`));
     next();

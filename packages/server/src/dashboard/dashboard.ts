@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ErrorCode, NodeAdminState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
-import { secretEquals } from '../api/http.js';
+import { secretEquals } from '../api/tokens.js';
 import { httpStatus, toDomainError } from '../errors.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';

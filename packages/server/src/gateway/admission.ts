@@ -1,9 +1,8 @@
 import type { Model } from '@llmgw/shared';
+import { bearerToken } from '../api/tokens.js';
 import { DomainError } from '../errors.js';
 import type { StoredKey } from '../store/store.js';
 import type { KeyRing } from './keys.js';
-
-const BEARER = /^Bearer\s+(.+)$/i;
 
 const AUTH_MESSAGE = {
   missing: 'You didn\u2019t provide an API key. Send it as "Authorization: Bearer <key>" (create one with ctl keys create).',
@@ -14,8 +13,7 @@ const AUTH_MESSAGE = {
 
 /** The API key of a request, from `Authorization: Bearer <key>`; every request but /healthz needs one. */
 export function authenticate(keys: KeyRing, authorization: string | undefined): StoredKey {
-  const m = authorization ? BEARER.exec(authorization) : null;
-  const r = keys.authenticate(m?.[1]?.trim());
+  const r = keys.authenticate(bearerToken(authorization));
   if (r.ok) return r.key;
   throw new DomainError('unauthenticated', AUTH_MESSAGE[r.reason]);
 }
