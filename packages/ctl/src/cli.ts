@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import type { ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
-import { call, CtlError, resolveConnection, type Connection } from './client.js';
+import { call, resolveConnection, type Connection } from './client.js';
+import { CtlError, asCtlError, exitCode } from './failure.js';
 import { colours } from './render.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
@@ -105,7 +106,7 @@ function setState(conn: Connection, node: string, body: Record<string, unknown>)
 /** `90s`, `10m`, `2h` or plain seconds → seconds. */
 function parseDuration(text: string, flag: string): number {
   const m = /^(\d+(?:\.\d+)?)(s|m|h)?$/.exec(text.trim());
-  if (!m) throw new CtlError(`invalid ${flag} "${text}": want a duration like 90s, 10m or 2h`, 2);
+  if (!m) throw new CtlError(`invalid ${flag} "${text}": want a duration like 90s, 10m or 2h`, 'usage');
   return Number(m[1]) * { s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 's' | 'm' | 'h'];
 }
 
@@ -181,7 +182,7 @@ keys
     const int = (flag: string, v: string | undefined) => {
       if (v === undefined) return undefined;
       const n = Number(v);
-      if (!Number.isInteger(n) || n < 1) throw new CtlError(`invalid ${flag} "${v}": want a whole number >= 1`, 2);
+      if (!Number.isInteger(n) || n < 1) throw new CtlError(`invalid ${flag} "${v}": want a whole number >= 1`, 'usage');
       return n;
     };
     const body = {
@@ -231,7 +232,7 @@ program
 try {
   await program.parseAsync();
 } catch (err) {
-  const e = err instanceof CtlError ? err : new CtlError((err as Error).message);
+  const e = asCtlError(err);
   process.stderr.write(`error: ${e.message}\n`);
-  process.exit(e.exitCode);
+  process.exit(exitCode(e.failure));
 }

@@ -2,16 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import got, { HTTPError, RequestError } from 'got';
-
-/** An error to show as one line and exit with its code (1 API error, 2 usage, 3 unreachable). */
-export class CtlError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 1 | 2 | 3 = 1,
-  ) {
-    super(message);
-  }
-}
+import { CtlError, asCtlError } from './failure.js';
 
 export interface Connection {
   server: string;
@@ -71,7 +62,7 @@ function toCtlError(err: unknown, conn: Connection): CtlError {
     return new CtlError(msg || `the server answered ${status}`);
   }
   if (err instanceof RequestError) {
-    return new CtlError(`cannot reach the llmgw server at ${conn.server} (${err.code}); is it running? (address ${conn.serverFrom})`, 3);
+    return new CtlError(`cannot reach the llmgw server at ${conn.server} (${err.code}); is it running? (address ${conn.serverFrom})`, 'unreachable');
   }
-  return new CtlError((err as Error).message);
+  return asCtlError(err);
 }

@@ -1,6 +1,6 @@
 import type { ChalkInstance } from 'chalk';
 import type { ExplainView, KeyView, ModelView, NodeView, RejectionView, ReplicaView, UsageRow } from '@llmgw/shared';
-import { CtlError } from './client.js';
+import { CtlError } from './failure.js';
 import { table } from './render.js';
 
 /** Pure renderers from API objects to text, so they are tested without a server. */
@@ -179,6 +179,6 @@ export function parseExpiry(text: string, now: Date): string {
     return new Date(now.getTime() + Number(m[1]) * unit * 1000).toISOString();
   }
   const t = Date.parse(text);
-  if (Number.isNaN(t)) throw new CtlError(`invalid --expires "${text}": want a duration like 30d, 12h, 90m or an ISO time like 2027-01-31T00:00:00Z`, 2);
+  if (Number.isNaN(t)) throw new CtlError(`invalid --expires "${text}": want a duration like 30d, 12h, 90m or an ISO time like 2027-01-31T00:00:00Z`, 'usage');
   return new Date(t).toISOString();
 }

@@ -8,10 +8,11 @@ import { Controller, type CatalogView } from './controller/controller.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway/gateway.js';
 import { adminErrors, requireToken } from './api/http.js';
+import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
 import { KeyRing } from './gateway/keys.js';
 import { Metrics } from './metrics.js';
-import { SqliteStore } from './store/store.js';
+import { SqliteStore } from './store/sqlite.js';
 
 export interface ServerSettings {
   clientAddr: string;
@@ -114,8 +115,8 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   admin.use('/', dashboard(controller, keys, settings.adminToken));
-  admin.use((req, res) => {
-    res.status(404).json({ error: `no route ${req.method} ${req.path}` });
+  admin.use((req, _res, next) => {
+    next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });
   admin.use(adminErrors);
 

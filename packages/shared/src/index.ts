@@ -5,3 +5,4 @@ export * from './validate.js';
 export * from './units.js';
 export type { Static, TSchema } from '@sinclair/typebox';
 export * from './keys.js';
+export * from './errors.js';

@@ -46,8 +46,3 @@ export const UsageRowSchema = Type.Object({
   completion_tokens: Type.Integer(),
 });
 export type UsageRow = Static<typeof UsageRowSchema>;
-
-/** OpenAI's error body, which the official SDKs turn into typed exceptions. */
-export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null };
-}

@@ -141,10 +141,3 @@ export const NodeStateAliases: Record<string, NodeAdminState> = {
   draining: 'draining',
   drain: 'draining',
 };
-
-/** The admin API's error body. `field` names the input at fault when there is one. */
-export const ErrorBodySchema = Type.Object({
-  error: Type.String(),
-  field: Type.Optional(Type.String()),
-});
-export type ErrorBody = Static<typeof ErrorBodySchema>;

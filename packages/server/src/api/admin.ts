@@ -1,7 +1,7 @@
 import express, { type Router } from 'express';
 import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
-import { badRequest, notFound } from '../errors.js';
+import { DomainError, badRequest, notFound } from '../errors.js';
 import { jsonBody, parseBody } from './http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
@@ -88,7 +88,8 @@ function resolveModel(ctl: Controller, nameOrAlias: string): string {
   const m = ctl.catalogView.resolve(nameOrAlias);
   if (m) return m.name;
   const close = ctl.catalogView.suggest(nameOrAlias);
-  throw notFound(
+  throw new DomainError(
+    'model_not_found',
     `model "${nameOrAlias}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}`,
   );
 }

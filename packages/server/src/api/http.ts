@@ -1,29 +1,15 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
 import type { Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
-import { ApiError, badRequest } from '../errors.js';
-
-/** Compares secrets in constant time; hashing first makes the lengths equal. */
-export function secretEquals(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
-
-export function bearer(req: Request): string | undefined {
-  const h = req.headers.authorization;
-  if (!h) return undefined;
-  const m = /^Bearer\s+(.+)$/i.exec(h);
-  return m ? m[1]!.trim() : undefined;
-}
+import { DomainError, badRequest, httpStatus, toDomainError } from '../errors.js';
+import { bearerToken, secretEquals } from './tokens.js';
 
 /** Requires `Authorization: Bearer <token>`; `what` names the credential in the 401. */
 export function requireToken(token: string, what: string) {
   return (req: Request, _res: Response, next: NextFunction) => {
-    const given = bearer(req);
-    if (!given) return next(new ApiError('unauthorized', `missing ${what}: send "Authorization: Bearer <token>"`));
-    if (!secretEquals(given, token)) return next(new ApiError('unauthorized', `invalid ${what}`));
+    const given = bearerToken(req.headers.authorization);
+    if (!given) return next(new DomainError('unauthenticated', `missing ${what}: send "Authorization: Bearer <token>"`));
+    if (!secretEquals(given, token)) return next(new DomainError('unauthenticated', `invalid ${what}`));
     next();
   };
 }
@@ -40,20 +26,8 @@ export function parseBody<S extends TSchema>(schema: S, body: unknown, root = ''
   return r.value;
 }
 
-/** Maps errors to the admin API's `{"error": "..."}` body with the right status. */
+/** Answers any error in the admin API's `{"error": "...", "field"?: "..."}` body, with the code's status. */
 export const adminErrors: ErrorRequestHandler = (err, _req, res, _next) => {
-  if (err instanceof ApiError) {
-    res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}) });
-    return;
-  }
-  const e = err as { type?: string; status?: number; message?: string };
-  if (e.type === 'entity.parse.failed') {
-    res.status(400).json({ error: `invalid JSON: ${e.message ?? 'parse error'}` });
-    return;
-  }
-  if (e.type === 'entity.too.large') {
-    res.status(413).json({ error: 'request body too large' });
-    return;
-  }
-  res.status(500).json({ error: e.message ?? 'internal error' });
+  const e = toDomainError(err);
+  res.status(httpStatus(e.code)).json({ error: e.message, ...(e.field ? { field: e.field } : {}) });
 };

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -20,4 +20,19 @@ export function tokenFor(fromEnv: string | undefined, dataDir: string, name: str
   const token = `llmgw-${name.replace(/-token$/, '')}-${randomBytes(24).toString('base64url')}`;
   fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
   return { token, file };
+}
+
+const BEARER = /^Bearer\s+(.+)$/i;
+
+/** The credential of an `Authorization: Bearer <token>` header, on any listener. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  const m = authorization ? BEARER.exec(authorization) : null;
+  return m?.[1]?.trim();
+}
+
+/** Compares secrets in constant time; hashing first makes the lengths equal. */
+export function secretEquals(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
 }

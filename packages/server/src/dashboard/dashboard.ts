@@ -1,7 +1,8 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { NodeAdminState } from '@llmgw/shared';
+import type { ErrorCode, NodeAdminState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
-import { secretEquals } from '../api/http.js';
+import { secretEquals } from '../api/tokens.js';
+import { httpStatus, toDomainError } from '../errors.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
 import { drainPage, fleetPage, keysPage, layout, loginPage, messagePage, modelPage, modelsPage, type Page } from './pages.js';
@@ -42,7 +43,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
       headers(res);
       // A background refresh cannot follow a redirect to a form; 401 tells the script to reload.
       if (isFragment(req)) {
-        res.status(401).type('text/plain').send('log in again');
+        res.status(httpStatus('unauthenticated')).type('text/plain').send('log in again');
         return;
       }
       const back = req.method === 'GET' ? req.originalUrl : '/';
@@ -54,7 +55,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     (handler: (req: Request, res: Response, s: Session) => void) =>
     authed((req, res, s) => {
       if (!sameOrigin(req) || !sessions.csrfOk(s, (req.body as Record<string, unknown> | undefined)?.csrf)) {
-        send(req, res, messagePage('Request refused', 'This form was stale or came from another site, so nothing was changed. Reload the page and try again.'), { csrf: s.csrf }, 403);
+        refuse(req, res, 'forbidden', messagePage('Request refused', 'This form was stale or came from another site, so nothing was changed. Reload the page and try again.'), { csrf: s.csrf });
         return;
       }
       handler(req, res, s);
@@ -79,19 +80,19 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     const next = safeNext(body.next);
     const addr = req.socket.remoteAddress ?? '';
     if (!sameOrigin(req)) {
-      send(req, res, loginPage({ next, error: 'This login form came from another site; open the dashboard directly.' }), {}, 403);
+      refuse(req, res, 'forbidden', loginPage({ next, error: 'This login form came from another site; open the dashboard directly.' }), {});
       return;
     }
     const wait = limiter.blockedFor(addr);
     if (wait > 0) {
       res.setHeader('Retry-After', String(wait));
-      send(req, res, loginPage({ next, error: `Too many wrong tokens; try again in ${Math.ceil(wait / 60)} min.` }), {}, 429);
+      refuse(req, res, 'rate_limited', loginPage({ next, error: `Too many wrong tokens; try again in ${Math.ceil(wait / 60)} min.` }), {});
       return;
     }
     const token = typeof body.token === 'string' ? body.token.trim() : '';
     if (!token || !secretEquals(token, adminToken)) {
       limiter.fail(addr);
-      send(req, res, loginPage({ next, error: 'That is not the admin token.' }), {}, 401);
+      refuse(req, res, 'unauthenticated', loginPage({ next, error: 'That is not the admin token.' }), {});
       return;
     }
     limiter.succeed(addr);
@@ -138,7 +139,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     const m = ctl.catalogView.resolve(asked);
     if (!m) {
       const close = ctl.catalogView.suggest(asked);
-      send(req, res, messagePage('No such model', `"${asked}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, { href: '/models', label: 'All models' }), s, 404);
+      refuse(req, res, 'model_not_found', messagePage('No such model', `"${asked}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, { href: '/models', label: 'All models' }), s);
       return;
     }
     // An alias gets the canonical page, so there is one address per model.
@@ -157,7 +158,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
   r.get('/nodes/:id/drain', authed((req, res, s) => {
     const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
     if (!node) {
-      send(req, res, messagePage('No such node', `There is no node "${String(req.params.id)}".`), s, 404);
+      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${String(req.params.id)}".`), s);
       return;
     }
     send(req, res, drainPage({ node, csrf: s.csrf }), s);
@@ -170,29 +171,31 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     const states: Record<string, NodeAdminState> = { cordon: 'cordoned', uncordon: 'ready', drain: 'draining' };
     const state = states[action];
     if (!state) {
-      send(req, res, messagePage('Unknown action', `"${action}" is not an action; want cordon, uncordon or drain.`), s, 400);
+      refuse(req, res, 'invalid_request', messagePage('Unknown action', `"${action}" is not an action; want cordon, uncordon or drain.`), s);
       return;
     }
     const node = nodeViews(ctl).find((n) => n.id === id);
     if (!node) {
-      send(req, res, messagePage('No such node', `There is no node "${id}".`), s, 404);
+      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${id}".`), s);
       return;
     }
     const reason = typeof body.reason === 'string' ? body.reason.trim().slice(0, 1024) : '';
     // Draining moves every replica off the node: it takes the confirmation page and a
     // reason, even when the POST is crafted by hand.
     if (state === 'draining' && (body.confirm !== 'yes' || !reason)) {
-      send(req, res, drainPage({ node, csrf: s.csrf, ...(body.confirm === 'yes' ? { error: 'Say why the node is drained.' } : {}) }), s, 400);
+      refuse(req, res, 'missing_field', drainPage({ node, csrf: s.csrf, ...(body.confirm === 'yes' ? { error: 'Say why the node is drained.' } : {}) }), s);
       return;
     }
     ctl.setNodeState(id, state, reason || undefined);
     res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
   }));
 
-  // Errors from dashboard pages answer as pages, not as the admin API's JSON.
+  // Errors from dashboard pages answer as pages, not as the admin API's JSON, with the
+  // same status the admin API would give them.
   r.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const s = sessionOf(req);
-    send(req, res, messagePage('Something went wrong', (err as Error)?.message ?? 'internal error'), s ? { csrf: s.csrf } : {}, 500);
+    const e = toDomainError(err);
+    refuse(req, res, e.code, messagePage('Something went wrong', e.message), s ? { csrf: s.csrf } : {});
   });
 
   return r;
@@ -217,6 +220,11 @@ function send(req: Request, res: Response, page: Page, chrome: { csrf?: string }
   headers(res);
   res.status(status).type('html');
   res.send(isFragment(req) ? page.main.value : layout(page, chrome).value);
+}
+
+/** A page that says a request failed, with the status the admin API gives the same code. */
+function refuse(req: Request, res: Response, code: ErrorCode, page: Page, chrome: { csrf?: string }): void {
+  send(req, res, page, chrome, httpStatus(code));
 }
 
 function isHttps(req: Request): boolean {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
-import { badRequest, notFound } from '../errors.js';
+import { DomainError } from '../errors.js';
 import type { Store, StoredKey, UsageDelta } from '../store/store.js';
 
 const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
@@ -46,13 +46,13 @@ export class KeyRing {
     let expiresAt: string | undefined;
     if (req.expires_at) {
       const t = Date.parse(req.expires_at);
-      if (Number.isNaN(t)) throw badRequest(`expires_at "${req.expires_at}" is not a date (want ISO 8601, e.g. 2027-01-31T00:00:00Z)`, 'expires_at');
-      if (t <= this.now()) throw badRequest(`expires_at ${req.expires_at} is in the past`, 'expires_at');
+      if (Number.isNaN(t)) throw new DomainError('invalid_request', `expires_at "${req.expires_at}" is not a date (want ISO 8601, e.g. 2027-01-31T00:00:00Z)`, { field: 'expires_at' });
+      if (t <= this.now()) throw new DomainError('invalid_request', `expires_at ${req.expires_at} is in the past`, { field: 'expires_at' });
       expiresAt = new Date(t).toISOString();
     }
     const models = (req.models ?? []).map((m, i) => {
       const name = resolveModel(m);
-      if (!name) throw badRequest(`models[${i}] "${m}" is not a model in the catalog`, `models[${i}]`);
+      if (!name) throw new DomainError('invalid_request', `models[${i}] "${m}" is not a model in the catalog`, { field: `models[${i}]` });
       return name;
     });
     const secret = `sk-llmgw-${randomBytes(24).toString('base64url')}`;
@@ -78,7 +78,7 @@ export class KeyRing {
 
   revoke(idOrName: string): KeyView {
     const key = this.byId.get(idOrName) ?? [...this.byId.values()].find((k) => k.name === idOrName && !k.revokedAt);
-    if (!key) throw notFound(`no key "${idOrName}" (see ctl keys list)`);
+    if (!key) throw new DomainError('not_found', `no key "${idOrName}" (see ctl keys list)`);
     if (!key.revokedAt) {
       this.store.saveKey({ ...key, revokedAt: new Date(this.now()).toISOString() });
       this.reload();

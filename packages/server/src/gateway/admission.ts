@@ -1,0 +1,40 @@
+import type { Model } from '@llmgw/shared';
+import { bearerToken } from '../api/tokens.js';
+import { DomainError } from '../errors.js';
+import type { StoredKey } from '../store/store.js';
+import type { KeyRing } from './keys.js';
+
+const AUTH_MESSAGE = {
+  missing: 'You didn\u2019t provide an API key. Send it as "Authorization: Bearer <key>" (create one with ctl keys create).',
+  invalid: 'Incorrect API key provided.',
+  revoked: 'This API key has been revoked.',
+  expired: 'This API key has expired.',
+} as const;
+
+/** The API key of a request, from `Authorization: Bearer <key>`; every request but /healthz needs one. */
+export function authenticate(keys: KeyRing, authorization: string | undefined): StoredKey {
+  const r = keys.authenticate(bearerToken(authorization));
+  if (r.ok) return r.key;
+  throw new DomainError('unauthenticated', AUTH_MESSAGE[r.reason]);
+}
+
+/** Whether a key may list or call a model: a key without a model list may use all. */
+export function mayUse(key: StoredKey, model: string): boolean {
+  return key.models.length === 0 || key.models.includes(model);
+}
+
+/**
+ * Lets a request for `model` in under the key's model list and limits. Returns what to
+ * call when the request is over, which gives its concurrency slot back.
+ */
+export function admit(keys: KeyRing, key: StoredKey, model: Model): () => void {
+  if (!mayUse(key, model.name)) {
+    throw new DomainError('model_not_allowed', `this API key may not use model \`${model.name}\` (allowed: ${key.models.join(', ')})`, { field: 'model' });
+  }
+  const a = keys.admit(key);
+  if (a.ok) return a.release;
+  if (a.reason === 'rpm') {
+    throw new DomainError('rate_limited', `rate limit of ${key.rpm} requests per minute reached for this key`, { retryAfterS: a.retryAfterS });
+  }
+  throw new DomainError('concurrency_limited', `limit of ${key.maxConcurrent} concurrent requests reached for this key`, { retryAfterS: a.retryAfterS });
+}

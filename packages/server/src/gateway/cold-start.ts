@@ -1,0 +1,91 @@
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Model } from '@llmgw/shared';
+import { ACTIVE_REPLICA_STATES } from '../domain.js';
+import type { GatewayController } from './controller-view.js';
+
+/**
+ * A request for a model with `min: 0` and no replica at all starts one and waits for it.
+ * The number of requests waiting per model is what the autoscaler reads to start the
+ * first replica (and not scale back to zero under them).
+ */
+export class ColdStart {
+  private readonly waiting = new Map<string, number>();
+
+  constructor(
+    private readonly ctl: GatewayController,
+    private readonly settings: { keepAliveMs: number; coldStartTimeoutMs: number },
+    private readonly log: Logger,
+  ) {}
+
+  /** Requests waiting for a first replica of `model`. */
+  waitingFor(model: string): number {
+    return this.waiting.get(model) ?? 0;
+  }
+
+  /** Whether a request for `model` must start a replica: `min: 0` and none active. */
+  needed(model: Model): boolean {
+    if ((model.scaling?.min ?? 1) !== 0) return false;
+    return !this.ctl.listReplicas().some((r) => r.model === model.name && ACTIVE_REPLICA_STATES.has(r.state));
+  }
+
+  /**
+   * Headers now and comments while the replica starts, for a streaming client: clients
+   * and proxies keep the connection instead of timing out.
+   */
+  openStream(res: ServerResponse, model: string): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-llmgw-model': model });
+    res.write(': keep-alive\n\n');
+  }
+
+  /**
+   * Asks for a replica and waits until one is ready, placement fails, the client leaves
+   * or the cold-start timeout passes. Returns why it gave up (when it did).
+   */
+  async wait(model: Model, res: ServerResponse, stream: boolean, signal: AbortSignal): Promise<string> {
+    this.waiting.set(model.name, (this.waiting.get(model.name) ?? 0) + 1);
+    const started = Date.now();
+    const keepAlive = stream ? setInterval(() => res.write(': keep-alive\n\n'), this.settings.keepAliveMs) : undefined;
+    this.log.info({ model: model.name }, 'request for a model at zero replicas; starting one');
+    this.ctl.notify();
+    try {
+      for (;;) {
+        if (this.ctl.routes(model.name).length > 0) return '';
+        if (signal.aborted) return 'client left';
+        const why = this.gaveUp(model, started);
+        if (why !== undefined) return why;
+        await this.change(signal);
+      }
+    } finally {
+      if (keepAlive) clearInterval(keepAlive);
+      this.waiting.set(model.name, (this.waiting.get(model.name) ?? 1) - 1);
+    }
+  }
+
+  /** Why waiting longer for a replica is pointless, or undefined while it is not. */
+  private gaveUp(model: Model, started: number): string | undefined {
+    const attempt = this.ctl.lastAttempt(model.name);
+    const replicas = this.ctl.listReplicas();
+    const placed = replicas.some((r) => r.model === model.name && ACTIVE_REPLICA_STATES.has(r.state));
+    if (attempt && attempt.atMs >= started && !attempt.outcome.placement && !placed) return `cannot be placed: ${attempt.outcome.summary}`;
+    const failed = replicas.find((r) => r.model === model.name && r.state === 'failed' && r.createdAtMs >= started);
+    if (failed) return `the replica started for this request failed: ${failed.error ?? 'unknown error'}`;
+    if (Date.now() - started >= this.settings.coldStartTimeoutMs) return `no replica was ready within ${this.settings.coldStartTimeoutMs / 1000}s of starting one`;
+    return undefined;
+  }
+
+  /** Resolves on the next replica change, the client leaving, or after 250 ms, whichever is first. */
+  private change(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.ctl.events.off('replicas', done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, 250);
+      this.ctl.events.on('replicas', done);
+      signal.addEventListener('abort', done);
+    });
+  }
+}

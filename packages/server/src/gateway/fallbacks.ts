@@ -1,0 +1,99 @@
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { DomainError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+import type { Balancer } from './balancer.js';
+import type { ColdStart } from './cold-start.js';
+import type { GatewayController } from './controller-view.js';
+import { errorEvent } from './errors.js';
+import { bodyFor } from './request.js';
+import { RetryableUpstreamError, type Exchange, type Upstream } from './upstream.js';
+import type { UsageMeter } from './usage.js';
+
+/**
+ * Serves an admitted request from the model it names, then from its fallbacks in order:
+ * for each model, a cold start when it is scaled to zero, then attempts on its ready
+ * replicas as the balancer picks them, each failed one cooled down, until one answers.
+ * When none can, the client gets one 503 that says why for every model and replica.
+ */
+export class Fallbacks {
+  constructor(
+    private readonly ctl: GatewayController,
+    private readonly upstream: Upstream,
+    private readonly balancer: Balancer,
+    private readonly coldStart: ColdStart,
+    private readonly usage: UsageMeter,
+    private readonly metrics: Metrics,
+    private readonly log: Logger,
+  ) {}
+
+  async forward(res: ServerResponse, ex: Exchange): Promise<void> {
+    const chain = [ex.model.name, ...(ex.model.fallbacks ?? [])];
+    const failures: string[] = [];
+    let overheadObserved = false;
+    for (const modelName of chain) {
+      const model = modelName === ex.model.name ? ex.model : this.ctl.catalogView.resolve(modelName);
+      if (!model) continue;
+      let targets = this.ctl.routes(model.name);
+      if (targets.length === 0 && this.coldStart.needed(model)) {
+        if (ex.stream && !res.headersSent) this.coldStart.openStream(res, model.name);
+        const why = await this.coldStart.wait(model, res, ex.stream, ex.signal);
+        if (ex.signal.aborted) return;
+        targets = this.ctl.routes(model.name);
+        if (targets.length === 0) failures.push(`${model.name}: ${why}`);
+      }
+      if (targets.length === 0) {
+        if (!failures.some((f) => f.startsWith(`${model.name}:`))) failures.push(`${model.name}: ${notReadyReason(this.ctl, model.name)}`);
+        continue;
+      }
+      const payload = bodyFor(ex, model.name);
+      const fallbackFrom = model.name !== ex.model.name ? ex.model.name : undefined;
+      const tried = new Set<string>();
+      let now = Date.now();
+      const eligible = (id: string) => !tried.has(id) && !this.upstream.coolingDown(id, now);
+      for (let target = this.balancer.pick(targets, this.upstream.inFlight, eligible); target; target = this.balancer.pick(targets, this.upstream.inFlight, eligible)) {
+        tried.add(target.replicaId);
+        if (ex.signal.aborted) return;
+        if (!overheadObserved) {
+          this.metrics.overhead.observe(Number(process.hrtime.bigint() - ex.t0) / 1e9);
+          overheadObserved = true;
+        }
+        try {
+          await this.upstream.attempt(res, ex, model, target, payload, fallbackFrom);
+          return;
+        } catch (err) {
+          if (ex.signal.aborted) {
+            this.metrics.cancelled.inc({ model: model.name });
+            return;
+          }
+          if (!(err instanceof RetryableUpstreamError)) throw err;
+          failures.push(`${model.name} replica ${target.replicaId}: ${err.message}`);
+          this.upstream.coolDown(target.replicaId);
+          this.metrics.retries.inc({ model: model.name });
+          this.log.warn({ replica: target.replicaId, model: model.name, err: err.message }, 'upstream failed before the first byte; trying another replica');
+        }
+        now = Date.now();
+      }
+    }
+    this.usage.failed(ex.key, ex.model.name);
+    this.metrics.countRequest(ex.model.name, ex.path, 503);
+    if (res.headersSent) {
+      // A cold-start stream already said 200; the failure goes in the stream.
+      res.end(errorEvent(new DomainError('no_ready_replica', `no replica could serve \`${ex.model.name}\`: ${failures.join('; ')}`)));
+      return;
+    }
+    const what = `\`${ex.model.name}\`${chain.length > 1 ? ' or its fallbacks' : ''}`;
+    throw new DomainError('no_ready_replica', `no replica could serve ${what}: ${failures.join('; ')}`, { retryAfterS: 5 });
+  }
+}
+
+/** Why a model has no replica to route to, for the 503: its replicas' states, or why it is not placed. */
+function notReadyReason(ctl: GatewayController, model: string): string {
+  const replicas = ctl.listReplicas().filter((x) => x.model === model);
+  if (replicas.length) return `no ready replica (${replicas.map((x) => `${x.id} ${x.state}`).join(', ')})`;
+  const attempt = ctl.lastAttempt(model);
+  if (!attempt) return 'not placed yet';
+  const rs = attempt.outcome.rejections;
+  const detail = rs.slice(0, 3).map((x) => `${x.node ?? x.pool ?? x.profile}: ${x.reason}`).join('; ');
+  return `not placed: ${attempt.outcome.summary}${detail ? ` (${detail}${rs.length > 3 ? `; ${rs.length - 3} more in ctl explain ${model}` : ''})` : ''}`;
+}

@@ -1,0 +1,156 @@
+import type { ServerResponse } from 'node:http';
+import { Pool } from 'undici';
+import type { Model } from '@llmgw/shared';
+import type { RouteTarget } from '../controller/controller.js';
+import type { Metrics } from '../metrics.js';
+import type { StoredKey } from '../store/store.js';
+import type { ClientRequest } from './request.js';
+import { replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
+import { findUsage, type UsageMeter } from './usage.js';
+
+/** One client request on its way through, built once when it is admitted. */
+export interface Exchange extends ClientRequest, StreamContext {
+  key: StoredKey;
+  /** Aborts the engine request when the client leaves. */
+  abort: AbortController;
+}
+
+/**
+ * An attempt that failed before anything reached the client (no connection, no
+ * headers in time, a 5xx, a body cut short), so another replica may be tried.
+ */
+export class RetryableUpstreamError extends Error {}
+
+/**
+ * The engines' side: one undici pool per engine endpoint, the requests in flight per
+ * replica (what the balancer and the autoscaler read), cool-downs of replicas that
+ * failed, and the attempt itself: one request to one replica, relayed to the client.
+ */
+export class Upstream {
+  private readonly pools = new Map<string, Pool>();
+  private readonly outstanding = new Map<string, number>();
+  private readonly cooldownUntil = new Map<string, number>();
+  /** The model of each replica with requests in flight, for the in-flight metric's label. */
+  private readonly replicaModel = new Map<string, string>();
+
+  /** Requests in flight on a replica; bound once so the balancer can call it as is. */
+  readonly inFlight = (replicaId: string): number => this.outstanding.get(replicaId) ?? 0;
+
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly sse: SseRelay,
+    private readonly usage: UsageMeter,
+    private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number },
+  ) {}
+
+  /** In-flight requests per replica with its model, read by the metric at scrape time. */
+  inFlightByReplica(): { replica: string; model: string; value: number }[] {
+    return [...this.outstanding].map(([replica, value]) => ({ replica, value, model: this.replicaModel.get(replica) ?? '' }));
+  }
+
+  coolingDown(replicaId: string, now: number): boolean {
+    return (this.cooldownUntil.get(replicaId) ?? 0) > now;
+  }
+
+  /** Leaves a replica that failed out of routing for the cool-down. */
+  coolDown(replicaId: string): void {
+    this.cooldownUntil.set(replicaId, Date.now() + this.settings.cooldownMs);
+  }
+
+  /**
+   * Forgets replicas that no longer exist: their connection pools, cool-downs and metric
+   * labels. Replica changes are rare, so this runs off the request path.
+   */
+  prune(replicas: readonly { id: string; endpoint?: string }[]): void {
+    const ids = new Set(replicas.map((r) => r.id));
+    const endpoints = new Set(replicas.map((r) => r.endpoint).filter((e): e is string => e !== undefined));
+    for (const id of [...this.cooldownUntil.keys()]) if (!ids.has(id)) this.cooldownUntil.delete(id);
+    for (const id of [...this.replicaModel.keys()]) if (!ids.has(id) && !this.outstanding.has(id)) this.replicaModel.delete(id);
+    for (const [endpoint, pool] of [...this.pools]) {
+      if (endpoints.has(endpoint)) continue;
+      this.pools.delete(endpoint);
+      // Requests still running on it finish; close() waits for them.
+      void pool.close().catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((p) => p.close()));
+  }
+
+  private pool(endpoint: string): Pool {
+    let p = this.pools.get(endpoint);
+    if (!p) {
+      // One connection per concurrent stream: HTTP/1.1 streams hold their connection.
+      p = new Pool(endpoint, { connections: 512, pipelining: 1, keepAliveTimeout: 30_000, connectTimeout: 3_000 });
+      this.pools.set(endpoint, p);
+    }
+    return p;
+  }
+
+  /**
+   * Sends the request to one replica and relays its answer. Throws
+   * `RetryableUpstreamError` while nothing has reached the client yet.
+   * @param fallbackFrom the model the client asked for, when `model` is its fallback
+   */
+  async attempt(res: ServerResponse, ex: Exchange, model: Model, target: RouteTarget, payload: Buffer | string, fallbackFrom: string | undefined): Promise<void> {
+    this.outstanding.set(target.replicaId, this.inFlight(target.replicaId) + 1);
+    this.replicaModel.set(target.replicaId, model.name);
+    try {
+      let up;
+      try {
+        up = await this.pool(target.endpoint).request({
+          path: ex.path,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${target.apiKey}` },
+          body: payload,
+          signal: ex.signal,
+          headersTimeout: this.settings.upstreamTimeoutMs,
+          bodyTimeout: 0,
+        });
+      } catch (err) {
+        if (ex.signal.aborted) throw err;
+        throw new RetryableUpstreamError((err as Error).message);
+      }
+      const status = up.statusCode;
+      if (status >= 500) {
+        const text = await up.body.text().catch(() => '');
+        throw new RetryableUpstreamError(`answered ${status} ${text.slice(0, 200)}`);
+      }
+      if (fallbackFrom) this.metrics.fallbacks.inc({ model: fallbackFrom, fallback: model.name });
+      const headers: Record<string, string> = { 'x-llmgw-model': model.name, 'x-llmgw-replica': target.replicaId };
+      const ctype = String(up.headers['content-type'] ?? 'application/json');
+      if (ctype.startsWith('text/event-stream')) {
+        const outcome = await this.sse.pipe(res, up.body, headers, status, model.name, ex);
+        if (outcome.ok) this.usage.served(ex.key, model.name, outcome.usage);
+        else this.usage.failed(ex.key, model.name);
+      } else {
+        let buf: Buffer;
+        try {
+          buf = Buffer.from(await up.body.arrayBuffer());
+        } catch (err) {
+          // Nothing reached the client yet, so another replica may still answer.
+          if (ex.signal.aborted) throw err;
+          throw new RetryableUpstreamError(`failed while sending its ${status} reply: ${(err as Error).message}`);
+        }
+        if (res.headersSent) {
+          // A cold-start stream already said 200: the engine's answer goes in the stream,
+          // as an error event when it is one.
+          res.end(replyAsEvent(buf.toString('utf8'), status));
+        } else {
+          res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(buf.length) });
+          res.end(buf);
+        }
+        if (status < 400) this.usage.served(ex.key, model.name, findUsage(buf.toString('utf8')));
+        else this.usage.failed(ex.key, model.name);
+      }
+      this.metrics.countRequest(model.name, ex.path, status);
+      this.metrics.observeDuration(model.name, Number(process.hrtime.bigint() - ex.t0) / 1e9);
+    } finally {
+      const left = this.inFlight(target.replicaId) - 1;
+      // Forget replicas with nothing in flight so the map and the metric do not grow forever.
+      if (left > 0) this.outstanding.set(target.replicaId, left);
+      else this.outstanding.delete(target.replicaId);
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * The SQLite schema as the list of steps that build it: step N takes a database at
+ * `user_version` N to N+1. Steps are only ever appended, never edited, so that every
+ * existing database reaches the same schema as a new one.
+ */
+const MIGRATIONS = [
+  `CREATE TABLE nodes (
+     id TEXT PRIMARY KEY,
+     admin_state TEXT NOT NULL DEFAULT 'ready',
+     admin_reason TEXT,
+     admin_changed_at TEXT,
+     report TEXT,
+     last_seen_ms INTEGER
+   );
+   CREATE TABLE replicas (
+     id TEXT PRIMARY KEY,
+     model TEXT NOT NULL,
+     data TEXT NOT NULL
+   );`,
+  `CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     models TEXT NOT NULL,
+     rpm INTEGER,
+     max_concurrent INTEGER,
+     expires_at TEXT,
+     created_at TEXT NOT NULL,
+     revoked_at TEXT
+   );
+   CREATE TABLE usage (
+     key_id TEXT NOT NULL,
+     model TEXT NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     errors INTEGER NOT NULL DEFAULT 0,
+     prompt_tokens INTEGER NOT NULL DEFAULT 0,
+     completion_tokens INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_id, model)
+   );`,
+  `ALTER TABLE nodes ADD COLUMN admin_drain TEXT;`,
+];
+
+/** Brings a database up to the newest schema, each step in its own transaction. */
+export function migrate(db: Database.Database): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  for (let v = version; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,37 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { SqliteStore } from './sqlite.js';
+import type { StoredKey } from './store.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+const dataDir = () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-store-'));
+  dirs.push(d);
+  return d;
+};
+
+const key: StoredKey = { id: 'key-1', name: 'ci', hash: 'ab', prefix: 'sk-llmgw-abc', models: ['m'], rpm: 5, createdAt: '2026-01-01T00:00:00.000Z' };
+
+describe('SqliteStore', () => {
+  it('keeps keys, usage and node admin state across a reopen of the same directory', () => {
+    const dir = dataDir();
+    const a = new SqliteStore(dir);
+    a.saveKey(key);
+    a.addUsage([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, promptTokens: 10, completionTokens: 3 }]);
+    a.addUsage([{ keyId: 'key-1', model: 'm', requests: 1, errors: 0, promptTokens: 5, completionTokens: 1 }]);
+    a.saveNodeAdmin('n1', { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' });
+    a.close();
+
+    // Opening again runs no migration twice and finds everything.
+    const b = new SqliteStore(dir);
+    expect(b.loadKeys()).toEqual([key]);
+    expect(b.loadUsage()).toEqual([{ keyId: 'key-1', keyName: 'ci', model: 'm', requests: 3, errors: 1, promptTokens: 15, completionTokens: 4 }]);
+    expect(b.loadNodes()).toEqual([{ id: 'n1', admin: { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' } }]);
+    b.close();
+  });
+});

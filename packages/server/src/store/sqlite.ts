@@ -1,0 +1,150 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { NodeReport } from '@llmgw/shared';
+import type { AdminState, Replica } from '../domain.js';
+import { migrate } from './schema.js';
+import type { Store, StoredKey, StoredNode, StoredUsage, UsageDelta } from './store.js';
+
+/** SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer. */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+
+  constructor(dataDir: string) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(path.join(dataDir, 'llmgw.db'));
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    migrate(this.db);
+  }
+
+  loadNodes(): StoredNode[] {
+    const rows = this.db.prepare('SELECT * FROM nodes ORDER BY id').all() as {
+      id: string;
+      admin_state: AdminState['state'];
+      admin_reason: string | null;
+      admin_changed_at: string | null;
+      report: string | null;
+      last_seen_ms: number | null;
+      admin_drain: string | null;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      admin: {
+        state: r.admin_state,
+        ...(r.admin_reason ? { reason: r.admin_reason } : {}),
+        ...(r.admin_changed_at ? { changedAt: r.admin_changed_at } : {}),
+        ...(r.admin_drain ? (JSON.parse(r.admin_drain) as Pick<AdminState, 'drainDeadline' | 'force'>) : {}),
+      },
+      ...(r.report ? { report: JSON.parse(r.report) as NodeReport } : {}),
+      ...(r.last_seen_ms != null ? { lastSeenMs: r.last_seen_ms } : {}),
+    }));
+  }
+
+  saveNodeAdmin(id: string, admin: AdminState): void {
+    this.db
+      .prepare(
+        `INSERT INTO nodes (id, admin_state, admin_reason, admin_changed_at, admin_drain) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET admin_state = excluded.admin_state, admin_reason = excluded.admin_reason,
+           admin_changed_at = excluded.admin_changed_at, admin_drain = excluded.admin_drain`,
+      )
+      .run(
+        id,
+        admin.state,
+        admin.reason ?? null,
+        admin.changedAt ?? null,
+        admin.drainDeadline || admin.force ? JSON.stringify({ drainDeadline: admin.drainDeadline, force: admin.force }) : null,
+      );
+  }
+
+  saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void {
+    this.db
+      .prepare(
+        `INSERT INTO nodes (id, report, last_seen_ms) VALUES (?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET report = excluded.report, last_seen_ms = excluded.last_seen_ms`,
+      )
+      .run(id, JSON.stringify(report), lastSeenMs);
+  }
+
+  loadReplicas(): Replica[] {
+    const rows = this.db.prepare('SELECT data FROM replicas ORDER BY id').all() as { data: string }[];
+    return rows.map((r) => JSON.parse(r.data) as Replica);
+  }
+
+  saveReplica(replica: Replica): void {
+    this.db
+      .prepare(
+        `INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET model = excluded.model, data = excluded.data`,
+      )
+      .run(replica.id, replica.model, JSON.stringify(replica));
+  }
+
+  deleteReplica(id: string): void {
+    this.db.prepare('DELETE FROM replicas WHERE id = ?').run(id);
+  }
+
+  loadKeys(): StoredKey[] {
+    const rows = this.db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as {
+      id: string; name: string; hash: string; prefix: string; models: string; rpm: number | null;
+      max_concurrent: number | null; expires_at: string | null; created_at: string; revoked_at: string | null;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      hash: r.hash,
+      prefix: r.prefix,
+      models: JSON.parse(r.models) as string[],
+      ...(r.rpm != null ? { rpm: r.rpm } : {}),
+      ...(r.max_concurrent != null ? { maxConcurrent: r.max_concurrent } : {}),
+      ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
+      createdAt: r.created_at,
+      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
+    }));
+  }
+
+  saveKey(k: StoredKey): void {
+    this.db
+      .prepare(
+        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at)
+         VALUES (@id, @name, @hash, @prefix, @models, @rpm, @max_concurrent, @expires_at, @created_at, @revoked_at)
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
+           max_concurrent = excluded.max_concurrent, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+      )
+      .run({
+        id: k.id, name: k.name, hash: k.hash, prefix: k.prefix, models: JSON.stringify(k.models),
+        rpm: k.rpm ?? null, max_concurrent: k.maxConcurrent ?? null, expires_at: k.expiresAt ?? null,
+        created_at: k.createdAt, revoked_at: k.revokedAt ?? null,
+      });
+  }
+
+  addUsage(deltas: UsageDelta[]): void {
+    const stmt = this.db.prepare(
+      `INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens)
+       VALUES (@keyId, @model, @requests, @errors, @promptTokens, @completionTokens)
+       ON CONFLICT(key_id, model) DO UPDATE SET requests = requests + excluded.requests,
+         errors = errors + excluded.errors, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = completion_tokens + excluded.completion_tokens`,
+    );
+    this.db.transaction((ds: UsageDelta[]) => {
+      for (const d of ds) stmt.run(d);
+    })(deltas);
+  }
+
+  loadUsage(): StoredUsage[] {
+    const rows = this.db
+      .prepare(
+        `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.prompt_tokens, u.completion_tokens
+         FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY key_name, u.model`,
+      )
+      .all() as { key_id: string; key_name: string; model: string; requests: number; errors: number; prompt_tokens: number; completion_tokens: number }[];
+    return rows.map((r) => ({
+      keyId: r.key_id, keyName: r.key_name, model: r.model, requests: r.requests, errors: r.errors,
+      promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
+    }));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
