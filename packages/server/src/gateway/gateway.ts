@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
 import type { Logger } from 'pino';
 import type { Model } from '@llmgw/shared';
-import type { Controller, LoadSource, RouteTarget } from '../controller/controller.js';
+import type { Controller, LoadSnapshot, LoadSource, RouteTarget } from '../controller/controller.js';
 import { ACTIVE_REPLICA_STATES } from '../domain.js';
 import type { ModelLoad } from '../reconcile/reconcile.js';
 import type { KeyRing } from './keys.js';
@@ -104,6 +104,13 @@ export class Gateway implements LoadSource {
     return { inFlight: this.modelInFlight.get(model) ?? 0, waiting: this.waiting.get(model) ?? 0, ...(last !== undefined ? { lastRequestMs: last } : {}) };
   }
 
+  /** A copy of the traffic counters for one reconcile pass, so the controller holds no live view of them. */
+  loadSnapshot(): LoadSnapshot {
+    const models = new Map<string, ModelLoad>();
+    for (const m of new Set([...this.modelInFlight.keys(), ...this.waiting.keys(), ...this.lastRequest.keys()])) models.set(m, this.load(m));
+    return { inFlight: new Map(this.outstanding), models };
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
   }
@@ -180,7 +187,7 @@ export class Gateway implements LoadSource {
     return { object: 'list', data };
   }
 
-  private pick(targets: RouteTarget[], tried: Set<string>, now: number): RouteTarget | undefined {
+  private pick(targets: readonly RouteTarget[], tried: Set<string>, now: number): RouteTarget | undefined {
     let best: RouteTarget | undefined;
     let bestLoad = Infinity;
     let ties = 0;
