@@ -1,22 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Replica } from '../domain.js';
-import { reconcile, type ModelLoad, type ReconcileInput } from './reconcile.js';
+import { reconcile, type ModelLoad } from './reconcile.js';
 import { makeModel, makeNode, makeProfile, makeReplica } from '../../test/factories.js';
+import { snapshot } from './fixtures.js';
 
-function input(overrides: Partial<ReconcileInput> = {}): ReconcileInput {
-  return {
-    models: [makeModel()],
-    nodes: [makeNode({ id: 'node-1' }), makeNode({ id: 'node-2' })],
-    replicas: [],
-    nowMs: 1_000_000,
-    policy: { failedBackoffMs: 30_000, drainParallel: 1, minHealthyMs: 5_000, drainTimeoutMs: 60_000, maxLostFraction: 0.5 },
-    inFlight: new Map(),
-    load: new Map(),
-    failures: new Map(),
-    lowSince: new Map(),
-    ...overrides,
-  };
-}
+const input = snapshot;
 
 describe('reconcile: keeping models at their target', () => {
   it('creates the missing replicas and records the attempt', () => {
