@@ -43,6 +43,8 @@ export class Agent {
   /** The version of the assignments last applied; -1, which no server hands out, until the first. */
   private version = -1;
   private stopped = false;
+  /** Set by the first heartbeat the server accepts, so "joined" is said once. */
+  private joined = false;
   private beatTimer?: NodeJS.Timeout;
   private outageSince?: number;
   private lastProblem?: string;
@@ -209,9 +211,10 @@ export class Agent {
   private recovered(): void {
     if (this.outageSince !== undefined) {
       this.log.info({ server: this.settings.server, down_s: Math.round((Date.now() - this.outageSince) / 1000) }, 'reconnected to the server');
-    } else if (this.lastProblem === undefined && this.version === -1) {
+    } else if (this.lastProblem === undefined && !this.joined) {
       this.log.info({ server: this.settings.server, node: this.settings.nodeId }, 'joined the server');
     }
+    this.joined = true;
     this.outageSince = undefined;
     this.lastProblem = undefined;
   }
