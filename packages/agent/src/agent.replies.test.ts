@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import type { HeartbeatReply, ShardAssignment } from '@llmgw/shared';
+import type { AssignmentsReply, HeartbeatReply, ShardAssignment } from '@llmgw/shared';
 import { Agent } from './agent.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -25,7 +25,8 @@ function assignment(id: string): ShardAssignment {
   } as ShardAssignment;
 }
 
-const reply = (version: number, ids: string[]): HeartbeatReply => ({ node_id: 'n1', version, assignments: ids.map(assignment) });
+const reply = (version: number, ids: string[]): AssignmentsReply => ({ node_id: 'n1', version, assignments: ids.map(assignment) });
+const ack: HeartbeatReply = { node_id: 'n1' };
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -40,7 +41,7 @@ describe('Agent', () => {
     const pollReleased = new Promise<void>((r) => (releasePoll = r));
     let polls = 0;
     const server = http.createServer((req, res) => {
-      const send = (body: HeartbeatReply) => {
+      const send = (body: AssignmentsReply | HeartbeatReply) => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(body));
       };
@@ -48,15 +49,16 @@ describe('Agent', () => {
       req.on('end', async () => {
         if (req.url!.startsWith('/agent/v1/heartbeat')) {
           heartbeats++;
-          if (heartbeats === 1) return send(reply(10, ['a-0']));
-          // Computed before the change, delivered after the long-poll's answer.
-          const stale = reply(10, ['a-0']);
+          if (heartbeats === 1) return send(ack);
+          // Sent before the change, delivered after the long-poll's answer.
           await pollReleased;
           await sleep(100);
-          return send(stale);
+          return send(ack);
         }
         polls++;
-        if (polls === 1) {
+        // The first long-poll after a start answers at once with the current assignments.
+        if (polls === 1) return send(reply(10, ['a-0']));
+        if (polls === 2) {
           await pollReleased;
           return send(reply(11, []));
         }
@@ -100,7 +102,54 @@ describe('Agent', () => {
     releasePoll();
     await sleep(400);
     expect(converged[1]).toEqual([]);
-    // The stale heartbeat reply must not start the removed shard again.
+    // The late heartbeat reply must not start the removed shard again.
     expect(converged).toEqual([['a-0'], []]);
+  });
+});
+
+describe('Agent: one channel for assignments', () => {
+  it('converges from the long-poll only, asking first with a version no server hands out, and sizes what a heartbeat reply asks for', async () => {
+    const afters: string[] = [];
+    const reports: { estimated_sources?: string[] }[] = [];
+    let polls = 0;
+    const server = http.createServer((req, res) => {
+      const send = (body: unknown) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      };
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += String(c)));
+      req.on('end', () => {
+        if (req.url!.startsWith('/agent/v1/heartbeat')) {
+          reports.push((JSON.parse(raw) as { report: { estimated_sources?: string[] } }).report);
+          // Assignments in a heartbeat reply (as an older server sent them) are not acted on.
+          return send({ node_id: 'n1', estimate_sources: ['s.gguf'], version: 99, assignments: [assignment('old-0')] });
+        }
+        afters.push(new URL(req.url!, 'http://x').searchParams.get('after') ?? '');
+        if (++polls === 1) return send(reply(5, ['b-0']));
+        // Later polls: nothing new; they are held until the test ends.
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    });
+    const converged: string[][] = [];
+    const agent = new Agent(
+      { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 60, probeIntervalS: 60 },
+      async () => ({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
+      pino({ level: 'silent' }),
+      async (source) => ({ source, memory_mb: 1, weights_mb: 1, kv_cache_mb: 0, context_length: 1 }),
+    );
+    cleanups.push(() => agent.stop());
+    await agent.start();
+    expect(converged).toEqual([['b-0']]);
+    expect(afters[0]).toBe('-1');
+    await sleep(200);
+    expect(afters[1]).toBe('5');
+    expect(reports.map((r) => r.estimated_sources)).toEqual([[], ['s.gguf']]);
+    expect(converged).toEqual([['b-0']]);
   });
 });

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import got, { HTTPError, RequestError } from 'got';
 import type { Logger } from 'pino';
-import type { GpuReport, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
+import type { AssignmentsReply, GpuReport, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
 import type { MachineProbe } from './probe/index.js';
 
 /** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
@@ -31,16 +31,20 @@ export interface ShardRunner {
 
 /**
  * The agent's conversation with the server: a heartbeat every few seconds (node report
- * plus shard status, answered with the full set of assignments), and a long-poll that
- * delivers assignment changes as soon as the server makes them.
+ * plus shard status, acknowledged with the GGUF sources the server wants sized), and a
+ * long-poll, the one channel for assignments: it delivers the current ones at once after
+ * a start, then each change as soon as the server makes it. Only the long-poll makes
+ * the runner converge, and its replies arrive one after the other, so none can be
+ * older than what the agent already runs.
  */
 export class Agent {
   private probe?: MachineProbe;
   private probedAt = 0;
+  /** The version of the assignments last applied; -1, which no server hands out, until the first. */
   private version = -1;
-  /** Counts the replies whose assignments were applied; a reply to a request sent before the latest of them may be stale. */
-  private applied = 0;
   private stopped = false;
+  /** Set by the first heartbeat the server accepts, so "joined" is said once. */
+  private joined = false;
   private beatTimer?: NodeJS.Timeout;
   private outageSince?: number;
   private lastProblem?: string;
@@ -61,8 +65,14 @@ export class Agent {
     runner.onChange(() => this.beatSoon());
   }
 
+  /**
+   * Joins: one heartbeat, then the first long-poll, which answers at once with the
+   * current assignments — a restarted agent converges (re-adopting what still runs)
+   * before this resolves, without waiting for a change.
+   */
   async start(): Promise<void> {
     await this.beat();
+    await this.poll();
     void this.pollLoop();
   }
 
@@ -140,7 +150,6 @@ export class Agent {
         return this.sentTails.get(st.id) === tail ? st : { ...st, log_tail: tail };
       });
       const body = { report: await this.report(), shards };
-      const seq = this.applied;
       const reply = await got
         .post(`${this.settings.server}/agent/v1/heartbeat`, {
           json: body,
@@ -152,59 +161,60 @@ export class Agent {
         .json<HeartbeatReply>();
       this.sentTails = tails;
       this.recovered();
-      this.apply(reply, seq);
+      this.acknowledged(reply);
     } catch (err) {
       if (this.stopped) return;
       this.failed(err);
     }
   }
 
-  /**
-   * Applies a reply to a request sent when `seq` replies had been applied. The heartbeat
-   * and the long-poll run side by side, so their replies can arrive out of order: one
-   * computed before a newer reply that was already applied must not undo it (it would
-   * start a shard the server just took away, or stop one it just placed).
-   */
-  private apply(reply: HeartbeatReply, seq: number): void {
-    if (seq !== this.applied && reply.version < this.version) return;
+  /** What the server wants looked up: a new list of sources is estimated and sent at once. */
+  private acknowledged(reply: HeartbeatReply): void {
     const wanted = reply.estimate_sources ?? [];
-    if (wanted.join('\n') !== this.estimateSources.join('\n')) {
-      this.estimateSources = wanted;
-      this.beatSoon();
-    }
+    if (wanted.join('\n') === this.estimateSources.join('\n')) return;
+    this.estimateSources = wanted;
+    this.beatSoon();
+  }
+
+  private converge(reply: AssignmentsReply): void {
     if (reply.version === this.version) return;
     this.version = reply.version;
-    this.applied++;
     this.runner.converge(reply.assignments);
   }
 
-  /** Long-polls for assignment changes; the heartbeat remains the fallback. */
+  /** One long-poll; false when it failed (the heartbeat loop reports outages). */
+  private async poll(): Promise<boolean> {
+    try {
+      const reply = await got(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
+        searchParams: { after: this.version, wait_ms: 25_000 },
+        headers: { authorization: `Bearer ${this.settings.joinToken}` },
+        timeout: { request: 35_000 },
+        retry: { limit: 0 },
+        signal: this.abort.signal,
+      }).json<AssignmentsReply>();
+      if (!this.stopped) this.converge(reply);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Long-polls for assignment changes for as long as the agent runs. */
   private async pollLoop(): Promise<void> {
     while (!this.stopped) {
-      try {
-        const seq = this.applied;
-        const reply = await got(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
-          searchParams: { after: this.version, wait_ms: 25_000 },
-          headers: { authorization: `Bearer ${this.settings.joinToken}` },
-          timeout: { request: 35_000 },
-          retry: { limit: 0 },
-          signal: this.abort.signal,
-        }).json<HeartbeatReply>();
-        this.apply(reply, seq);
-      } catch {
-        if (this.stopped) return;
-        // The heartbeat loop reports outages; here we only wait before asking again.
-        await new Promise((r) => setTimeout(r, Math.max(1000, this.settings.heartbeatIntervalS * 1000)));
-      }
+      if (await this.poll()) continue;
+      if (this.stopped) return;
+      await new Promise((r) => setTimeout(r, Math.max(1000, this.settings.heartbeatIntervalS * 1000)));
     }
   }
 
   private recovered(): void {
     if (this.outageSince !== undefined) {
       this.log.info({ server: this.settings.server, down_s: Math.round((Date.now() - this.outageSince) / 1000) }, 'reconnected to the server');
-    } else if (this.lastProblem === undefined && this.version === -1) {
+    } else if (this.lastProblem === undefined && !this.joined) {
       this.log.info({ server: this.settings.server, node: this.settings.nodeId }, 'joined the server');
     }
+    this.joined = true;
     this.outageSince = undefined;
     this.lastProblem = undefined;
   }

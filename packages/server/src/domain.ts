@@ -25,6 +25,19 @@ export interface Shard {
   restarts?: number;
 }
 
+/**
+ * What a replica's engines run, copied from its catalog profile when the replica was
+ * created: a later catalog edit does not change what an already placed replica runs.
+ */
+export interface ReplicaSpec {
+  engine: string;
+  source: string;
+  args: string[];
+  env: Record<string, string>;
+  command?: string[];
+  startupTimeoutS?: number;
+}
+
 /** One running copy of a model, made of one or more shards (DESIGN §2). */
 export interface Replica {
   id: string;
@@ -52,6 +65,8 @@ export interface Replica {
   drainReason?: string;
   /** Why its node's drain cannot move it (no room elsewhere), from the last attempt. */
   drainBlocked?: string;
+  /** Absent only on replicas stored by a server from before specs were frozen. */
+  spec?: ReplicaSpec;
   shards: Shard[];
 }
 

@@ -2,8 +2,8 @@ import { Type, type Static } from '@sinclair/typebox';
 
 /**
  * The agent protocol (DESIGN §5). The agent sends a heartbeat every few seconds with
- * its node report and the status of every shard it runs; the reply is the full set of
- * shards the node should run. Unknown fields are allowed so that an older server can
+ * its node report and the status of every shard it runs, and the server acknowledges it;
+ * a long-poll next to it receives the full set of shards the node should run. Unknown fields are allowed so that an older server can
  * talk to a newer agent; known fields must have the right type.
  */
 
@@ -105,12 +105,27 @@ export const ShardAssignmentSchema = Type.Object({
 });
 export type ShardAssignment = Static<typeof ShardAssignmentSchema>;
 
+/**
+ * The answer to a heartbeat: an acknowledgement, plus what the server wants the agent
+ * to look up before its next one. It carries no assignments: those travel on the
+ * long-poll alone, so a reply cannot be older than what the agent already runs.
+ */
 export const HeartbeatReplySchema = Type.Object({
   node_id: Id,
-  /** Bumped whenever this node's assignments change; the long-poll waits for a newer one. */
-  version: Count,
-  assignments: Type.Array(ShardAssignmentSchema),
   /** GGUF sources whose memory the server wants estimated (profiles without min_memory_gb). */
   estimate_sources: Type.Optional(Type.Array(Str({ minLength: 1 }))),
 });
 export type HeartbeatReply = Static<typeof HeartbeatReplySchema>;
+
+/**
+ * The answer to the long-poll (`GET /agent/v1/nodes/:id/assignments?after=VERSION`):
+ * the full set of shards the node should run. Sent at once when the version differs
+ * from `after` (always, for an agent that just started), else when it changes.
+ */
+export const AssignmentsReplySchema = Type.Object({
+  node_id: Id,
+  /** Bumped whenever this node's assignments change; the long-poll waits for a newer one. */
+  version: Count,
+  assignments: Type.Array(ShardAssignmentSchema),
+});
+export type AssignmentsReply = Static<typeof AssignmentsReplySchema>;

@@ -19,8 +19,8 @@ export function agentApi(ctl: Controller): Router {
     res.json(ctl.heartbeat(hb));
   });
 
-  // Long-poll: answers as soon as the node's assignments change, so a placement reaches
-  // the agent in milliseconds rather than at its next beat.
+  // Long-poll, the one channel for assignments: answers as soon as the node's assignments
+  // change, so a placement reaches the agent in milliseconds rather than at its next beat.
   r.get('/nodes/:id/assignments', async (req, res) => {
     const id = String(req.params.id);
     const after = Number(req.query.after ?? -1);

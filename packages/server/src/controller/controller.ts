@@ -1,13 +1,18 @@
-import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment } from '@llmgw/shared';
+import type { AssignmentsReply, Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment, ShardStatus } from '@llmgw/shared';
 import type { Logger } from 'pino';
-import { HOLDS_RESOURCES, type Replica, type Shard } from '../domain.js';
+import type { Replica } from '../domain.js';
 import type { Inventory } from '../inventory.js';
 import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from '../estimates.js';
-import { reconcile, type ModelLoad } from '../reconcile/reconcile.js';
+import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
 import type { Store } from '../store/store.js';
+import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
+import { assignmentsFor } from './assignments.js';
+import { applyShardReports } from './replica-status.js';
+import { routeTable, type RouteTarget } from './routes.js';
+
+export type { RouteTarget };
 
 /** The part of the loaded catalog the controller needs. */
 export interface CatalogView {
@@ -16,22 +21,22 @@ export interface CatalogView {
   suggest(name: string): string[];
 }
 
-/** A ready replica the gateway may send a model's requests to. */
-export interface RouteTarget {
-  replicaId: string;
-  endpoint: string;
-  apiKey: string;
-}
-
 export interface PlacementAttempt {
   outcome: PlacementOutcome;
   atMs: number;
 }
 
+/** Traffic as the gateway counts it, copied once per reconcile pass. */
+export interface LoadSnapshot {
+  /** Requests in flight per replica id. */
+  inFlight: ReadonlyMap<string, number>;
+  /** Traffic per model name. */
+  models: ReadonlyMap<string, ModelLoad>;
+}
+
 /** Where the controller learns about traffic: the gateway. */
 export interface LoadSource {
-  inFlight(replicaId: string): number;
-  load(model: string): ModelLoad;
+  loadSnapshot(): LoadSnapshot;
 }
 
 export interface ControllerOptions {
@@ -45,10 +50,13 @@ export interface ControllerOptions {
   now?: () => number;
 }
 
+const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), models: new Map() }) };
+
 /**
- * Owns the state of the fleet (inventory, replicas, last placement attempts) and runs
- * the pure reconciler over it. HTTP handlers and the dashboard read from here; nothing
- * else mutates replicas.
+ * Owns the state of the fleet (inventory, replicas, last placement attempts): takes a
+ * snapshot, runs the pure reconciler over it and applies the plan. HTTP handlers, the
+ * dashboard and the gateway read from here; nothing else changes replicas, and what
+ * they read is frozen (a change replaces the replica, it never edits one in place).
  */
 export class Controller {
   readonly events = new EventEmitter();
@@ -57,17 +65,17 @@ export class Controller {
   private readonly assignmentJson = new Map<string, string>();
   private readonly versions = new Map<string, number>();
   private readonly failuresByModel = new Map<string, number>();
-  private routeTable?: Map<string, RouteTarget[]>;
+  private routeCache?: Map<string, readonly RouteTarget[]>;
   private livenessKey = '';
   private lowSince = new Map<string, number>();
-  private loadSource: LoadSource = { inFlight: () => 0, load: () => ({ inFlight: 0, waiting: 0 }) };
+  private loadSource: LoadSource = NO_TRAFFIC;
   /** Set while lost nodes' replicas are not replaced because too many went silent at once. */
   paused?: string;
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
   private timer?: NodeJS.Timeout;
   private pending = false;
-  private nextMasterPort = 29500;
+  private nextMasterPort: number = MASTER_PORTS.first;
   /** Versions start at the boot time so an agent's version from before a restart never matches by chance. */
   private readonly versionBase: number;
   readonly now: () => number;
@@ -85,8 +93,8 @@ export class Controller {
     this.startedAtMs = this.now();
     this.events.setMaxListeners(0);
     // Any replica change invalidates the routing table; it is rebuilt on the next request.
-    this.events.on('replicas', () => (this.routeTable = undefined));
-    for (const r of store.loadReplicas()) this.replicas.set(r.id, r);
+    this.events.on('replicas', () => (this.routeCache = undefined));
+    for (const r of store.loadReplicas()) this.replicas.set(r.id, frozen(withSpec(r, catalog.models)));
     this.refreshAssignments();
   }
 
@@ -114,29 +122,25 @@ export class Controller {
 
   setCatalog(catalog: CatalogView): void {
     this.catalog = catalog;
+    for (const r of this.replicas.values()) if (!r.spec) this.replicas.set(r.id, frozen(withSpec(r, catalog.models)));
     this.notify();
   }
 
+  /** Every replica, oldest first. Frozen: a reader may keep them, never change them. */
   listReplicas(): Replica[] {
     return [...this.replicas.values()].sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
   }
 
   /** Ready replicas of a model, for the gateway. Cached until replicas change. */
-  routes(model: string): RouteTarget[] {
-    if (!this.routeTable) {
-      const table = new Map<string, RouteTarget[]>();
+  routes(model: string): readonly RouteTarget[] {
+    if (!this.routeCache) {
       const nowMs = this.now();
-      for (const r of this.replicas.values()) {
-        if (r.state !== 'ready' || !r.endpoint) continue;
-        // A node that stopped reporting gets no traffic: its engines may be gone.
-        if (r.shards.some((s) => { const n = this.inventory.get(s.nodeId); return !n || this.inventory.liveness(n, nowMs) !== 'ready'; })) continue;
-        const list = table.get(r.model) ?? [];
-        list.push({ replicaId: r.id, endpoint: r.endpoint, apiKey: r.apiKey });
-        table.set(r.model, list);
-      }
-      this.routeTable = table;
+      this.routeCache = routeTable(this.replicas.values(), (id) => {
+        const n = this.inventory.get(id);
+        return n !== undefined && this.inventory.liveness(n, nowMs) === 'ready';
+      });
     }
-    return this.routeTable.get(model) ?? [];
+    return this.routeCache.get(model) ?? [];
   }
 
   logTail(shardId: string): string | undefined {
@@ -166,34 +170,38 @@ export class Controller {
     return ok;
   }
 
-  /** Records a heartbeat and answers with the node's assignments. */
+  /**
+   * Records a heartbeat. The reply only acknowledges it and names the GGUF sources the
+   * server wants sized: assignments travel on the long-poll alone, so a reply computed
+   * before the reconcile this heartbeat triggers can never hand out stale ones.
+   */
   heartbeat(hb: Heartbeat): HeartbeatReply {
     const nodeId = hb.report.node_id;
     const changed = this.inventory.report(hb.report, this.now());
     const touched = this.applyShardStatus(nodeId, hb);
     if (changed || touched) this.notify();
-    return this.reply(nodeId);
-  }
-
-  reply(nodeId: string): HeartbeatReply {
     const estimate = sourcesToEstimate(this.catalog.models);
-    return {
-      node_id: nodeId,
-      version: this.versions.get(nodeId) ?? this.versionBase,
-      assignments: this.assignmentsFor(nodeId),
-      ...(estimate.length ? { estimate_sources: estimate } : {}),
-    };
+    return { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
   }
 
-  /** Resolves with the node's assignments once their version passes `after`, or at the timeout. */
-  waitForAssignments(nodeId: string, after: number, timeoutMs: number, signal?: AbortSignal): Promise<HeartbeatReply> {
-    if ((this.versions.get(nodeId) ?? this.versionBase) !== after) return Promise.resolve(this.reply(nodeId));
+  /** The node's assignments now, with their version. */
+  assignments(nodeId: string): AssignmentsReply {
+    return { node_id: nodeId, version: this.versions.get(nodeId) ?? this.versionBase, assignments: this.assignmentsFor(nodeId) };
+  }
+
+  /**
+   * Resolves with the node's assignments once their version differs from `after`, or at
+   * the timeout. An agent that just started asks with a version no server hands out, so
+   * it gets the current assignments at once.
+   */
+  waitForAssignments(nodeId: string, after: number, timeoutMs: number, signal?: AbortSignal): Promise<AssignmentsReply> {
+    if ((this.versions.get(nodeId) ?? this.versionBase) !== after) return Promise.resolve(this.assignments(nodeId));
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.events.off(`assignments:${nodeId}`, done);
         signal?.removeEventListener('abort', done);
-        resolve(this.reply(nodeId));
+        resolve(this.assignments(nodeId));
       };
       const timer = setTimeout(done, timeoutMs);
       this.events.on(`assignments:${nodeId}`, done);
@@ -202,183 +210,113 @@ export class Controller {
   }
 
   private applyShardStatus(nodeId: string, hb: Heartbeat): boolean {
+    const byReplica = new Map<string, ShardStatus[]>();
+    for (const st of hb.shards) byReplica.set(st.replica_id, [...(byReplica.get(st.replica_id) ?? []), st]);
     let touched = false;
-    const mgmt = hb.report.mgmt_addr;
-    for (const st of hb.shards) {
-      const replica = this.replicas.get(st.replica_id);
-      const shard = replica?.shards.find((s) => s.id === st.id && s.nodeId === nodeId);
-      if (!replica || !shard) continue;
-      if (st.log_tail !== undefined) this.logTails.set(shard.id, st.log_tail);
-      const next: Partial<Shard> = {
-        state: st.state === 'stopped' ? shard.state : st.state,
-        ...(st.port !== undefined ? { port: st.port } : {}),
-        ...(st.pid !== undefined ? { pid: st.pid } : {}),
-        ...(st.restarts !== undefined ? { restarts: st.restarts } : {}),
-      };
-      const error = st.error;
-      if (
-        next.state !== shard.state ||
-        next.port !== shard.port ||
-        next.pid !== shard.pid ||
-        error !== shard.error ||
-        next.restarts !== shard.restarts
-      ) {
-        Object.assign(shard, next);
-        if (error) shard.error = error;
-        else delete shard.error;
-        this.updateReplicaState(replica, mgmt);
-        this.store.saveReplica(replica);
-        touched = true;
+    for (const [id, reports] of byReplica) {
+      const before = this.replicas.get(id);
+      if (!before) continue;
+      for (const st of reports) {
+        if (st.log_tail !== undefined && before.shards.some((s) => s.id === st.id && s.nodeId === nodeId)) this.logTails.set(st.id, st.log_tail);
+      }
+      const head = before.shards.find((s) => s.rank === 0);
+      const headAddr = (head && this.inventory.get(head.nodeId)?.report?.mgmt_addr) ?? hb.report.mgmt_addr;
+      const after = applyShardReports(before, nodeId, reports, this.now(), headAddr);
+      if (!after) continue;
+      this.replicas.set(id, frozen(after));
+      this.store.saveReplica(after);
+      touched = true;
+      if (before.state !== after.state) {
+        this.log.info({ replica: id, model: after.model, from: before.state, to: after.state, error: after.error }, 'replica state changed');
+        if (after.state === 'failed') this.failuresByModel.set(after.model, (this.failuresByModel.get(after.model) ?? 0) + 1);
+        this.events.emit('replicas');
+      } else if (before.endpoint !== after.endpoint) {
+        // An engine restarted on another port while staying ready: the routing table must follow.
+        this.events.emit('replicas');
       }
     }
     return touched;
   }
 
-  private updateReplicaState(r: Replica, mgmtAddr: string): void {
-    if (r.state === 'draining' || r.state === 'stopped') return;
-    const states = r.shards.map((s) => s.state);
-    const before = r.state;
-    const endpointBefore = r.endpoint;
-    if (states.includes('failed')) {
-      r.state = 'failed';
-      const bad = r.shards.find((s) => s.state === 'failed');
-      r.error = `shard ${bad?.rank} on ${bad?.nodeId}: ${bad?.error ?? 'failed'}`;
-    } else if (states.every((s) => s === 'ready')) {
-      if (r.state !== 'ready') r.readySinceMs = this.now();
-      r.state = 'ready';
-      delete r.error;
-    } else if (states.some((s) => s === 'starting' || s === 'ready')) {
-      r.state = 'starting';
-    }
-    const head = r.shards.find((s) => s.rank === 0);
-    if (r.state === 'ready' && head?.port) {
-      const addr = this.inventory.get(head.nodeId)?.report?.mgmt_addr ?? mgmtAddr;
-      r.endpoint = `http://${hostForUrl(addr)}:${head.port}`;
-    }
-    if (before !== r.state) {
-      this.log.info({ replica: r.id, model: r.model, from: before, to: r.state, error: r.error }, 'replica state changed');
-      if (r.state === 'failed') this.failuresByModel.set(r.model, (this.failuresByModel.get(r.model) ?? 0) + 1);
-      this.events.emit('replicas');
-    } else if (endpointBefore !== r.endpoint) {
-      // An engine restarted on another port while staying ready: the routing table must follow.
-      this.events.emit('replicas');
-    }
-  }
-
-  /** One reconcile pass: decide, apply, persist, and hand agents their new assignments. */
+  /** One reconcile pass: snapshot, plan, apply, and hand agents their new assignments. */
   reconcileNow(): void {
     const nowMs = this.now();
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
     const defer = modelsAwaitingEstimates(this.catalog.models, pendingSources(sourcesToEstimate(this.catalog.models), liveReports));
-    const result = reconcile({
+    const load = this.loadSource.loadSnapshot();
+    const plan = reconcile({
       models: withEstimates(this.catalog.models, estimatesFrom(nodes.map((n) => n.report))),
       defer,
       nodes: this.inventory.snapshot(nowMs),
       replicas: this.listReplicas(),
       nowMs,
       policy: {
-        failedBackoffMs: (r) => {
-          const n = Math.max(0, (this.failuresByModel.get(r.model) ?? 1) - 1);
-          return Math.min(this.opts.failedBackoffMs * 2 ** n, 10 * 60_000);
-        },
+        failedBackoffMs: this.opts.failedBackoffMs,
         drainParallel: this.opts.drainParallel,
         minHealthyMs: this.opts.minHealthyMs,
         drainTimeoutMs: this.opts.drainTimeoutMs,
         maxLostFraction: this.opts.maxLostFraction,
       },
-      inFlight: (id) => this.loadSource.inFlight(id),
-      load: (m) => this.loadSource.load(m),
+      inFlight: load.inFlight,
+      load: load.models,
+      failures: new Map(this.failuresByModel),
       lowSince: this.lowSince,
-      newReplica: () => ({
-        id: `r-${randomUUID().slice(0, 8)}`,
-        apiKey: `sk-llmgw-engine-${randomBytes(18).toString('base64url')}`,
-        masterPort: this.allocateMasterPort(),
-      }),
     });
-    this.lowSince = result.lowSince;
-    if (result.paused !== this.paused) {
-      if (result.paused) this.log.warn(result.paused);
-      else if (this.paused) this.log.info('replacement of lost nodes resumed');
-      this.paused = result.paused;
-    }
-    for (const [model, outcome] of result.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
-    for (const { id, reason } of result.remove) {
-      const r = this.replicas.get(id);
-      this.replicas.delete(id);
-      this.store.deleteReplica(id);
-      for (const s of r?.shards ?? []) this.logTails.delete(s.id);
-      this.log.info({ replica: id, model: r?.model, reason }, 'replica removed');
-    }
-    for (const u of result.update) {
-      const before = this.replicas.get(u.id);
-      this.replicas.set(u.id, u);
-      this.store.saveReplica(u);
-      if (before?.state !== u.state) this.log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
-      else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) this.log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
-    }
-    for (const r of result.create) {
-      this.replicas.set(r.id, r);
-      this.store.saveReplica(r);
-      this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId) }, 'replica placed');
-    }
+    this.apply(plan, nowMs);
     // Liveness moves with the clock, not with events; a change must reroute traffic.
     const livenessKey = this.inventory.list().map((n) => this.inventory.liveness(n, nowMs)).join();
-    if (result.remove.length || result.create.length || result.update.length || livenessKey !== this.livenessKey) {
+    if (plan.actions.length || livenessKey !== this.livenessKey) {
       this.livenessKey = livenessKey;
       this.events.emit('replicas');
     }
     this.refreshAssignments();
   }
 
-  /**
-   * The next rendezvous port, skipping those that replicas still holding resources use
-   * (the counter restarts with the server, and wraps), so two replicas never share one.
-   */
+  /** Carries out a plan: ids, keys and rendezvous ports are allocated here, not in planning. */
+  private apply(plan: ReconcileResult, nowMs: number): void {
+    this.lowSince = plan.lowSince;
+    if (plan.paused !== this.paused) {
+      if (plan.paused) this.log.warn(plan.paused);
+      else if (this.paused) this.log.info('replacement of lost nodes resumed');
+      this.paused = plan.paused;
+    }
+    for (const [model, outcome] of plan.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
+    for (const { id, reason } of plan.remove) {
+      const r = this.replicas.get(id);
+      const code = plan.actions.find((a) => a.kind === 'remove' && a.replicaId === id)?.code;
+      this.replicas.delete(id);
+      this.store.deleteReplica(id);
+      for (const s of r?.shards ?? []) this.logTails.delete(s.id);
+      this.log.info({ replica: id, model: r?.model, code, reason }, 'replica removed');
+    }
+    for (const u of plan.update) {
+      const before = this.replicas.get(u.id);
+      this.replicas.set(u.id, frozen(u));
+      this.store.saveReplica(u);
+      if (before?.state !== u.state) this.log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
+      else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) this.log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
+    }
+    for (const action of plan.actions) {
+      if (action.kind !== 'create') continue;
+      const p = action.replica;
+      const r = materialize(p, newReplicaIds(p.shards.length > 1 ? this.allocateMasterPort() : undefined));
+      this.replicas.set(r.id, frozen(r));
+      this.store.saveReplica(r);
+      this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
+    }
+  }
+
+  /** The next free rendezvous port (see `allocatePort`). */
   private allocateMasterPort(): number {
-    const inUse = new Set<number>();
-    for (const r of this.replicas.values()) if (r.masterPort !== undefined && HOLDS_RESOURCES.has(r.state)) inUse.add(r.masterPort);
-    let port = this.nextMasterPort;
-    for (let i = 0; i < 500 && inUse.has(port); i++) port = port >= 29999 ? 29500 : port + 1;
-    this.nextMasterPort = port >= 29999 ? 29500 : port + 1;
+    const { port, next } = allocatePort(this.replicas.values(), this.nextMasterPort);
+    this.nextMasterPort = next;
     return port;
   }
 
-  /** Shards the node should run, built from the replicas that hold resources there. */
+  /** Shards the node should run, from the specs frozen on its replicas. */
   assignmentsFor(nodeId: string): ShardAssignment[] {
-    const out: ShardAssignment[] = [];
-    for (const r of this.listReplicas()) {
-      // A draining replica keeps running (it finishes its requests); failed and stopped ones do not.
-      if (r.state === 'stopped' || r.state === 'failed') continue;
-      const model = this.catalog.models.find((m) => m.name === r.model);
-      const profile = model?.profiles.find((p) => p.name === r.profile);
-      if (!model || !profile) continue;
-      const head = r.shards.find((s) => s.rank === 0);
-      const headAddr = head ? this.inventory.get(head.nodeId)?.report?.mgmt_addr : undefined;
-      for (const s of r.shards) {
-        if (s.nodeId !== nodeId) continue;
-        out.push({
-          id: s.id,
-          replica_id: r.id,
-          model: model.name,
-          profile: profile.name,
-          engine: profile.engine,
-          source: profile.source ?? model.source,
-          rank: s.rank,
-          shards: r.shards.length,
-          gpus: s.gpuUuids,
-          gpu_indices: s.gpuIndices,
-          args: profile.args ?? [],
-          env: profile.env ?? {},
-          ...(profile.command ? { command: profile.command } : {}),
-          ...(r.shards.length > 1 && headAddr ? { master_addr: headAddr } : {}),
-          ...(r.shards.length > 1 && r.masterPort ? { master_port: r.masterPort } : {}),
-          api_key: r.apiKey,
-          ...(profile.startup_timeout_s ? { startup_timeout_s: profile.startup_timeout_s } : {}),
-        });
-      }
-    }
-    return out;
+    return assignmentsFor(nodeId, this.listReplicas(), (id) => this.inventory.get(id)?.report?.mgmt_addr);
   }
 
   private refreshAssignments(): void {
@@ -390,8 +328,4 @@ export class Controller {
       this.events.emit(`assignments:${node.id}`);
     }
   }
-}
-
-function hostForUrl(addr: string): string {
-  return addr.includes(':') && !addr.startsWith('[') ? `[${addr}]` : addr;
 }

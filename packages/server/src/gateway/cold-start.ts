@@ -18,6 +18,11 @@ export class ColdStart {
     private readonly log: Logger,
   ) {}
 
+  /** The models with requests waiting for a first replica. */
+  waitingModels(): IterableIterator<string> {
+    return this.waiting.keys();
+  }
+
   /** Requests waiting for a first replica of `model`. */
   waitingFor(model: string): number {
     return this.waiting.get(model) ?? 0;

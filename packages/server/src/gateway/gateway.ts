@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { LoadSource } from '../controller/controller.js';
+import type { LoadSnapshot, LoadSource } from '../controller/controller.js';
 import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLoad } from '../reconcile/reconcile.js';
@@ -77,6 +77,13 @@ export class Gateway implements LoadSource {
   load(model: string): ModelLoad {
     const last = this.lastRequest.get(model);
     return { inFlight: this.modelInFlight.get(model) ?? 0, waiting: this.coldStart.waitingFor(model), ...(last !== undefined ? { lastRequestMs: last } : {}) };
+  }
+
+  /** A copy of the traffic counters for one reconcile pass, so the controller holds no live view of them. */
+  loadSnapshot(): LoadSnapshot {
+    const models = new Map<string, ModelLoad>();
+    for (const m of new Set([...this.modelInFlight.keys(), ...this.coldStart.waitingModels(), ...this.lastRequest.keys()])) models.set(m, this.load(m));
+    return { inFlight: this.upstream.inFlightSnapshot(), models };
   }
 
   async close(): Promise<void> {

@@ -43,6 +43,11 @@ export class Upstream {
     private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number },
   ) {}
 
+  /** A copy of the in-flight counts per replica, for one reconcile pass. */
+  inFlightSnapshot(): Map<string, number> {
+    return new Map(this.outstanding);
+  }
+
   /** In-flight requests per replica with its model, read by the metric at scrape time. */
   inFlightByReplica(): { replica: string; model: string; value: number }[] {
     return [...this.outstanding].map(([replica, value]) => ({ replica, value, model: this.replicaModel.get(replica) ?? '' }));

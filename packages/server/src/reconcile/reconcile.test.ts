@@ -1,23 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Replica } from '../domain.js';
-import { reconcile, type ModelLoad, type ReconcileInput } from './reconcile.js';
+import { reconcile, type ModelLoad } from './reconcile.js';
 import { makeModel, makeNode, makeProfile, makeReplica } from '../../test/factories.js';
+import { snapshot } from './fixtures.js';
 
-let seq = 0;
-function input(overrides: Partial<ReconcileInput> = {}): ReconcileInput {
-  return {
-    models: [makeModel()],
-    nodes: [makeNode({ id: 'node-1' }), makeNode({ id: 'node-2' })],
-    replicas: [],
-    nowMs: 1_000_000,
-    newReplica: () => ({ id: `new-${++seq}`, apiKey: 'k', masterPort: 29500 }),
-    policy: { failedBackoffMs: () => 30_000, drainParallel: 1, minHealthyMs: 5_000, drainTimeoutMs: 60_000, maxLostFraction: 0.5 },
-    inFlight: () => 0,
-    load: () => ({ inFlight: 0, waiting: 0 }),
-    lowSince: new Map(),
-    ...overrides,
-  };
-}
+const input = snapshot;
 
 describe('reconcile: keeping models at their target', () => {
   it('creates the missing replicas and records the attempt', () => {
@@ -68,10 +55,10 @@ describe('reconcile: drains start before they stop', () => {
 
   it('removes the stepped-down replica once its requests finish, or at the drain timeout', () => {
     const old = makeReplica({ state: 'draining', drainStartedMs: 1_000_000 - 1_000, drainReason: 'node node-1 drained' });
-    const busy = reconcile(input({ nodes: draining, replicas: [old], inFlight: () => 2 }));
+    const busy = reconcile(input({ nodes: draining, replicas: [old], inFlight: new Map([['r-1', 2]]) }));
     expect(busy.remove).toEqual([]);
-    expect(reconcile(input({ nodes: draining, replicas: [old], inFlight: () => 0 })).remove).toEqual([{ id: 'r-1', reason: 'node node-1 drained' }]);
-    expect(reconcile(input({ nodes: draining, replicas: [old], inFlight: () => 2, nowMs: 1_000_000 + 60_000 })).remove).toHaveLength(1);
+    expect(reconcile(input({ nodes: draining, replicas: [old], inFlight: new Map() })).remove).toEqual([{ id: 'r-1', reason: 'node node-1 drained' }]);
+    expect(reconcile(input({ nodes: draining, replicas: [old], inFlight: new Map([['r-1', 2]]), nowMs: 1_000_000 + 60_000 })).remove).toHaveLength(1);
   });
 
   it('says why when there is no room, and keeps the replica', () => {
@@ -112,7 +99,7 @@ describe('reconcile: lost nodes', () => {
 
 describe('reconcile: autoscaling', () => {
   const scaled = makeModel({ scaling: { min: 1, max: 3, target_in_flight: 2, scale_down_delay_s: 60 } });
-  const load = (inFlight: number, extra: Partial<ModelLoad> = {}) => () => ({ inFlight, waiting: 0, ...extra });
+  const load = (inFlight: number, extra: Partial<ModelLoad> = {}) => new Map([['qwen-coder-14b', { inFlight, waiting: 0, ...extra }]]);
 
   it('scales up with in-flight load, capped at max', () => {
     expect(reconcile(input({ models: [scaled], replicas: [makeReplica()], load: load(5) })).create).toHaveLength(2);

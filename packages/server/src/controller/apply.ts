@@ -1,0 +1,70 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Model } from '@llmgw/shared';
+import { HOLDS_RESOURCES, type Replica } from '../domain.js';
+import type { PlannedReplica } from '../reconcile/reconcile.js';
+import { specOf } from '../reconcile/spec.js';
+
+/** What a planned replica gets when the plan is applied. */
+export interface ReplicaIds {
+  id: string;
+  apiKey: string;
+  /** Only for a multi-node replica: its ranks meet at rank 0 on this port. */
+  masterPort?: number;
+}
+
+/** Fresh, unguessable ids: the key is what lets only the gateway call the engine. */
+export function newReplicaIds(masterPort?: number): ReplicaIds {
+  return {
+    id: `r-${randomUUID().slice(0, 8)}`,
+    apiKey: `sk-llmgw-engine-${randomBytes(18).toString('base64url')}`,
+    ...(masterPort !== undefined ? { masterPort } : {}),
+  };
+}
+
+/** The replica a planned one becomes once it has its ids; its shards are named after it. */
+export function materialize(p: PlannedReplica, ids: ReplicaIds): Replica {
+  const { shards, ...rest } = p;
+  return {
+    id: ids.id,
+    ...rest,
+    apiKey: ids.apiKey,
+    ...(ids.masterPort !== undefined ? { masterPort: ids.masterPort } : {}),
+    shards: shards.map((s) => ({ id: `${ids.id}-${s.rank}`, ...s })),
+  };
+}
+
+export const MASTER_PORTS = { first: 29500, last: 29999 } as const;
+
+/**
+ * The rendezvous port to hand out from `next` on, skipping those that replicas still
+ * holding resources use (the counter restarts with the server, and wraps), so two
+ * replicas never share one. Returns the port and where the next search starts.
+ */
+export function allocatePort(replicas: Iterable<Replica>, next: number): { port: number; next: number } {
+  const inUse = new Set<number>();
+  for (const r of replicas) if (r.masterPort !== undefined && HOLDS_RESOURCES.has(r.state)) inUse.add(r.masterPort);
+  const after = (p: number) => (p >= MASTER_PORTS.last ? MASTER_PORTS.first : p + 1);
+  let port = next;
+  for (let i = 0; i < 500 && inUse.has(port); i++) port = after(port);
+  return { port, next: after(port) };
+}
+
+/**
+ * A replica stored by a server from before specs were frozen gets one from the catalog
+ * it finds on load; without its model or profile there it gets none (and no
+ * assignments) until reconcile removes it.
+ */
+export function withSpec(r: Replica, models: readonly Model[]): Replica {
+  if (r.spec) return r;
+  const model = models.find((m) => m.name === r.model);
+  const profile = model?.profiles.find((p) => p.name === r.profile);
+  return model && profile ? { ...r, spec: specOf(model, profile) } : r;
+}
+
+/** Replicas are shared with views and the gateway: frozen, so a reader can never change one under the controller. */
+export function frozen(r: Replica): Replica {
+  for (const s of r.shards) Object.freeze(s);
+  Object.freeze(r.shards);
+  if (r.spec) Object.freeze(r.spec);
+  return Object.freeze(r);
+}

@@ -1,0 +1,71 @@
+import type { ShardStatus } from '@llmgw/shared';
+import type { Replica, Shard } from '../domain.js';
+
+/**
+ * A shard as its agent's report leaves it, or undefined when the report changes
+ * nothing. `stopped` is not a shard state the server keeps: the replica's own state
+ * says whether it is meant to run. A port, pid or restart count the report leaves out
+ * stays as it was.
+ */
+export function mergeShardReport(shard: Shard, st: ShardStatus): Shard | undefined {
+  const state = st.state === 'stopped' ? shard.state : st.state;
+  if (state === shard.state && st.port === shard.port && st.pid === shard.pid && st.error === shard.error && st.restarts === shard.restarts) return undefined;
+  const next: Shard = {
+    ...shard,
+    state,
+    ...(st.port !== undefined ? { port: st.port } : {}),
+    ...(st.pid !== undefined ? { pid: st.pid } : {}),
+    ...(st.restarts !== undefined ? { restarts: st.restarts } : {}),
+  };
+  if (st.error) next.error = st.error;
+  else delete next.error;
+  return next;
+}
+
+/**
+ * A replica's state as its shards make it: failed if any failed, ready once all are,
+ * starting while any runs. Draining and stopped are the server's decisions and are kept.
+ * A ready replica's endpoint is its rank-0 shard's port at `headAddr`, that shard's node.
+ */
+export function replicaStatus(r: Replica, nowMs: number, headAddr: string): Replica {
+  if (r.state === 'draining' || r.state === 'stopped') return r;
+  const next: Replica = { ...r };
+  if (r.shards.some((s) => s.state === 'failed')) {
+    const bad = r.shards.find((s) => s.state === 'failed');
+    next.state = 'failed';
+    next.error = `shard ${bad?.rank} on ${bad?.nodeId}: ${bad?.error ?? 'failed'}`;
+  } else if (r.shards.every((s) => s.state === 'ready')) {
+    if (r.state !== 'ready') next.readySinceMs = nowMs;
+    next.state = 'ready';
+    delete next.error;
+  } else if (r.shards.some((s) => s.state === 'starting' || s.state === 'ready')) {
+    next.state = 'starting';
+  }
+  const head = r.shards.find((s) => s.rank === 0);
+  if (next.state === 'ready' && head?.port) next.endpoint = `http://${hostForUrl(headAddr)}:${head.port}`;
+  return next;
+}
+
+/**
+ * `r` after the reports of node `nodeId` about its shards, or undefined when they change
+ * nothing. Reports about shards that are not on that node are ignored: a node speaks
+ * only for itself.
+ */
+export function applyShardReports(r: Replica, nodeId: string, reports: readonly ShardStatus[], nowMs: number, headAddr: string): Replica | undefined {
+  let shards: Shard[] | undefined;
+  for (const st of reports) {
+    const current = shards ?? r.shards;
+    const i = current.findIndex((s) => s.id === st.id && s.nodeId === nodeId);
+    const shard = current[i];
+    if (!shard) continue;
+    const merged = mergeShardReport(shard, st);
+    if (!merged) continue;
+    shards = current.map((s, j) => (j === i ? merged : s));
+  }
+  return shards ? replicaStatus({ ...r, shards }, nowMs, headAddr) : undefined;
+}
+
+/** An IPv6 address in a URL needs brackets. */
+export function hostForUrl(addr: string): string {
+  return addr.includes(':') && !addr.startsWith('[') ? `[${addr}]` : addr;
+}

@@ -1,0 +1,65 @@
+import { ACTIVE_REPLICA_STATES } from '../domain.js';
+import type { Plan } from './plan.js';
+import { placeReplica } from './placement.js';
+
+/**
+ * Step 4a: a replica that stopped taking traffic is removed once its requests finish,
+ * or at the drain timeout.
+ */
+export function drainsFinished(plan: Plan): void {
+  const { nowMs } = plan;
+  const { policy, inFlight } = plan.input;
+  for (const r of plan.live()) {
+    if (r.state !== 'draining') continue;
+    const waited = nowMs - (r.drainStartedMs ?? nowMs);
+    if ((inFlight.get(r.id) ?? 0) === 0 || waited >= policy.drainTimeoutMs) plan.remove(r, 'drained', r.drainReason ?? 'drained');
+  }
+}
+
+/**
+ * Step 4b: replicas on a draining node. Start the replacement first, wait for it to be
+ * ready and healthy a while, then stop sending the old one traffic (it leaves through
+ * `drainsFinished`). `--force`, a passed deadline, or a replica not serving yet skip the
+ * wait. At most `drainParallel` replacements of a model start at once; one that finds
+ * no room says why on the replica it would replace (`drainBlocked`).
+ */
+export function drains(plan: Plan): void {
+  const { nowMs } = plan;
+  const { policy } = plan.input;
+  for (const r of plan.live()) {
+    if (!ACTIVE_REPLICA_STATES.has(r.state)) continue;
+    const draining = r.shards.map((s) => plan.nodes.get(s.nodeId)).find((n) => n?.admin === 'draining');
+    if (!draining) continue;
+    if (draining.drainForce) {
+      plan.remove(r, 'drain-forced', `node ${draining.id} drained with --force`);
+      continue;
+    }
+    if (draining.drainDeadlineMs !== undefined && nowMs >= draining.drainDeadlineMs) {
+      plan.remove(r, 'drain-deadline', `node ${draining.id}: drain deadline passed`);
+      continue;
+    }
+    if (r.state !== 'ready') {
+      plan.remove(r, 'drain-not-serving', `node ${draining.id} is draining and the replica was not serving yet`);
+      continue;
+    }
+    const model = plan.models.get(r.model);
+    if (!model) continue;
+    const replacement = plan.live().find((x) => x.replaces === r.id && ACTIVE_REPLICA_STATES.has(x.state));
+    if (replacement) {
+      const healthy = replacement.state === 'ready' && nowMs - (replacement.readySinceMs ?? nowMs) >= policy.minHealthyMs;
+      if (healthy) plan.stepDown(r, 'traffic-moved', `node ${draining.id} drained; traffic moved to ${replacement.id}`);
+      else if (r.drainBlocked) plan.update(r, 'drain-unblocked', `replacement ${replacement.id} is starting`, (u) => delete u.drainBlocked);
+      continue;
+    }
+    const inProgress = [...plan.live(), ...plan.creations()].filter(
+      (x) => x.model === r.model && x.replaces && x.state !== 'ready' && ACTIVE_REPLICA_STATES.has(x.state),
+    ).length;
+    if (inProgress >= policy.drainParallel) continue;
+    const outcome = placeReplica(plan, model, [draining.id], { code: 'drain-replacement', reason: `replaces ${r.id} on draining node ${draining.id}`, replaces: r.id });
+    if (outcome.placement) {
+      if (r.drainBlocked) plan.update(r, 'drain-unblocked', 'its replacement is placed', (u) => delete u.drainBlocked);
+    } else if (r.drainBlocked !== outcome.summary) {
+      plan.update(r, 'drain-blocked', outcome.summary, (u) => (u.drainBlocked = outcome.summary));
+    }
+  }
+}
