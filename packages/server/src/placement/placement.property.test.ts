@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { GpuReport, Model, Profile } from '@llmgw/shared';
-import { DEFAULT_POOL, place, placeMany, type PlacementRequest } from './placement.js';
+import { DEFAULT_POOL, place, placeMany, type PlacementRequest } from './index.js';
 import type { NodeSnapshot, Placement, PlacementOutcome, Reservation } from '../snapshot.js';
 import { makeGpu, makeModel, makeNode, makeProfile } from '../../test/factories.js';
 

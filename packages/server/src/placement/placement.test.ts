@@ -11,7 +11,7 @@ import {
   reservationsFor,
   summarize,
   type PlaceInput,
-} from './placement.js';
+} from './index.js';
 import type { NodeSnapshot, Rejection } from '../snapshot.js';
 import {
   makeGpu,

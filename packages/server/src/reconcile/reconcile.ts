@@ -1,7 +1,7 @@
 import type { Model } from '@llmgw/shared';
 import { gbToMb } from '@llmgw/shared';
 import { ACTIVE_REPLICA_STATES, HOLDS_RESOURCES, type Replica } from '../domain.js';
-import { placeOnFleet, prepareFleet, reservationsFor, reserve } from '../placement/placement.js';
+import { placeOnFleet, prepareFleet, reservationsFor, reserve } from '../placement/index.js';
 import type { NodeSnapshot, PlacementOutcome, Reservation } from '../snapshot.js';
 
 export interface ReconcilePolicy {
