@@ -1,6 +1,6 @@
-import { formatGb, mbToGb } from '@llmgw/shared';
+import { formatGb, gbToMb, mbToGb } from '@llmgw/shared';
 import type { GpuReport, RejectionCode } from '@llmgw/shared';
-import type { NodeSnapshot, Rejection } from '../snapshot.js';
+import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
 import { classOk, gpuMemOk, healthy, serves, type Requirement } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
 
@@ -42,6 +42,11 @@ interface Declared {
    * are strings built here and never for nodes that pass.
    */
   explain(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement, d: Detail): void;
+  /**
+   * Says what it could not check on a node it let through (a figure the agent did not
+   * report: unknown is not zero); `gpus` are the GPUs chosen there, if any.
+   */
+  notes?(node: NodeSnapshot, req: Requirement, gpus: readonly GpuReport[], out: PlacementNote[]): void;
 }
 
 /** Reservations cannot change its verdict. */
@@ -89,6 +94,12 @@ export function reject(
   d.out.push({ profile: d.profile, pool: d.pool, node: d.node, code, reason, requested, available });
   if (slot < d.cat) d.cat = slot;
 }
+
+function say(out: PlacementNote[], req: Requirement, node: NodeSnapshot, note: string): void {
+  out.push({ profile: req.profile.name, node: node.id, note });
+}
+
+const fmtGbFigure = (gb: number): string => formatGb(gbToMb(gb));
 
 const same = (rank: number, code: RejectionCode, phrase: string): Category => ({ rank, code, one: phrase, many: phrase });
 const always = (): boolean => true;
@@ -170,6 +181,11 @@ const memory: DynamicCheck = {
         : `has ${formatGb(total)} GB of memory, needs ${need}`;
     reject(d, 0, reason, mbToGb(req.needMemMb), mbToGb(Math.max(0, total - reserved)));
   },
+  notes(node, req, _gpus, out) {
+    if (node.memoryTotalMb !== undefined) return;
+    const need = fmtGbFigure(req.profile.min_memory_gb ?? 0);
+    say(out, req, node, `memory unknown (agent did not report it); min_memory_gb ${need} not checked`);
+  },
 };
 
 /**
@@ -196,6 +212,14 @@ const gpus: DynamicCheck = {
     return n;
   },
   explain: explainGpus,
+  notes(node, req, gpus, out) {
+    if (req.needGpuMb === 0) return;
+    const need = fmtGbFigure(req.profile.min_gpu_memory_gb ?? 0);
+    for (const g of gpus) {
+      if (g.memory_total_mb !== undefined) continue;
+      say(out, req, node, `GPU ${g.index} memory unknown (agent did not report it); min_gpu_memory_gb ${need} not checked`);
+    }
+  },
 };
 
 function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement, d: Detail): void {
@@ -262,6 +286,8 @@ export interface Plan {
   /** The checks that apply, in table order. */
   checks: Check[];
   statics: StaticCheck[];
+  /** The applying checks that may leave notes. */
+  noting: Check[];
   /** Columns (indices into DYNAMIC) of the dynamic checks that apply, and what each needs. */
   tested: Int32Array;
   needs: Float64Array;
@@ -283,6 +309,7 @@ export function planFor(req: Requirement): Plan {
   return {
     checks,
     statics: checks.filter((c): c is StaticCheck => c.static),
+    noting: checks.filter((c) => c.notes !== undefined),
     tested: Int32Array.from(tested),
     needs: Float64Array.from(tested, (k) => DYNAMIC[k].need(req)),
     cats: listed.map((l) => l.cat),

@@ -1,9 +1,8 @@
-import { formatGb, gbToMb } from '@llmgw/shared';
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
 import { NO_CATEGORY, type Detail } from './checks.js';
 import type { FixedExplanation, Fleet, ProfileView } from './fleet.js';
-import { poolOf, type Requirement } from './requirement.js';
+import { poolOf } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
 import type { ProfileTally, ReasonCount } from './summary.js';
 
@@ -32,28 +31,10 @@ export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view:
   return d.out.length === before;
 }
 
-const fmtGbFigure = (gb: number): string => formatGb(gbToMb(gb));
-
-/** What a fitting node did not let us check ("memory unknown"). */
-export function nodeNotes(node: NodeSnapshot, req: Requirement, gpus: readonly GpuReport[], out: PlacementNote[]): void {
-  const profile = req.profile.name;
-  if (req.needMemMb > 0 && node.memoryTotalMb === undefined) {
-    out.push({
-      profile,
-      node: node.id,
-      note: `memory unknown (agent did not report it); min_memory_gb ${fmtGbFigure(req.profile.min_memory_gb ?? 0)} not checked`,
-    });
-  }
-  if (req.needGpuMb > 0) {
-    for (const g of gpus) {
-      if (g.memory_total_mb !== undefined) continue;
-      out.push({
-        profile,
-        node: node.id,
-        note: `GPU ${g.index} memory unknown (agent did not report it); min_gpu_memory_gb ${fmtGbFigure(req.profile.min_gpu_memory_gb ?? 0)} not checked`,
-      });
-    }
-  }
+/** What the checks could not check on a node they let through ("memory unknown"). */
+export function nodeNotes(node: NodeSnapshot, view: ProfileView, gpus: readonly GpuReport[], out: PlacementNote[]): void {
+  const noting = view.plan.noting;
+  for (let i = 0; i < noting.length; i++) noting[i].notes?.(node, view.req, gpus, out);
 }
 
 function detailFor(view: ProfileView, node: NodeSnapshot, out: Rejection[]): Detail {
@@ -134,18 +115,16 @@ export function explainProfile(
       fitting.add(i);
       if (sharded) poolFit.set(poolOf(node), (poolFit.get(poolOf(node)) ?? 0) + 1);
       // Chosen nodes get their notes with their GPUs, where the decision is built.
-      if (!chosen.has(node.id)) nodeNotes(node, req, [], notes);
+      if (!chosen.has(node.id)) nodeNotes(node, view, [], notes);
     } else {
       counts[d.cat]++;
     }
   }
   copyUpTo(nodes.length);
-  // A rejected node whose memory is unknown says so too: the operator fixing its other
+  // A rejected node whose memory (say) is unknown says so too: the operator fixing its other
   // problem should know memory was never checked.
-  if (req.needMemMb > 0) {
-    for (let i = 0; i < nodes.length; i++) {
-      if (!fitting.has(i) && nodes[i].memoryTotalMb === undefined) nodeNotes(nodes[i], req, [], notes);
-    }
+  if (view.plan.noting.length > 0) {
+    for (let i = 0; i < nodes.length; i++) if (!fitting.has(i)) nodeNotes(nodes[i], view, [], notes);
   }
   const pools: { pool: string; fit: number }[] = [];
   if (sharded) {

@@ -91,7 +91,7 @@ export function placeOnFleet(fleet: Fleet, model: Model, options: PlaceOptions =
     if (chosen === undefined) continue;
     const shards: PlannedShard[] = chosen.map((c, rank) => {
       const gpus = chooseGpus(fleet, view, c);
-      nodeNotes(c.node, view.req, gpus, notes);
+      nodeNotes(c.node, view, gpus, notes);
       return {
         nodeId: c.node.id,
         rank,
