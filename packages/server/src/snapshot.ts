@@ -16,6 +16,8 @@ export interface NodeSnapshot {
   lastSeenAgoS: number;
   /** Absent when the agent did not report memory: unknown, not zero. */
   memoryTotalMb?: number;
+  /** Absent when the agent did not report them: unknown, not zero. */
+  cpuCores?: number;
   gpus: GpuReport[];
   fabrics: string[];
   /** Draining only: when to stop waiting for replacements, and whether to skip them. */

@@ -106,6 +106,7 @@ export const RejectionCodes = [
   'label',
   'fabric',
   'memory',
+  'cpu_cores',
   'gpu_count',
   'gpu_class',
   'gpu_memory',

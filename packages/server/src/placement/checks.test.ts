@@ -92,6 +92,18 @@ describe('place: one check at a time', () => {
       want: [{ code: 'memory', reason: 'has 32 GB of memory, 24 reserved by 1 replica, needs 24' }],
     },
     {
+      name: 'CPU cores',
+      profile: { min_cpu_cores: 16 },
+      node: makeNode({ cpuCores: 4 }),
+      want: [{ code: 'cpu_cores', reason: 'has 4 CPU cores, needs 16', requested: 16, available: 4 }],
+    },
+    {
+      name: 'one CPU core',
+      profile: { min_cpu_cores: 2 },
+      node: makeNode({ cpuCores: 1 }),
+      want: [{ code: 'cpu_cores', reason: 'has 1 CPU core, needs 2', requested: 2, available: 1 }],
+    },
+    {
       name: 'one free GPU, two needed',
       profile: { gpus: 2 },
       node: makeH100Node('node-1', {}, 1),
@@ -208,5 +220,22 @@ describe('place: every failing reason of a node is kept', () => {
       'has 16 GB of memory, needs 32',
       'has RTX-4090 GPUs, needs H100',
     ]);
+  });
+});
+
+describe('place: CPU cores', () => {
+  it('a node with enough cores fits; one that did not report them fits with a note', () => {
+    expect(placeOne({ min_cpu_cores: 16 }, [makeNode({ cpuCores: 16 })]).placement?.shards[0].nodeId).toBe('node-1');
+    const out = placeOne({ min_cpu_cores: 16 }, [makeNode({ id: 'a', cpuCores: 4 }), makeNode({ id: 'b' })]);
+    expect(out.placement?.shards[0].nodeId).toBe('b');
+    expect(out.notes).toEqual([
+      { profile: 'cpu', node: 'b', note: 'CPU cores unknown (agent did not report them); min_cpu_cores 16 not checked' },
+    ]);
+  });
+
+  it('is counted in the summary and its reasons', () => {
+    const out = placeOne({ min_cpu_cores: 16 }, [makeNode({ id: 'a', cpuCores: 4 }), makeNode({ id: 'b', cpuCores: 8 })]);
+    expect(out.summary).toBe('0/2 nodes can run qwen-coder-14b: 2 too few CPU cores');
+    expect(out.reasons).toEqual([{ code: 'cpu_cores', count: 2 }]);
   });
 });

@@ -163,6 +163,22 @@ const fabric: StaticCheck = {
   },
 };
 
+/** CPU cores. A node that did not report them is not excluded: it gets a note instead. */
+const cpuCores: StaticCheck = {
+  static: true,
+  categories: () => [same(95, 'cpu_cores', 'too few CPU cores')],
+  applies: (req) => (req.profile.min_cpu_cores ?? 0) > 0,
+  fits: (node, req) => node.cpuCores === undefined || node.cpuCores >= (req.profile.min_cpu_cores as number),
+  explain(node, _usage, req, d) {
+    const need = req.profile.min_cpu_cores as number;
+    reject(d, 0, `has ${node.cpuCores} CPU ${node.cpuCores === 1 ? 'core' : 'cores'}, needs ${need}`, need, node.cpuCores);
+  },
+  notes(node, req, _gpus, out) {
+    if (node.cpuCores !== undefined) return;
+    say(out, req, node, `CPU cores unknown (agent did not report them); min_cpu_cores ${req.profile.min_cpu_cores} not checked`);
+  },
+};
+
 /** Host memory. A node that did not report it is not excluded: it gets a note instead. */
 const memory: DynamicCheck = {
   static: false,
@@ -273,7 +289,7 @@ function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requ
 }
 
 /** Every check, in the order a node's reasons are listed. */
-export const CHECKS: readonly Check[] = [liveness, admin, labels, fabric, memory, gpus];
+export const CHECKS: readonly Check[] = [liveness, admin, labels, fabric, cpuCores, memory, gpus];
 
 /** The dynamic checks: one column each in a prepared fleet's profile views. */
 export const DYNAMIC: readonly DynamicCheck[] = CHECKS.filter((c): c is DynamicCheck => !c.static);
