@@ -1,6 +1,6 @@
 import type { Model, Profile } from '@llmgw/shared';
 import { performance } from 'node:perf_hooks';
-import { place, placeMany, reservationsFor, type PlacementRequest } from '../src/placement/placement.js';
+import { place, placeMany, reservationsFor, type PlacementRequest } from '../src/placement/index.js';
 import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
 import { makeGpu, makeH100Node, makeNode, makeRtx4090Node } from '../test/factories.js';
 

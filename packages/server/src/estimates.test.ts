@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from './estimates.js';
-import { place } from './placement/placement.js';
+import { place } from './placement/index.js';
 import { makeModel, makeNode, makeProfile, makeReport } from '../test/factories.js';
 
 const gguf = makeModel({ name: 'tiny', source: '/models/tiny.gguf', profiles: [makeProfile({ engine: 'node-llama-cpp' })] });

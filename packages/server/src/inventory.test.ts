@@ -4,6 +4,15 @@ import { makeReport, memoryStore } from '../test/factories.js';
 
 const report = makeReport({ node_id: 'n1' });
 
+describe('Inventory.snapshot', () => {
+  it('passes the CPU cores an agent reports, and leaves them out when it does not', () => {
+    const inv = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 });
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 32 }), 1000);
+    inv.report(makeReport({ node_id: 'n2' }), 1000);
+    expect(inv.snapshot(1000).map((n) => n.cpuCores)).toEqual([32, undefined]);
+  });
+});
+
 describe('Inventory.setAdmin', () => {
   it('leaves the node as it was when its new admin state cannot be saved', () => {
     const inv = new Inventory(

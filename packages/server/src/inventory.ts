@@ -110,6 +110,7 @@ function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSn
     liveness,
     lastSeenAgoS: Math.max(0, Math.round((nowMs - n.lastSeenMs) / 1000)),
     ...(r?.memory_total_mb !== undefined ? { memoryTotalMb: r.memory_total_mb } : {}),
+    ...(r?.cpu_cores !== undefined ? { cpuCores: r.cpu_cores } : {}),
     gpus: r?.gpus ?? [],
     fabrics: r?.fabrics ?? [],
     ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drainDeadlineMs: Date.parse(n.admin.drainDeadline) } : {}),

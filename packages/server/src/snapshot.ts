@@ -1,9 +1,9 @@
-import type { GpuReport, Liveness, Model, NodeAdminState, Profile, RejectionView } from '@llmgw/shared';
+import type { GpuReport, Liveness, Model, NodeAdminState, Profile, RejectionCount, RejectionView } from '@llmgw/shared';
 
 /**
  * What placement and reconciliation see: plain data, no I/O, no clock. The controller
  * builds a snapshot from the inventory and the store, and hands it to the pure
- * functions in placement.ts and reconciler.ts.
+ * functions in placement/ and reconcile/.
  */
 export interface NodeSnapshot {
   id: string;
@@ -16,6 +16,8 @@ export interface NodeSnapshot {
   lastSeenAgoS: number;
   /** Absent when the agent did not report memory: unknown, not zero. */
   memoryTotalMb?: number;
+  /** Absent when the agent did not report them: unknown, not zero. */
+  cpuCores?: number;
   gpus: GpuReport[];
   fabrics: string[];
   /** Draining only: when to stop waiting for replacements, and whether to skip them. */
@@ -64,6 +66,8 @@ export interface PlacementOutcome {
   notes: PlacementNote[];
   /** `0/5 nodes can run qwen-coder-14b: 3 too little memory, 1 cordoned, …` */
   summary: string;
+  /** The summary's node counts by code, for programs; empty when placed. */
+  reasons: RejectionCount[];
 }
 
 /** A profile as placement sees it: `min_memory_gb` may come from a GGUF estimate. */

@@ -1,7 +1,8 @@
 import type { GpuReport, Model, NodeReport, Profile } from '@llmgw/shared';
 import type { Replica } from '../src/domain.js';
 import type { Store, StoredKey, UsageDelta } from '../src/store/store.js';
-import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
+import type { NodeSnapshot, PlacementOutcome, Rejection, Reservation } from '../src/snapshot.js';
+import { place, type PlaceInput } from '../src/placement/index.js';
 
 /**
  * Test factories: each returns a complete, valid object describing the common case, and
@@ -146,3 +147,16 @@ export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): 
     ...overrides,
   };
 }
+
+/** Places one replica of a one-profile model over `nodes`, nothing reserved unless `extra` says. */
+export function placeOne(profile: Partial<Profile>, nodes: NodeSnapshot[], extra: Partial<PlaceInput> = {}): PlacementOutcome {
+  return place({ model: makeModel({ profiles: [makeProfile(profile)] }), nodes, reservations: [], ...extra });
+}
+
+/** The reasons recorded against one node, in check order. */
+export function reasonsFor(rejections: Rejection[], node: string): string[] {
+  return rejections.filter((r) => r.node === node).map((r) => r.reason);
+}
+
+/** MB in a GB, for memory figures in tests: `8 * GB` is 8 GB in MB. */
+export const GB = 1024;

@@ -23,6 +23,8 @@ export const ProfileSchema = Type.Object(
     min_gpu_memory_gb: Type.Optional(Type.Number({ minimum: 0 })),
     /** Host RAM the replica needs on each node; reserved while it is placed there. */
     min_memory_gb: Type.Optional(Type.Number({ minimum: 0 })),
+    /** CPU cores each node must have (not reserved: a node's cores are shared). */
+    min_cpu_cores: Type.Optional(Type.Integer({ minimum: 1 })),
     shards: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
     fabric: Type.Optional(Type.String({ minLength: 1 })),
     node_selector: Type.Optional(Type.Record(Type.String(), Type.String())),

@@ -95,18 +95,45 @@ export const ReplicaViewSchema = Type.Object({
 });
 export type ReplicaView = Static<typeof ReplicaViewSchema>;
 
+/**
+ * Every reason placement gives for not using a node (or, `shards`, a pool). Closed, so a
+ * client can switch on it: a new placement check adds its code here first.
+ */
+export const RejectionCodes = [
+  'not_ready',
+  'cordoned',
+  'draining',
+  'label',
+  'fabric',
+  'memory',
+  'cpu_cores',
+  'gpu_count',
+  'gpu_class',
+  'gpu_memory',
+  'gpu_health',
+  'shards',
+] as const;
+export type RejectionCode = (typeof RejectionCodes)[number];
+
 /** One rejected candidate: data first, rendered to text late. */
 export const RejectionViewSchema = Type.Object({
   profile: Type.String(),
   pool: Type.Optional(Type.String()),
   node: Type.Optional(Type.String()),
   /** Machine-readable check name, e.g. `memory`, `cordoned`, `gpu_count`. */
-  code: Type.String(),
+  code: Lit(RejectionCodes),
   reason: Type.String(),
   requested: Type.Optional(Type.Union([Type.Number(), Type.String()])),
   available: Type.Optional(Type.Union([Type.Number(), Type.String()])),
 });
 export type RejectionView = Static<typeof RejectionViewSchema>;
+
+/** Nodes counted under one rejection code. */
+export const RejectionCountSchema = Type.Object({
+  code: Lit(RejectionCodes),
+  count: Type.Integer({ minimum: 1 }),
+});
+export type RejectionCount = Static<typeof RejectionCountSchema>;
 
 export const ExplainViewSchema = Type.Object({
   model: Type.String(),
@@ -115,6 +142,12 @@ export const ExplainViewSchema = Type.Object({
   /** False until the reconciler has tried to place the model. */
   attempted: Type.Boolean(),
   summary: Type.Optional(Type.String()),
+  /**
+   * The counts behind the summary, for programs: nodes that do not fit the profile the
+   * summary speaks of, each counted once under its most telling reason, largest first.
+   * Empty when the model was placed; absent until attempted.
+   */
+  reasons: Type.Optional(Type.Array(RejectionCountSchema)),
   attempted_at: Type.Optional(Type.String()),
   /** Nodes that fit, per profile, in the last attempt (notes such as "memory unknown"). */
   notes: Type.Array(Type.Object({ profile: Type.String(), node: Type.String(), note: Type.String() })),

@@ -2,7 +2,7 @@ import type { ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/share
 import { mbToGb } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
-import { reservationsOf } from '../reconcile/reconcile.js';
+import { indexReservations, reservationsOf } from '../placement/index.js';
 
 /**
  * The admin API's views, built in one place: the JSON API and the dashboard both call
@@ -13,13 +13,7 @@ export function nodeViews(ctl: Controller): NodeView[] {
   const replicas = ctl.listReplicas();
   const shardsOn = new Map<string, number>();
   for (const r of replicas) for (const s of r.shards) shardsOn.set(s.nodeId, (shardsOn.get(s.nodeId) ?? 0) + 1);
-  const reserved = new Map<string, { memoryMb: number; gpus: Set<string> }>();
-  for (const res of reservationsOf(replicas)) {
-    const e = reserved.get(res.nodeId) ?? { memoryMb: 0, gpus: new Set<string>() };
-    e.memoryMb += res.memoryMb;
-    for (const g of res.gpuUuids) e.gpus.add(g);
-    reserved.set(res.nodeId, e);
-  }
+  const reserved = indexReservations(reservationsOf(replicas));
 
   return ctl.inventory.list().map((n) => {
     const r = n.report;
@@ -37,7 +31,7 @@ export function nodeViews(ctl: Controller): NodeView[] {
       ...(r?.pool ? { pool: r.pool } : {}),
       gpu_total: gpus.length,
       // A GPU that is lost or unhealthy is not free, whatever its memory says.
-      gpu_free: healthy.filter((g) => !(g.uuid && held?.gpus.has(g.uuid))).length,
+      gpu_free: healthy.filter((g) => !(g.uuid && held?.gpuUuids.has(g.uuid))).length,
       ...(r?.memory_total_mb !== undefined ? { memory_gb: mbToGb(r.memory_total_mb) } : {}),
       ...(held?.memoryMb ? { memory_reserved_gb: mbToGb(held.memoryMb) } : {}),
       gpu_classes: [...new Set(gpus.filter((g) => g.class !== 'unknown').map((g) => g.class))],
@@ -141,6 +135,7 @@ export function explainView(ctl: Controller, model: string): ExplainView {
     placed,
     attempted: true,
     summary: attempt.outcome.summary,
+    reasons: attempt.outcome.reasons,
     attempted_at: new Date(attempt.atMs).toISOString(),
     notes: attempt.outcome.notes,
     rejections: attempt.outcome.rejections,

@@ -1,9 +1,8 @@
-import { gbToMb, type Model } from '@llmgw/shared';
-import { placeOnFleet, prepareFleet, reservationsFor, reserve, type Fleet } from '../placement/placement.js';
+import type { Model } from '@llmgw/shared';
+import { placeOnFleet, prepareFleet, reservationsFor, reservationsOf, reservedMemoryMb, reserve, type Fleet } from '../placement/index.js';
 import type { Placement, PlacementOutcome } from '../snapshot.js';
 import type { CreateCode, PlannedReplica } from './actions.js';
 import type { Plan } from './plan.js';
-import { reservationsOf } from './reservations.js';
 import { specOf } from './spec.js';
 
 export type { Fleet };
@@ -52,7 +51,7 @@ function planned(model: Model, p: Placement, nowMs: number, replaces: string | u
     ...(p.pool ? { pool: p.pool } : {}),
     ...(p.fabric ? { fabric: p.fabric } : {}),
     createdAtMs: nowMs,
-    memoryMb: gbToMb(p.profile.min_memory_gb ?? 0),
+    memoryMb: reservedMemoryMb(p.profile),
     ...(replaces !== undefined ? { replaces } : {}),
     spec: specOf(model, p.profile),
     shards: p.shards.map((s) => ({ nodeId: s.nodeId, rank: s.rank, gpuUuids: s.gpuUuids, gpuIndices: s.gpuIndices, state: 'pending' })),

@@ -13,7 +13,6 @@ import { scaling } from './scaling.js';
 export type { ModelLoad, ReconcileInput, ReconcilePolicy } from './input.js';
 export type { ActionCode, PlannedAction, PlannedReplica } from './actions.js';
 export { ACTION_CODES } from './actions.js';
-export { reservationsOf } from './reservations.js';
 
 export interface ReconcileResult {
   /** Every decision of the pass, in order, each with its code and reason. */

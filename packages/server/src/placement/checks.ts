@@ -1,0 +1,334 @@
+import { formatGb, gbToMb, mbToGb } from '@llmgw/shared';
+import type { GpuReport, RejectionCode } from '@llmgw/shared';
+import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
+import { classOk, gpuMemOk, healthy, serves, type Requirement } from './requirement.js';
+import type { NodeUsage } from './reservations.js';
+
+/**
+ * The placement checks, each declared once: its summary categories (with their codes),
+ * whether it is static, how a node fits it and how a failure is explained. The fast path
+ * (fleet.ts, select.ts) and the explanation (explain.ts) both run this table; a new check
+ * is one entry in `CHECKS`.
+ *
+ * *Static* checks depend only on the snapshot: a prepared fleet decides them once per
+ * profile. *Dynamic* checks compare what is left of a resource after reservations with
+ * what the profile needs; each keeps a column of that figure per candidate, which
+ * reservations update and the fast path reads (the columns also rank candidates).
+ */
+
+/** A line of the summary that a failing node can be counted under. */
+export interface Category {
+  /**
+   * Place in the summary, lowest first. A node is counted once, under its most telling
+   * reason: static mismatches (the node could never run the profile) come before
+   * capacity it is short of right now, because "cordoned" or "lacks label" is what the
+   * operator has to act on first; "too little memory" on a cordoned node is moot.
+   */
+  rank: number;
+  code: RejectionCode;
+  /** Phrase after a count of 1, e.g. `lacks label role=coding`. */
+  one: string;
+  /** Phrase after a larger count, e.g. `lack label role=coding`. */
+  many: string;
+}
+
+interface Declared {
+  /** The summary categories it can count a node under; `explain` names them by position. */
+  categories(req: Requirement): Category[];
+  /** False when `req` asks nothing of it: the check is then left out of the plan. */
+  applies(req: Requirement): boolean;
+  /**
+   * Records every reason `node` fails, called only when it does. The slow path: reasons
+   * are strings built here and never for nodes that pass.
+   */
+  explain(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement, d: Detail): void;
+  /**
+   * Says what it could not check on a node it let through (a figure the agent did not
+   * report: unknown is not zero); `gpus` are the GPUs chosen there, if any.
+   */
+  notes?(node: NodeSnapshot, req: Requirement, gpus: readonly GpuReport[], out: PlacementNote[]): void;
+}
+
+/** Reservations cannot change its verdict. */
+export interface StaticCheck extends Declared {
+  static: true;
+  /** No allocation: run on every node once per profile. */
+  fits(node: NodeSnapshot, req: Requirement): boolean;
+}
+
+/** A resource reservations hold: a node fits while what is left covers the need. */
+export interface DynamicCheck extends Declared {
+  static: false;
+  need(req: Requirement): number;
+  /** What is left for `req` after `usage` (none: the node's whole capacity); Infinity when unknown. */
+  left(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement): number;
+}
+
+export type Check = StaticCheck | DynamicCheck;
+
+/** Where the explain pass records reasons, one node at a time. */
+export interface Detail {
+  profile: string;
+  pool: string | undefined;
+  node: string;
+  out: Rejection[];
+  /** Lowest summary slot seen for the current node. */
+  cat: number;
+  plan: Plan;
+  /** Index in `plan.checks` of the check explaining. */
+  check: number;
+}
+
+export const NO_CATEGORY = Number.MAX_SAFE_INTEGER;
+
+/** Records a failure under category `category` of the check explaining. */
+export function reject(
+  d: Detail,
+  category: number,
+  reason: string,
+  requested?: number | string,
+  available?: number | string,
+): void {
+  const slot = d.plan.slots[d.check][category];
+  const code = d.plan.cats[slot].code;
+  d.out.push({ profile: d.profile, pool: d.pool, node: d.node, code, reason, requested, available });
+  if (slot < d.cat) d.cat = slot;
+}
+
+function say(out: PlacementNote[], req: Requirement, node: NodeSnapshot, note: string): void {
+  out.push({ profile: req.profile.name, node: node.id, note });
+}
+
+const fmtGbFigure = (gb: number): string => formatGb(gbToMb(gb));
+
+const same = (rank: number, code: RejectionCode, phrase: string): Category => ({ rank, code, one: phrase, many: phrase });
+const always = (): boolean => true;
+
+const liveness: StaticCheck = {
+  static: true,
+  categories: () => [same(0, 'not_ready', 'not reporting')],
+  applies: always,
+  fits: (node) => node.liveness === 'ready',
+  explain(node, _usage, _req, d) {
+    reject(d, 0, `has not reported for ${Math.round(node.lastSeenAgoS)}s`);
+  },
+};
+
+const admin: StaticCheck = {
+  static: true,
+  categories: () => [same(10, 'cordoned', 'cordoned'), same(20, 'draining', 'draining')],
+  applies: always,
+  fits: (node) => node.admin === 'ready',
+  explain(node, _usage, _req, d) {
+    const why = node.adminReason ? ` (${node.adminReason})` : '';
+    if (node.admin === 'cordoned') reject(d, 0, `is cordoned${why}`);
+    else reject(d, 1, `is draining${why}`);
+  },
+};
+
+/** One category per selector entry, in the selector's order. */
+const labels: StaticCheck = {
+  static: true,
+  categories: (req) =>
+    req.selKeys.map((key, k) => ({
+      rank: 30,
+      code: 'label',
+      one: `lacks label ${key}=${req.selVals[k]}`,
+      many: `lack label ${key}=${req.selVals[k]}`,
+    })),
+  applies: (req) => req.selKeys.length > 0,
+  fits(node, req) {
+    for (let k = 0; k < req.selKeys.length; k++) if (node.labels[req.selKeys[k]] !== req.selVals[k]) return false;
+    return true;
+  },
+  explain(node, _usage, req, d) {
+    for (let k = 0; k < req.selKeys.length; k++) {
+      const key = req.selKeys[k];
+      const want = req.selVals[k];
+      const have = node.labels[key];
+      if (have === want) continue;
+      if (have === undefined) reject(d, k, `lacks label ${key}=${want}`, `${key}=${want}`);
+      else reject(d, k, `has label ${key}=${have}, needs ${key}=${want}`, `${key}=${want}`, `${key}=${have}`);
+    }
+  },
+};
+
+const fabric: StaticCheck = {
+  static: true,
+  categories: (req) => [{ rank: 70, code: 'fabric', one: `lacks fabric ${req.fabric ?? ''}`, many: `lack fabric ${req.fabric ?? ''}` }],
+  applies: (req) => req.fabric !== undefined,
+  fits: (node, req) => node.fabrics.includes(req.fabric as string),
+  explain(node, _usage, req, d) {
+    reject(d, 0, `lacks fabric ${req.fabric}`, req.fabric, node.fabrics.length > 0 ? node.fabrics.join(',') : undefined);
+  },
+};
+
+/** CPU cores. A node that did not report them is not excluded: it gets a note instead. */
+const cpuCores: StaticCheck = {
+  static: true,
+  categories: () => [same(95, 'cpu_cores', 'too few CPU cores')],
+  applies: (req) => (req.profile.min_cpu_cores ?? 0) > 0,
+  fits: (node, req) => node.cpuCores === undefined || node.cpuCores >= (req.profile.min_cpu_cores as number),
+  explain(node, _usage, req, d) {
+    const need = req.profile.min_cpu_cores as number;
+    reject(d, 0, `has ${node.cpuCores} CPU ${node.cpuCores === 1 ? 'core' : 'cores'}, needs ${need}`, need, node.cpuCores);
+  },
+  notes(node, req, _gpus, out) {
+    if (node.cpuCores !== undefined) return;
+    say(out, req, node, `CPU cores unknown (agent did not report them); min_cpu_cores ${req.profile.min_cpu_cores} not checked`);
+  },
+};
+
+/** Host memory. A node that did not report it is not excluded: it gets a note instead. */
+const memory: DynamicCheck = {
+  static: false,
+  categories: () => [same(100, 'memory', 'too little memory')],
+  applies: (req) => req.needMemMb > 0,
+  need: (req) => req.needMemMb,
+  left: (node, usage) => (node.memoryTotalMb ?? Infinity) - (usage === undefined ? 0 : usage.memoryMb),
+  explain(node, usage, req, d) {
+    const total = node.memoryTotalMb as number;
+    const reserved = usage === undefined ? 0 : usage.memoryMb;
+    const need = req.memEstimated ? `about ${formatGb(req.needMemMb)} GB (estimated from the GGUF)` : formatGb(req.needMemMb);
+    const n = usage === undefined ? 0 : usage.replicas.size;
+    const reason =
+      reserved > 0
+        ? `has ${formatGb(total)} GB of memory, ${formatGb(reserved)} reserved by ${n} ${n === 1 ? 'replica' : 'replicas'}, needs ${need}`
+        : `has ${formatGb(total)} GB of memory, needs ${need}`;
+    reject(d, 0, reason, mbToGb(req.needMemMb), mbToGb(Math.max(0, total - reserved)));
+  },
+  notes(node, req, _gpus, out) {
+    if (node.memoryTotalMb !== undefined) return;
+    const need = fmtGbFigure(req.profile.min_memory_gb ?? 0);
+    say(out, req, node, `memory unknown (agent did not report it); min_memory_gb ${need} not checked`);
+  },
+};
+
+/**
+ * GPUs that can serve a shard (see `serves`) and are not reserved. For a CPU profile it
+ * asks nothing, but its column still ranks candidates (CPU work goes to CPU machines).
+ * Explained by the first thing the node lacks: GPUs, the class, the memory, then health
+ * and free count.
+ */
+const gpus: DynamicCheck = {
+  static: false,
+  categories: (req) => [
+    same(40, 'gpu_count', 'without GPUs'),
+    same(50, 'gpu_class', `without ${req.profile.gpu_class && req.classes ? req.profile.gpu_class.join(' or ') : 'suitable'} GPUs`),
+    same(60, 'gpu_memory', 'too little GPU memory'),
+    same(80, 'gpu_health', 'short of healthy GPUs'),
+    same(90, 'gpu_count', 'too few free GPUs'),
+  ],
+  applies: (req) => req.gpus > 0,
+  need: (req) => req.gpus,
+  left(node, usage, req) {
+    const held = usage === undefined || usage.gpuUuids.size === 0 ? undefined : usage.gpuUuids;
+    let n = 0;
+    for (const g of node.gpus) if (serves(req, g) && !(held !== undefined && held.has(g.uuid as string))) n++;
+    return n;
+  },
+  explain: explainGpus,
+  notes(node, req, gpus, out) {
+    if (req.needGpuMb === 0) return;
+    const need = fmtGbFigure(req.profile.min_gpu_memory_gb ?? 0);
+    for (const g of gpus) {
+      if (g.memory_total_mb !== undefined) continue;
+      say(out, req, node, `GPU ${g.index} memory unknown (agent did not report it); min_gpu_memory_gb ${need} not checked`);
+    }
+  },
+};
+
+function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement, d: Detail): void {
+  if (node.gpus.length === 0) {
+    reject(d, 0, 'has no GPUs', req.gpus, 0);
+    return;
+  }
+  const held = usage?.gpuUuids;
+  const nodeClasses: string[] = [];
+  const eligible: GpuReport[] = [];
+  let classMatches = 0;
+  let largestMb = -1;
+  for (const g of node.gpus) {
+    if (!nodeClasses.includes(g.class)) nodeClasses.push(g.class);
+    if (!classOk(req, g.class)) continue;
+    classMatches++;
+    if (g.memory_total_mb !== undefined && g.memory_total_mb > largestMb) largestMb = g.memory_total_mb;
+    if (gpuMemOk(req, g)) eligible.push(g);
+  }
+  const profileClasses = req.profile.gpu_class ?? [];
+  if (req.classes !== undefined && classMatches === 0) {
+    const reason = `has ${nodeClasses.join(' and ')} GPUs, needs ${profileClasses.join(' or ')}`;
+    reject(d, 1, reason, profileClasses.join(','), nodeClasses.join(','));
+    return;
+  }
+  if (eligible.length === 0) {
+    const reason = `has ${formatGb(largestMb)} GB GPUs, needs ${formatGb(req.needGpuMb)}`;
+    reject(d, 2, reason, mbToGb(req.needGpuMb), mbToGb(largestMb));
+    return;
+  }
+  let free = 0;
+  const sick: GpuReport[] = [];
+  const kinds: string[] = [];
+  for (const g of eligible) {
+    if (!kinds.includes(g.class)) kinds.push(g.class);
+    if (g.uuid !== undefined && held !== undefined && held.has(g.uuid)) continue;
+    if (healthy(g)) free++;
+    else sick.push(g);
+  }
+  // Unhealthy GPUs are named only when they are what makes the node short; on a node
+  // that is short anyway they are noise.
+  if (free + sick.length >= req.gpus) {
+    for (const g of sick) {
+      const problem = g.problems.length > 0 ? g.problems.join('; ') : 'no UUID reported';
+      reject(d, 3, `GPU ${g.index} is unhealthy: ${problem}`);
+    }
+  }
+  const kind = kinds.join('/');
+  const have = free === 0 ? `no free ${kind} GPUs` : `${free} free ${kind} ${free === 1 ? 'GPU' : 'GPUs'}`;
+  reject(d, 4, `has ${have}, needs ${req.gpus}`, req.gpus, free);
+}
+
+/** Every check, in the order a node's reasons are listed. */
+export const CHECKS: readonly Check[] = [liveness, admin, labels, fabric, cpuCores, memory, gpus];
+
+/** The dynamic checks: one column each in a prepared fleet's profile views. */
+export const DYNAMIC: readonly DynamicCheck[] = CHECKS.filter((c): c is DynamicCheck => !c.static);
+/** Columns the selection rule ranks by (see select.ts). */
+export const GPU_COLUMN = DYNAMIC.indexOf(gpus);
+export const MEMORY_COLUMN = DYNAMIC.indexOf(memory);
+
+/** The table compiled for one requirement: what the fast path and explain iterate. */
+export interface Plan {
+  /** The checks that apply, in table order. */
+  checks: Check[];
+  statics: StaticCheck[];
+  /** The applying checks that may leave notes. */
+  noting: Check[];
+  /** Columns (indices into DYNAMIC) of the dynamic checks that apply, and what each needs. */
+  tested: Int32Array;
+  needs: Float64Array;
+  /** Summary categories of the applying checks, most telling first. */
+  cats: Category[];
+  /** Per applying check, its categories' positions in `cats`. */
+  slots: Int32Array[];
+}
+
+/** Compiles the table for `req`; once per profile per prepared fleet. */
+export function planFor(req: Requirement): Plan {
+  const checks = CHECKS.filter((c) => c.applies(req));
+  const listed = checks.flatMap((c, i) => c.categories(req).map((cat, local) => ({ cat, i, local })));
+  // Stable: equal ranks (a selector's labels) keep their order.
+  listed.sort((a, b) => a.cat.rank - b.cat.rank);
+  const slots = checks.map((c) => new Int32Array(c.categories(req).length));
+  listed.forEach((l, slot) => (slots[l.i][l.local] = slot));
+  const tested = DYNAMIC.flatMap((c, k) => (c.applies(req) ? [k] : []));
+  return {
+    checks,
+    statics: checks.filter((c): c is StaticCheck => c.static),
+    noting: checks.filter((c) => c.notes !== undefined),
+    tested: Int32Array.from(tested),
+    needs: Float64Array.from(tested, (k) => DYNAMIC[k].need(req)),
+    cats: listed.map((l) => l.cat),
+    slots,
+  };
+}

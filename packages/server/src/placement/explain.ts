@@ -1,0 +1,153 @@
+import type { GpuReport } from '@llmgw/shared';
+import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
+import { NO_CATEGORY, type Detail } from './checks.js';
+import type { FixedExplanation, Fleet, ProfileView } from './fleet.js';
+import { poolOf } from './requirement.js';
+import type { NodeUsage } from './reservations.js';
+import type { ProfileTally, ReasonCount } from './summary.js';
+
+/**
+ * Explaining is a separate, slower pass, run only for a profile that does not fit (or
+ * when asked): every applying check of the table on every node, every failure recorded
+ * as a Rejection, in node order, then the counts behind the summary.
+ */
+
+/**
+ * Runs every check of the view's plan on `node` and records every failure in `d`. True
+ * when it fits. A check explains only when its own `fits`/`left` says the node fails, so
+ * the explanation and the fast path cannot disagree.
+ */
+export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view: ProfileView, d: Detail): boolean {
+  const before = d.out.length;
+  const { req, plan } = view;
+  const checks = plan.checks;
+  for (let i = 0; i < checks.length; i++) {
+    const check = checks[i];
+    const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < check.need(req);
+    if (!fails) continue;
+    d.check = i;
+    check.explain(node, usage, req, d);
+  }
+  return d.out.length === before;
+}
+
+/** What the checks could not check on a node they let through ("memory unknown"). */
+export function nodeNotes(node: NodeSnapshot, view: ProfileView, gpus: readonly GpuReport[], out: PlacementNote[]): void {
+  const noting = view.plan.noting;
+  for (let i = 0; i < noting.length; i++) noting[i].notes?.(node, view.req, gpus, out);
+}
+
+function detailFor(view: ProfileView, node: NodeSnapshot, out: Rejection[]): Detail {
+  const req = view.req;
+  const pool = req.shards > 1 ? poolOf(node) : node.pool;
+  return { profile: req.profile.name, pool, node: node.id, out, cat: NO_CATEGORY, plan: view.plan, check: -1 };
+}
+
+/** The static failures' reasons, once per view and then only for nodes gone stale. */
+function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
+  const nodes = fleet.nodes;
+  const known = view.fixed;
+  if (known !== undefined) {
+    for (const pos of known.stale) {
+      known.counts[known.cat[pos]]--;
+      known.cat[pos] = explainNode(fleet, view, pos, (known.byNode[pos] = []));
+      known.counts[known.cat[pos]]++;
+    }
+    known.stale.length = 0;
+    return known;
+  }
+  const byNode = new Array<Rejection[] | undefined>(nodes.length).fill(undefined);
+  const cat = new Int32Array(nodes.length);
+  const counts = new Array<number>(view.plan.cats.length).fill(0);
+  const pools = new Set<string>();
+  for (let i = 0; i < nodes.length; i++) {
+    if (view.req.shards > 1) pools.add(poolOf(nodes[i]));
+    if (view.candAt[i] >= 0) continue;
+    cat[i] = explainNode(fleet, view, i, (byNode[i] = []));
+    counts[cat[i]]++;
+  }
+  view.fixed = { byNode, cat, counts, pools: [...pools], stale: [] };
+  return view.fixed;
+}
+
+/** Records the reasons node `pos` fails; returns its summary slot. */
+function explainNode(fleet: Fleet, view: ProfileView, pos: number, out: Rejection[]): number {
+  const d = detailFor(view, fleet.nodes[pos], out);
+  evaluate(fleet.nodes[pos], fleet.usage[pos], view, d);
+  return d.cat;
+}
+
+/**
+ * Every node against every check of the profile, every failure kept, in node order.
+ * Fitting nodes that were not chosen get their notes here. Returns the profile's tally.
+ */
+export function explainProfile(
+  fleet: Fleet,
+  view: ProfileView,
+  placed: boolean,
+  chosen: ReadonlySet<string>,
+  rejections: Rejection[],
+  notes: PlacementNote[],
+): ProfileTally {
+  const req = view.req;
+  const nodes = fleet.nodes;
+  const sharded = req.shards > 1;
+  const fixed = fixedOf(fleet, view);
+  const counts = fixed.counts.slice();
+  const poolFit = new Map<string, number>(fixed.pools.map((p) => [p, 0]));
+  let fit = 0;
+  const fitting = new Set<number>();
+  // Node order: the static failures' rejections between candidates are copied as they are.
+  let next = 0;
+  const copyUpTo = (end: number): void => {
+    for (let p = next; p < end; p++) {
+      const rs = fixed.byNode[p];
+      if (rs !== undefined) for (const r of rs) rejections.push(r);
+    }
+  };
+  for (const i of view.inOrder) {
+    copyUpTo(i);
+    next = i + 1;
+    const node = nodes[i];
+    const d = detailFor(view, node, rejections);
+    if (evaluate(node, fleet.usage[i], view, d)) {
+      fit++;
+      fitting.add(i);
+      if (sharded) poolFit.set(poolOf(node), (poolFit.get(poolOf(node)) ?? 0) + 1);
+      // Chosen nodes get their notes with their GPUs, where the decision is built.
+      if (!chosen.has(node.id)) nodeNotes(node, view, [], notes);
+    } else {
+      counts[d.cat]++;
+    }
+  }
+  copyUpTo(nodes.length);
+  // A rejected node whose memory (say) is unknown says so too: the operator fixing its other
+  // problem should know memory was never checked.
+  if (view.plan.noting.length > 0) {
+    for (let i = 0; i < nodes.length; i++) if (!fitting.has(i)) nodeNotes(nodes[i], view, [], notes);
+  }
+  const pools: { pool: string; fit: number }[] = [];
+  if (sharded) {
+    for (const [pool, n] of poolFit) if (n < req.shards) pools.push({ pool, fit: n });
+    pools.sort((a, b) => b.fit - a.fit || (a.pool < b.pool ? -1 : a.pool > b.pool ? 1 : 0));
+    for (const p of pools) {
+      rejections.push({
+        profile: req.profile.name,
+        pool: p.pool,
+        node: undefined,
+        code: 'shards',
+        reason: `pool ${p.pool}: fits ${p.fit} of ${req.shards} shards`,
+        requested: req.shards,
+        available: p.fit,
+      });
+    }
+  }
+  const reasons: ReasonCount[] = [];
+  const cats = view.plan.cats;
+  for (let c = 0; c < counts.length; c++) {
+    if (counts[c] > 0) reasons.push({ count: counts[c], code: cats[c].code, one: cats[c].one, many: cats[c].many });
+  }
+  // Stable sort: equal counts keep category order, the most telling first.
+  reasons.sort((a, b) => b.count - a.count);
+  return { profile: req.profile.name, shards: req.shards, nodes: nodes.length, fit, reasons, pools: placed ? [] : pools };
+}

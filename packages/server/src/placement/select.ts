@@ -1,0 +1,148 @@
+import type { GpuReport } from '@llmgw/shared';
+import type { NodeSnapshot } from '../snapshot.js';
+import { GPU_COLUMN, MEMORY_COLUMN } from './checks.js';
+import type { Fleet, ProfileView } from './fleet.js';
+import { serves } from './requirement.js';
+
+/**
+ * Choosing among fitting nodes. The selection rule, compared field by field, lowest first:
+ *
+ * 1. `avoid`: nodes in `avoidNodes` only as a last resort (a replica just failed there,
+ *    and the same node straight away would likely fail the same way);
+ * 2. `existing`: fewer replicas of this model already on the node: spread a model's
+ *    replicas so one machine going away takes down as few of them as possible;
+ * 3. `pack`: best fit on GPUs. For a GPU profile, the fewest free GPUs of the accepted
+ *    kind that still suffice, so partly used machines fill up and whole ones stay free
+ *    for 8-GPU models. For a CPU profile, the fewest free GPUs of any kind, so CPU work
+ *    goes to CPU machines (or GPU machines that are full) before idle GPU machines;
+ * 4. `mem`: best fit on host memory, the least free memory that still suffices (a node
+ *    that did not report memory counts as unlimited, so known fits go first);
+ * 5. node id, so the same inputs always give the same answer, whatever the input order.
+ *
+ * `pack` and `mem` are the GPU and memory checks' columns of the profile's view.
+ */
+export interface Candidate {
+  pos: number;
+  /** Index into the view's candidate arrays. */
+  c: number;
+  node: NodeSnapshot;
+  avoid: number;
+  existing: number;
+  pack: number;
+  mem: number;
+}
+
+export function before(a: Candidate, b: Candidate): boolean {
+  if (a.avoid !== b.avoid) return a.avoid < b.avoid;
+  if (a.existing !== b.existing) return a.existing < b.existing;
+  if (a.pack !== b.pack) return a.pack < b.pack;
+  if (a.mem !== b.mem) return a.mem < b.mem;
+  return a.node.id < b.node.id;
+}
+
+export function blank(): Candidate {
+  return { pos: -1, c: -1, node: undefined as unknown as NodeSnapshot, avoid: 0, existing: 0, pack: 0, mem: 0 };
+}
+
+/** What one decision knows beyond the fleet: the model's spread and the nodes to avoid. */
+export interface Context {
+  /** Replicas of this model by node id, when the caller says; else `counts`. */
+  existing: ReadonlyMap<string, number> | undefined;
+  /** Replicas of this model by position, from the reservations. */
+  counts: Int32Array | undefined;
+  avoid: ReadonlySet<string> | undefined;
+}
+
+/** True when candidate `c` passes the view's dynamic checks: no allocation, no strings. */
+export function fitsNow(view: ProfileView, c: number): boolean {
+  const { tests, needs } = view;
+  for (let k = 0; k < tests.length; k++) if (tests[k][c] < needs[k]) return false;
+  return true;
+}
+
+/**
+ * The dynamic checks on candidate `c` of `view`; on a fit, fills `out` with its ranking
+ * keys. The same verdict as the explanation for a node that passed the static checks.
+ */
+export function dynamicFit(fleet: Fleet, view: ProfileView, c: number, ctx: Context, out: Candidate): boolean {
+  if (!fitsNow(view, c)) return false;
+  const pos = view.cand[c];
+  const node = fleet.nodes[pos];
+  out.pos = pos;
+  out.c = c;
+  out.node = node;
+  out.avoid = ctx.avoid !== undefined && ctx.avoid.has(node.id) ? 1 : 0;
+  out.existing =
+    ctx.existing !== undefined ? ctx.existing.get(node.id) ?? 0 : ctx.counts === undefined ? 0 : ctx.counts[pos];
+  out.pack = view.cols[GPU_COLUMN][c];
+  out.mem = view.cols[MEMORY_COLUMN][c];
+  return true;
+}
+
+/** What a pick found: the fitting nodes counted, and the chosen ones (rank order). */
+export interface Found {
+  fit: number;
+  chosen: Candidate[] | undefined;
+  pool: string | undefined;
+}
+
+/**
+ * One shard: the best fitting node, kept as we go, without sorting or collecting. This
+ * is the hot loop of a decision, so it runs the dynamic checks and `before` inline on
+ * locals; the order is exactly `before`'s.
+ */
+export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found {
+  const { cand, tests, needs } = view;
+  const packs = view.cols[GPU_COLUMN];
+  const mems = view.cols[MEMORY_COLUMN];
+  const nTests = tests.length;
+  const { nodes, idRank } = fleet;
+  const { avoid, existing, counts } = ctx;
+  let fit = 0;
+  let best = -1;
+  let bAvoid = 0;
+  let bExisting = 0;
+  let bPack = 0;
+  let bMem = 0;
+  next: for (let c = 0; c < cand.length; c++) {
+    for (let k = 0; k < nTests; k++) if (tests[k][c] < needs[k]) continue next;
+    const pos = cand[c];
+    const mem = mems[c];
+    const pack = packs[c];
+    fit++;
+    const a = avoid !== undefined && avoid.has(nodes[pos].id) ? 1 : 0;
+    const e = existing !== undefined ? existing.get(nodes[pos].id) ?? 0 : counts !== undefined ? counts[pos] : 0;
+    if (best >= 0) {
+      if (a !== bAvoid) {
+        if (a > bAvoid) continue;
+      } else if (e !== bExisting) {
+        if (e > bExisting) continue;
+      } else if (pack !== bPack) {
+        if (pack > bPack) continue;
+      } else if (mem !== bMem) {
+        if (mem > bMem) continue;
+      } else if (idRank !== undefined ? idRank[pos] > idRank[cand[best]] : !(nodes[pos].id < nodes[cand[best]].id)) {
+        continue;
+      }
+    }
+    best = c;
+    bAvoid = a;
+    bExisting = e;
+    bPack = pack;
+    bMem = mem;
+  }
+  if (best < 0) return { fit, chosen: undefined, pool: undefined };
+  const node = nodes[cand[best]];
+  const chosen = { pos: cand[best], c: best, node, avoid: bAvoid, existing: bExisting, pack: bPack, mem: bMem };
+  return { fit, chosen: [chosen], pool: node.pool };
+}
+
+/** Lowest indices first: deterministic, and what an operator reading nvidia-smi expects. */
+export function chooseGpus(fleet: Fleet, view: ProfileView, chosen: Candidate): GpuReport[] {
+  const req = view.req;
+  if (req.gpus === 0) return [];
+  const held = fleet.usage[chosen.pos]?.gpuUuids;
+  const free = chosen.node.gpus.filter((g) => serves(req, g) && !(held?.has(g.uuid as string) ?? false));
+  free.sort((a, b) => a.index - b.index);
+  return free.slice(0, req.gpus);
+}
