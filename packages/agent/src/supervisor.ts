@@ -21,8 +21,6 @@ export interface SupervisorOptions {
   /** Address engines bind to; a wildcard is probed through loopback. */
   bindHost: string;
   bins: EngineBins;
-  /** The built test engine, for `command` templates that name `llmgw-test-engine`. */
-  testEngineBin?: string;
   log: Logger;
   /** SIGTERM → SIGKILL grace for a process group. Default 10 s. */
   stopGraceMs?: number;
@@ -136,7 +134,7 @@ export class Supervisor {
   private readonly shards = new Map<string, Shard>();
   private readonly retiring = new Set<Shard>();
   private readonly stops = new Set<Promise<void>>();
-  private readonly opts: Required<Omit<SupervisorOptions, 'testEngineBin'>> & { testEngineBin?: string };
+  private readonly opts: Required<SupervisorOptions>;
   private readonly log: Logger;
   private closed = false;
   private portCursor: number;
@@ -263,7 +261,7 @@ export class Supervisor {
     }
     let cmd: EngineCommand;
     try {
-      cmd = buildCommand(s.a, { host: this.opts.bindHost, port, bins: this.opts.bins, testEngineBin: this.opts.testEngineBin });
+      cmd = buildCommand(s.a, { host: this.opts.bindHost, port, bins: this.opts.bins });
     } catch (err) {
       // A command that cannot be built will not build on retry either.
       s.port = undefined;
