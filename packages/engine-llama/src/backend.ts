@@ -1,28 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import {
-  EngineError,
-  ROLE_DELTA,
-  chatChunk,
-  chatCompletion,
-  checkModel,
-  completionChoice,
-  completionChunk,
-  embeddingFormat,
-  embeddingList,
-  isObject,
-  maxTokens,
-  optionalNumber,
-  rejectMultipleChoices,
-  rejectUnsupported,
-  seed,
-  stopSequences,
-  streamMode,
-  textCompletion,
-  textOrTokenList,
-  usage,
-  usageChunk,
-} from '@llmgw/engine-http';
-import type { EngineRequest, InferenceBackend, JsonObject, ResponseBase, Usage } from '@llmgw/engine-http';
+import { EngineError, isObject, openai, params } from '@llmgw/engine-http';
+import type { EngineRequest, InferenceBackend, JsonObject } from '@llmgw/engine-http';
 import { chatMessages } from './params.js';
 import type { FinishReason, GenerationParams, GenerationResult, ModelRuntime } from './runtime.js';
 
@@ -83,16 +61,16 @@ export class LlamaBackend implements InferenceBackend {
 
   private generationParams(r: EngineRequest, body: JsonObject): Omit<GenerationParams, 'onText'> {
     return {
-      maxTokens: maxTokens(body),
-      temperature: optionalNumber(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE,
-      topP: optionalNumber(body, 'top_p', 0, 1) ?? DEFAULT_TOP_P,
-      seed: seed(body),
-      stop: stopSequences(body),
+      maxTokens: params.maxTokens(body),
+      temperature: params.optionalNumber(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE,
+      topP: params.optionalNumber(body, 'top_p', 0, 1) ?? DEFAULT_TOP_P,
+      seed: params.seed(body),
+      stop: params.stopSequences(body),
       signal: r.signal,
     };
   }
 
-  private base(prefix: string): ResponseBase {
+  private base(prefix: string): openai.ResponseBase {
     return { id: newId(prefix), created: Math.floor(Date.now() / 1000), model: this.options.servedName, system_fingerprint: null };
   }
 
@@ -109,93 +87,93 @@ export class LlamaBackend implements InferenceBackend {
   }
 
   async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
-    checkModel(body, this.options.servedName, false);
+    params.checkModel(body, this.options.servedName, false);
     const messages = chatMessages(body);
-    rejectMultipleChoices(body);
-    rejectUnsupported(body, PROGRAM, [
+    params.rejectMultipleChoices(body);
+    params.rejectUnsupported(body, PROGRAM, [
       ['tools', (v) => Array.isArray(v) && v.length > 0],
       ['functions', (v) => Array.isArray(v) && v.length > 0],
       ['logprobs', (v) => v === true],
       ['response_format', (v) => isObject(v) && v.type !== 'text'],
     ]);
-    const { stream, wantUsage } = streamMode(body);
-    const params = this.generationParams(r, body);
+    const { stream, wantUsage } = params.streamMode(body);
+    const generation = this.generationParams(r, body);
     const base = this.base('chatcmpl');
 
     if (!stream) {
-      const result = await this.runtime.chat(messages, params);
+      const result = await this.runtime.chat(messages, generation);
       this.account(result);
       if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
       r.note = `${base.id}, ${result.promptTokens}+${result.completionTokens} tokens, ${result.finishReason}`;
-      return r.json(200, chatCompletion(base, result.text, openAIFinish(result.finishReason), usage(result.promptTokens, result.completionTokens)));
+      return r.json(200, openai.chatCompletion(base, result.text, openAIFinish(result.finishReason), openai.usage(result.promptTokens, result.completionTokens)));
     }
 
     // Headers wait for the first text, so a prompt too long for the context is still a plain 400.
     const events = r.sse();
     let first = true;
     const result = await this.runtime.chat(messages, {
-      ...params,
+      ...generation,
       onText: (text) => {
-        if (first) events.send(chatChunk(base, ROLE_DELTA, null, wantUsage));
+        if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
         first = false;
-        if (text !== '') events.send(chatChunk(base, { content: text }, null, wantUsage));
+        if (text !== '') events.send(openai.chatChunk(base, { content: text }, null, wantUsage));
       },
     });
     this.account(result);
     if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
-    if (first) events.send(chatChunk(base, ROLE_DELTA, null, wantUsage));
-    events.send(chatChunk(base, {}, openAIFinish(result.finishReason), wantUsage));
-    if (wantUsage) events.send(usageChunk(base, 'chat.completion.chunk', usage(result.promptTokens, result.completionTokens)));
+    if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
+    events.send(openai.chatChunk(base, {}, openAIFinish(result.finishReason), wantUsage));
+    if (wantUsage) events.send(openai.usageChunk(base, 'chat.completion.chunk', openai.usage(result.promptTokens, result.completionTokens)));
     r.note = `${base.id}, stream, ${result.promptTokens}+${result.completionTokens} tokens, ${result.finishReason}`;
     events.end();
   }
 
   async completions(r: EngineRequest, body: JsonObject): Promise<void> {
-    checkModel(body, this.options.servedName, false);
-    const prompts = textOrTokenList(body.prompt, 'prompt');
+    params.checkModel(body, this.options.servedName, false);
+    const prompts = params.textOrTokenList(body.prompt, 'prompt');
     this.checkTokens(prompts, 'prompt');
-    rejectMultipleChoices(body);
-    rejectUnsupported(body, PROGRAM, [
+    params.rejectMultipleChoices(body);
+    params.rejectUnsupported(body, PROGRAM, [
       ['echo', (v) => v === true],
       ['logprobs', (v) => v !== 0 && v !== false],
       ['suffix', (v) => v !== ''],
       ['best_of', (v) => v !== 1],
     ]);
-    const { stream, wantUsage } = streamMode(body);
-    const params = this.generationParams(r, body);
+    const { stream, wantUsage } = params.streamMode(body);
+    const generation = this.generationParams(r, body);
     const base = this.base('cmpl');
     const events = stream ? r.sse() : null;
     const choices: JsonObject[] = [];
-    let total: Usage = usage(0, 0);
+    let total: openai.Usage = openai.usage(0, 0);
 
     for (const [index, prompt] of prompts.entries()) {
       const result = await this.runtime.complete(prompt, {
-        ...params,
-        onText: events === null ? undefined : (text) => text !== '' && events.send(completionChunk(base, index, text, null, wantUsage)),
+        ...generation,
+        onText: events === null ? undefined : (text) => text !== '' && events.send(openai.completionChunk(base, index, text, null, wantUsage)),
       });
       this.account(result);
-      total = usage(total.prompt_tokens + result.promptTokens, total.completion_tokens + result.completionTokens);
+      total = openai.usage(total.prompt_tokens + result.promptTokens, total.completion_tokens + result.completionTokens);
       if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, total.completion_tokens);
-      choices.push(completionChoice(index, result.text, openAIFinish(result.finishReason)));
-      events?.send(completionChunk(base, index, '', openAIFinish(result.finishReason), wantUsage));
+      choices.push(openai.completionChoice(index, result.text, openAIFinish(result.finishReason)));
+      events?.send(openai.completionChunk(base, index, '', openAIFinish(result.finishReason), wantUsage));
     }
     r.note = `${base.id}, ${stream ? 'stream, ' : ''}${total.prompt_tokens}+${total.completion_tokens} tokens`;
-    if (events === null) return r.json(200, textCompletion(base, choices, total));
-    if (wantUsage) events.send(usageChunk(base, 'text_completion', total));
+    if (events === null) return r.json(200, openai.textCompletion(base, choices, total));
+    if (wantUsage) events.send(openai.usageChunk(base, 'text_completion', total));
     events.end();
   }
 
   async embeddings(r: EngineRequest, body: JsonObject): Promise<void> {
-    checkModel(body, this.options.servedName, false);
-    const inputs = textOrTokenList(body.input, 'input');
+    params.checkModel(body, this.options.servedName, false);
+    const inputs = params.textOrTokenList(body.input, 'input');
     this.checkTokens(inputs, 'input');
     if (inputs.some((i) => i === '')) throw new EngineError('invalid_value', 'input must not contain empty strings', { param: 'input' });
     const length = this.runtime.embeddingLength;
     if (length === null) throw new EngineError('unsupported_model', 'this model cannot produce embeddings', { param: 'model' });
-    const format = embeddingFormat(body, length);
+    const format = params.embeddingFormat(body, length);
     const { vectors, promptTokens } = await this.runtime.embed(inputs);
     this.counters.promptTokens += promptTokens;
     r.note = `${inputs.length} inputs, ${promptTokens} tokens`;
-    r.json(200, embeddingList(this.options.servedName, vectors, format, promptTokens));
+    r.json(200, openai.embeddingList(this.options.servedName, vectors, format, promptTokens));
   }
 }

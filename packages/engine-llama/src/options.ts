@@ -1,3 +1,5 @@
+import { UsageError, intFlag, parseCommandLine } from '@llmgw/engine-http';
+import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
 import { DEFAULT_CONTEXT_SIZE, DEFAULT_PARALLEL } from '@llmgw/gguf';
 
 export { DEFAULT_CONTEXT_SIZE, DEFAULT_PARALLEL };
@@ -20,13 +22,7 @@ export interface NodeLlamaCppOptions {
   contextSize: number | null;
 }
 
-export type ParseResult =
-  | { kind: 'options'; options: NodeLlamaCppOptions }
-  | { kind: 'help' }
-  | { kind: 'error'; message: string };
-
-/** Exit code for a bad command line, like the test engine's. */
-export const USAGE_EXIT_CODE = 2;
+export type ParseResult = EngineParseResult<NodeLlamaCppOptions>;
 
 export const HELP_TEXT = `Usage: node-llama-cpp-engine --model FILE.gguf --port PORT [options]
 
@@ -55,63 +51,26 @@ bound (the model may still be loading: /health answers 503 until it is ready).
 
 const VALUE_FLAGS = new Set(['model', 'served-name', 'host', 'port', 'api-key', 'threads', 'parallel', 'context-size']);
 
-class UsageError extends Error {}
-
-function intFlag(name: string, raw: string, min: number, max: number): number {
-  // Number('') is 0 and Number('1e3') is 1000; only plain digits are meant here.
-  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} needs an integer, got '${raw}'`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
 /** Parses the engine's argv (without node and the script). Never throws. */
 export function parseEngineArgs(argv: readonly string[]): ParseResult {
-  const values = new Map<string, string>();
-  try {
-    for (let i = 0; i < argv.length; i++) {
-      const arg = argv[i];
-      if (arg === '-h' || arg === '--help') return { kind: 'help' };
-      if (!arg.startsWith('--')) throw new UsageError(`unexpected argument '${arg}'`);
-      const eq = arg.indexOf('=');
-      const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-      if (!VALUE_FLAGS.has(name)) throw new UsageError(`unknown flag --${name}`);
-      let value: string;
-      if (eq !== -1) {
-        value = arg.slice(eq + 1);
-      } else {
-        if (i + 1 >= argv.length) throw new UsageError(`--${name} needs a value`);
-        value = argv[++i];
-      }
-      values.set(name, value);
-    }
-    const model = values.get('model');
+  return parseCommandLine(argv, VALUE_FLAGS, (flags) => {
+    const model = flags.get('model');
     if (model === undefined || model === '') throw new UsageError('--model is required');
-    const port = values.get('port');
+    const port = flags.get('port');
     if (port === undefined) throw new UsageError('--port is required');
-    const opt = (name: string, min: number, max: number): number | null => {
-      const raw = values.get(name);
-      return raw === undefined ? null : intFlag(name, raw, min, max);
-    };
-    const apiKey = values.get('api-key');
-    const servedName = values.get('served-name');
+    const apiKey = flags.get('api-key');
+    const servedName = flags.get('served-name');
     return {
-      kind: 'options',
-      options: {
-        model,
-        servedName: servedName === undefined || servedName === '' ? null : servedName,
-        host: values.get('host') ?? '127.0.0.1',
-        port: intFlag('port', port, 0, 65535),
-        apiKey: apiKey === undefined || apiKey === '' ? null : apiKey,
-        threads: opt('threads', 1, 1024),
-        parallel: opt('parallel', 1, 256) ?? DEFAULT_PARALLEL,
-        contextSize: opt('context-size', 16, 1 << 24),
-      },
+      model,
+      servedName: servedName === undefined || servedName === '' ? null : servedName,
+      host: flags.get('host') ?? '127.0.0.1',
+      port: intFlag('port', port, 0, 65535),
+      apiKey: apiKey === undefined || apiKey === '' ? null : apiKey,
+      threads: flags.int('threads', 1, 1024),
+      parallel: flags.int('parallel', 1, 256) ?? DEFAULT_PARALLEL,
+      contextSize: flags.int('context-size', 16, 1 << 24),
     };
-  } catch (e) {
-    if (e instanceof UsageError) return { kind: 'error', message: e.message };
-    throw e;
-  }
+  });
 }
 
 /**

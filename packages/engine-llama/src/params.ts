@@ -1,11 +1,11 @@
-import { EngineError, absent, isObject, messageList } from '@llmgw/engine-http';
+import { EngineError, isObject, params } from '@llmgw/engine-http';
 import type { Json, JsonObject } from '@llmgw/engine-http';
 import type { ChatMessage } from './runtime.js';
 
 /** Text of a message's content; anything but text parts is refused, since the model would never see it. */
 function contentText(content: Json | undefined, param: string): string {
   if (typeof content === 'string') return content;
-  if (absent(content)) return '';
+  if (params.absent(content)) return '';
   if (Array.isArray(content)) {
     return content
       .map((part, i) => {
@@ -26,7 +26,7 @@ const ROLES: Readonly<Record<string, ChatMessage['role']>> = {
 
 /** Validates `messages` into the roles a chat template knows. */
 export function chatMessages(body: JsonObject): ChatMessage[] {
-  return messageList(body).map((m, i) => {
+  return params.messageList(body).map((m, i) => {
     const param = `messages[${i}]`;
     const role = ROLES[m.role];
     if (role === undefined) {

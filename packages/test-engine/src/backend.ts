@@ -1,27 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  EngineError,
-  ROLE_DELTA,
-  chatChunk,
-  chatCompletion,
-  checkModel,
-  completionChoice,
-  completionChunk,
-  embeddingFormat,
-  embeddingList,
-  isObject,
-  messageList,
-  optionalBoolean,
-  optionalInt,
-  maxTokens,
-  rejectMultipleChoices,
-  streamMode,
-  textCompletion,
-  textOrTokenList,
-  usage,
-  usageChunk,
-} from '@llmgw/engine-http';
-import type { EngineRequest, InferenceBackend, Json, JsonObject, ResponseBase } from '@llmgw/engine-http';
+import { EngineError, isObject, openai, params } from '@llmgw/engine-http';
+import type { EngineRequest, InferenceBackend, Json, JsonObject } from '@llmgw/engine-http';
 import { countWords, embed, planGeneration, EMBEDDING_DIM } from './generate.js';
 import type { GenerationPlan } from './generate.js';
 import type { EngineOptions } from './options.js';
@@ -48,7 +27,7 @@ function looseText(content: Json | undefined): string {
 
 /** Prompts and inputs as text: token ids stand in for words. */
 function promptTexts(value: Json | undefined, param: string): string[] {
-  return textOrTokenList(value, param).map((p) => (typeof p === 'string' ? p : p.join(' ')));
+  return params.textOrTokenList(value, param).map((p) => (typeof p === 'string' ? p : p.join(' ')));
 }
 
 /**
@@ -89,13 +68,13 @@ export class ScriptedBackend implements InferenceBackend {
 
   private plan(body: JsonObject, prompt: string): GenerationPlan {
     return planGeneration(prompt, {
-      maxTokens: maxTokens(body) ?? this.options.maxTokensDefault,
-      minTokens: optionalInt(body, 'min_tokens', 0),
-      ignoreEos: optionalBoolean(body, 'ignore_eos'),
+      maxTokens: params.maxTokens(body) ?? this.options.maxTokensDefault,
+      minTokens: params.optionalInt(body, 'min_tokens', 0),
+      ignoreEos: params.optionalBoolean(body, 'ignore_eos'),
     });
   }
 
-  private base(prefix: string): ResponseBase {
+  private base(prefix: string): openai.ResponseBase {
     return { id: `${prefix}-${++this.idCounter}`, created: Math.floor(Date.now() / 1000), model: this.options.model };
   }
 
@@ -125,79 +104,79 @@ export class ScriptedBackend implements InferenceBackend {
   }
 
   async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
-    checkModel(body, this.options.model, true);
+    params.checkModel(body, this.options.model, true);
     let promptTokens = 0;
     let lastUser = '';
-    for (const message of messageList(body)) {
+    for (const message of params.messageList(body)) {
       const text = looseText(message.content);
       promptTokens += countWords(text);
       if (message.role === 'user') lastUser = text;
     }
-    rejectMultipleChoices(body);
-    const { stream, wantUsage } = streamMode(body);
+    params.rejectMultipleChoices(body);
+    const { stream, wantUsage } = params.streamMode(body);
     const { tokens, finishReason } = this.plan(body, lastUser);
     const base = this.base('chatcmpl');
-    const total = usage(promptTokens, tokens.length);
+    const total = openai.usage(promptTokens, tokens.length);
 
     if (!stream) {
       if (!(await this.tokenPause(r, tokens.length))) return this.cancelled(r, base.id, 0, tokens.length);
       r.note = `${tokens.length} tokens, ${finishReason}`;
-      return r.json(200, chatCompletion(base, tokens.join(''), finishReason, total));
+      return r.json(200, openai.chatCompletion(base, tokens.join(''), finishReason, total));
     }
 
     const events = this.stream(r);
-    if (!(await events.send(chatChunk(base, ROLE_DELTA, null, wantUsage)))) return this.cancelled(r, base.id, 0, tokens.length);
+    if (!(await events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage)))) return this.cancelled(r, base.id, 0, tokens.length);
     for (let i = 0; i < tokens.length; i++) {
-      if (!(await this.tokenPause(r, 1)) || !(await events.send(chatChunk(base, { content: tokens[i] }, null, wantUsage)))) {
+      if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.chatChunk(base, { content: tokens[i] }, null, wantUsage)))) {
         return this.cancelled(r, base.id, i, tokens.length);
       }
     }
-    if (!(await events.send(chatChunk(base, {}, finishReason, wantUsage)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
-    if (wantUsage && !(await events.send(usageChunk(base, 'chat.completion.chunk', total)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
+    if (!(await events.send(openai.chatChunk(base, {}, finishReason, wantUsage)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
+    if (wantUsage && !(await events.send(openai.usageChunk(base, 'chat.completion.chunk', total)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
     r.note = `stream, ${tokens.length} tokens, ${finishReason}`;
     events.end();
   }
 
   async completions(r: EngineRequest, body: JsonObject): Promise<void> {
-    checkModel(body, this.options.model, true);
+    params.checkModel(body, this.options.model, true);
     const prompts = promptTexts(body.prompt, 'prompt');
-    rejectMultipleChoices(body);
-    const { stream, wantUsage } = streamMode(body);
+    params.rejectMultipleChoices(body);
+    const { stream, wantUsage } = params.streamMode(body);
     const plans = prompts.map((p) => this.plan(body, p));
     const promptTokens = prompts.reduce((sum, p) => sum + countWords(p), 0);
     const completionTokens = plans.reduce((sum, p) => sum + p.tokens.length, 0);
     const base = this.base('cmpl');
-    const total = usage(promptTokens, completionTokens);
+    const total = openai.usage(promptTokens, completionTokens);
 
     if (!stream) {
       if (!(await this.tokenPause(r, completionTokens))) return this.cancelled(r, base.id, 0, completionTokens);
       r.note = `${completionTokens} tokens`;
-      return r.json(200, textCompletion(base, plans.map((p, index) => completionChoice(index, p.tokens.join(''), p.finishReason)), total));
+      return r.json(200, openai.textCompletion(base, plans.map((p, index) => openai.completionChoice(index, p.tokens.join(''), p.finishReason)), total));
     }
 
     const events = this.stream(r);
     let emitted = 0;
     for (const [index, { tokens, finishReason }] of plans.entries()) {
       for (const token of tokens) {
-        if (!(await this.tokenPause(r, 1)) || !(await events.send(completionChunk(base, index, token, null, wantUsage)))) {
+        if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.completionChunk(base, index, token, null, wantUsage)))) {
           return this.cancelled(r, base.id, emitted, completionTokens);
         }
         emitted++;
       }
-      if (!(await events.send(completionChunk(base, index, '', finishReason, wantUsage)))) return this.cancelled(r, base.id, emitted, completionTokens);
+      if (!(await events.send(openai.completionChunk(base, index, '', finishReason, wantUsage)))) return this.cancelled(r, base.id, emitted, completionTokens);
     }
-    if (wantUsage && !(await events.send(usageChunk(base, 'text_completion', total)))) return this.cancelled(r, base.id, emitted, completionTokens);
+    if (wantUsage && !(await events.send(openai.usageChunk(base, 'text_completion', total)))) return this.cancelled(r, base.id, emitted, completionTokens);
     r.note = `stream, ${completionTokens} tokens`;
     events.end();
   }
 
   embeddings(r: EngineRequest, body: JsonObject): Promise<void> {
-    checkModel(body, this.options.model, true);
+    params.checkModel(body, this.options.model, true);
     const inputs = promptTexts(body.input, 'input');
-    const format = embeddingFormat(body, EMBEDDING_DIM);
+    const format = params.embeddingFormat(body, EMBEDDING_DIM);
     const promptTokens = inputs.reduce((sum, text) => sum + countWords(text), 0);
     r.note = `${inputs.length} inputs`;
-    r.json(200, embeddingList(this.options.model, inputs.map(embed), format, promptTokens));
+    r.json(200, openai.embeddingList(this.options.model, inputs.map(embed), format, promptTokens));
     return Promise.resolve();
   }
 }

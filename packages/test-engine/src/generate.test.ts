@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { embeddingToBase64 } from '@llmgw/engine-http';
+import { openai } from '@llmgw/engine-http';
 import { EMBEDDING_DIM, countWords, embed, planGeneration } from './generate.js';
+
+const { embeddingToBase64 } = openai;
 
 describe('planGeneration', () => {
   it('echoes the prompt once and stops', () => {

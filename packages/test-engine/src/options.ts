@@ -1,3 +1,6 @@
+import { USAGE_EXIT_CODE, UsageError, intFlag, parseCommandLine } from '@llmgw/engine-http';
+import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
+
 export type LoadMode = 'refuse' | '503';
 
 export interface EngineOptions {
@@ -15,15 +18,10 @@ export interface EngineOptions {
   maxTokensDefault: number;
 }
 
-export type ParseResult =
-  | { kind: 'options'; options: EngineOptions }
-  | { kind: 'help' }
-  | { kind: 'error'; message: string };
+export type ParseResult = EngineParseResult<EngineOptions>;
 
 /** Exit code for --crash-after; distinct from 1 so tests can tell a planned crash from a bug. */
 export const CRASH_EXIT_CODE = 3;
-/** Exit code for bad command lines, as most CLIs do. */
-export const USAGE_EXIT_CODE = 2;
 
 export const HELP_TEXT = `Usage: llmgw-test-engine --port PORT --model NAME [options]
 
@@ -73,72 +71,32 @@ const VALUE_FLAGS = new Set([
   'max-tokens-default',
 ]);
 
-class UsageError extends Error {}
-
-function intFlag(name: string, raw: string, min: number, max: number): number {
-  // Number('') is 0 and Number('1e3') is 1000; only plain digits are meant here.
-  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} needs an integer, got '${raw}'`);
-  const value = Number(raw);
-  if (value < min || value > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${raw}`);
-  return value;
-}
-
 export function parseEngineArgs(argv: readonly string[]): ParseResult {
-  const raw = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--help' || arg === '-h') return { kind: 'help' };
-    if (!arg.startsWith('--')) return { kind: 'error', message: `unexpected argument '${arg}'` };
-    const eq = arg.indexOf('=');
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    if (!VALUE_FLAGS.has(name)) return { kind: 'error', message: `unknown flag --${name}` };
-    let value: string;
-    if (eq !== -1) {
-      value = arg.slice(eq + 1);
-    } else {
-      const next = argv[i + 1];
-      if (next === undefined) return { kind: 'error', message: `--${name} needs a value` };
-      value = next;
-      i++;
-    }
-    raw.set(name, value);
-  }
-
-  try {
-    const port = raw.get('port');
+  return parseCommandLine(argv, VALUE_FLAGS, (flags) => {
+    const port = flags.get('port');
     if (port === undefined) throw new UsageError('--port is required');
-    const model = raw.get('model');
+    const model = flags.get('model');
     if (model === undefined || model === '') throw new UsageError('--model is required');
-    const loadMode = raw.get('load-mode') ?? 'refuse';
+    const loadMode = flags.get('load-mode') ?? 'refuse';
     if (loadMode !== 'refuse' && loadMode !== '503') {
       throw new UsageError(`--load-mode must be 'refuse' or '503', got '${loadMode}'`);
     }
-    const optionalInt = (name: string, min: number, max: number): number | null => {
-      const value = raw.get(name);
-      return value === undefined ? null : intFlag(name, value, min, max);
-    };
-    const apiKey = raw.get('api-key');
+    const apiKey = flags.get('api-key');
     if (apiKey === '') throw new UsageError('--api-key must not be empty');
-    const host = raw.get('host') ?? '127.0.0.1';
+    const host = flags.get('host') ?? '127.0.0.1';
     if (host === '') throw new UsageError('--host must not be empty');
     return {
-      kind: 'options',
-      options: {
-        host,
-        port: intFlag('port', port, 0, 65535),
-        model,
-        apiKey: apiKey ?? null,
-        loadDelayMs: optionalInt('load-delay-ms', 0, 2 ** 31 - 1) ?? 0,
-        loadMode,
-        tokenDelayMs: optionalInt('token-delay-ms', 0, 2 ** 31 - 1) ?? 0,
-        crashAfter: optionalInt('crash-after', 0, Number.MAX_SAFE_INTEGER),
-        failStatus: optionalInt('fail-status', 400, 599),
-        exitImmediately: optionalInt('exit-immediately', 0, 255),
-        maxTokensDefault: optionalInt('max-tokens-default', 1, 1_000_000) ?? 16,
-      },
+      host,
+      port: intFlag('port', port, 0, 65535),
+      model,
+      apiKey: apiKey ?? null,
+      loadDelayMs: flags.int('load-delay-ms', 0, 2 ** 31 - 1) ?? 0,
+      loadMode,
+      tokenDelayMs: flags.int('token-delay-ms', 0, 2 ** 31 - 1) ?? 0,
+      crashAfter: flags.int('crash-after', 0, Number.MAX_SAFE_INTEGER),
+      failStatus: flags.int('fail-status', 400, 599),
+      exitImmediately: flags.int('exit-immediately', 0, 255),
+      maxTokensDefault: flags.int('max-tokens-default', 1, 1_000_000) ?? 16,
     };
-  } catch (err) {
-    if (err instanceof UsageError) return { kind: 'error', message: err.message };
-    throw err;
-  }
+  });
 }
