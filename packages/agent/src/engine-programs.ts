@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 
 /**
- * The packages whose `bin` are llmgw's own engines. `@llmgw/engine-llama` is an optional
- * dependency of the agent, so a node that only runs vLLM can go without node-llama-cpp.
+ * The packages whose `bin` are llmgw's own engines; both are optional dependencies of
+ * the agent, so a node that only runs vLLM can go without node-llama-cpp.
  */
 export const ENGINE_PACKAGES: readonly string[] = ['@llmgw/test-engine', '@llmgw/engine-llama'];
 
