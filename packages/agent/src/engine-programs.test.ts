@@ -7,15 +7,17 @@ const packages = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../
 
 describe('findEnginePrograms', () => {
   it("finds the engines through their packages' bin", () => {
-    expect(findEnginePrograms()).toEqual({
-      'llmgw-test-engine': path.join(packages, 'test-engine/dist/main.js'),
-      'node-llama-cpp-engine': path.join(packages, 'engine-llama/dist/main.js'),
-    });
+    expect(findEnginePrograms()).toEqual(
+      new Map([
+        ['llmgw-test-engine', path.join(packages, 'test-engine/dist/main.js')],
+        ['node-llama-cpp-engine', path.join(packages, 'engine-llama/dist/main.js')],
+      ]),
+    );
   });
 
   it('leaves out an engine that is not installed', () => {
-    expect(findEnginePrograms(['@llmgw/no-such-engine', '@llmgw/test-engine'])).toEqual({
-      'llmgw-test-engine': path.join(packages, 'test-engine/dist/main.js'),
-    });
+    expect(findEnginePrograms(['@llmgw/no-such-engine', '@llmgw/test-engine'])).toEqual(
+      new Map([['llmgw-test-engine', path.join(packages, 'test-engine/dist/main.js')]]),
+    );
   });
 });

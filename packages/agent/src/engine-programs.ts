@@ -13,9 +13,9 @@ export const ENGINE_PACKAGES: readonly string[] = ['@llmgw/test-engine', '@llmgw
  * path: read from the packages' `package.json` `bin`, so the agent runs the engines
  * without importing any of their code. A package that is not installed is left out.
  */
-export function findEnginePrograms(packages: readonly string[] = ENGINE_PACKAGES, from: string = import.meta.url): Record<string, string> {
+export function findEnginePrograms(packages: readonly string[] = ENGINE_PACKAGES, from: string = import.meta.url): Map<string, string> {
   const require = createRequire(from);
-  const programs: Record<string, string> = {};
+  const programs = new Map<string, string>();
   for (const name of packages) {
     let manifest: string;
     try {
@@ -24,7 +24,7 @@ export function findEnginePrograms(packages: readonly string[] = ENGINE_PACKAGES
       continue;
     }
     const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: Record<string, string> };
-    for (const [program, file] of Object.entries(bin ?? {})) programs[program] = path.resolve(path.dirname(manifest), file);
+    for (const [program, file] of Object.entries(bin ?? {})) programs.set(program, path.resolve(path.dirname(manifest), file));
   }
   return programs;
 }

@@ -3,7 +3,7 @@ import type { ShardAssignment } from '@llmgw/shared';
 import { buildCommand, engineEnv, type EngineBins } from './engines.js';
 
 const bins: EngineBins = { vllm: '/opt/vllm/bin/vllm', sglangPython: '/opt/sg/bin/python3', llamaServer: '/usr/bin/llama-server', nodeLlamaCpp: '/opt/llmgw/nlc.js' };
-const ctx = { host: '0.0.0.0', port: 40001, bins: { ...bins, programs: { 'llmgw-test-engine': '/opt/llmgw/test-engine.js' } } };
+const ctx = { host: '0.0.0.0', port: 40001, bins: { ...bins, programs: new Map([['llmgw-test-engine', '/opt/llmgw/test-engine.js']]) } };
 const GPUS = ['GPU-aaaa', 'GPU-bbbb'];
 
 function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {

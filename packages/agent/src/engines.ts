@@ -17,7 +17,7 @@ export interface EngineBins {
    * element names one runs that script with this Node, so tests and the quick start need
    * no PATH setup.
    */
-  programs?: Readonly<Record<string, string>>;
+  programs?: ReadonlyMap<string, string>;
 }
 
 /** What the supervisor knows about the place a shard runs. */
@@ -211,11 +211,12 @@ export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[
   const out: string[] = [];
   for (const element of a.command) {
     if (element === '{api_key}' && !a.api_key) {
-      if (out.length > 1 && out[out.length - 1].startsWith('-')) out.pop();
+      if (out.length > 1 && out[out.length - 1]?.startsWith('-') === true) out.pop();
       continue;
     }
     out.push(element.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? values[name] : whole)));
   }
-  const installed = ctx.bins.programs?.[out[0]];
-  return installed === undefined ? out : [...program(installed), ...out.slice(1)];
+  const [first = '', ...args] = out;
+  const installed = ctx.bins.programs?.get(first);
+  return installed === undefined ? out : [...program(installed), ...args];
 }

@@ -79,7 +79,7 @@ program
         sglangPython: o.sglangPython!,
         llamaServer: o.llamaServerBin!,
         // Without @llmgw/engine-llama installed, whatever PATH has under that name.
-        nodeLlamaCpp: programs['node-llama-cpp-engine'] ?? 'node-llama-cpp-engine',
+        nodeLlamaCpp: programs.get('node-llama-cpp-engine') ?? 'node-llama-cpp-engine',
         programs,
       },
       maxRestarts,

@@ -41,15 +41,17 @@ export function intFlag(name: string, raw: string, min: number, max: number): nu
 export function parseCommandLine<T>(argv: readonly string[], valueFlags: ReadonlySet<string>, build: (flags: Flags) => T): ParseResult<T> {
   const values = new Map<string, string>();
   try {
-    for (let i = 0; i < argv.length; i++) {
-      const arg = argv[i];
+    const rest = argv[Symbol.iterator]();
+    for (const arg of rest) {
       if (arg === '-h' || arg === '--help') return { kind: 'help' };
       if (!arg.startsWith('--')) throw new UsageError(`unexpected argument '${arg}'`);
       const eq = arg.indexOf('=');
       const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
       if (!valueFlags.has(name)) throw new UsageError(`unknown flag --${name}`);
-      if (eq === -1 && i + 1 >= argv.length) throw new UsageError(`--${name} needs a value`);
-      values.set(name, eq === -1 ? argv[++i] : arg.slice(eq + 1));
+      // `--name value` takes the next argument, whatever it looks like.
+      const value = eq === -1 ? rest.next().value : arg.slice(eq + 1);
+      if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      values.set(name, value);
     }
     return { kind: 'options', options: build(new Flags(values)) };
   } catch (e) {

@@ -108,7 +108,7 @@ export function createEngineHttp(options: EngineHttpOptions): EngineHttp {
 
   const server = createServer((req, res) => {
     const started = performance.now();
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
     for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
     const requestId = req.headers['x-request-id'];
     if (typeof requestId === 'string') res.setHeader('x-request-id', requestId);

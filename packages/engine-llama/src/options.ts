@@ -81,7 +81,7 @@ export function parseEngineArgs(argv: readonly string[]): ParseResult {
 export function sizingFromArgs(args: readonly string[]): { contextSize?: number; parallel?: number } {
   const out: { contextSize?: number; parallel?: number } = {};
   for (let i = 0; i < args.length; i++) {
-    const m = /^--(context-size|parallel)(?:=(.*))?$/.exec(args[i]);
+    const m = /^--(context-size|parallel)(?:=(.*))?$/.exec(args[i] ?? '');
     if (m === null) continue;
     const raw = m[2] ?? args[++i];
     if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1) continue;

@@ -179,7 +179,9 @@ export class LlamaRuntime implements ModelRuntime {
       const sequence = context.getSequence();
       slots.push({ sequence, chat: new LlamaChat({ contextSequence: sequence }), completion: new LlamaCompletion({ contextSequence: sequence }) });
     }
-    return new LlamaRuntime(model, slots[0].chat.chatWrapper, slots, embeddingContext, context.contextSize, async () => {
+    const [first] = slots;
+    if (first === undefined) throw new Error('--parallel must be at least 1');
+    return new LlamaRuntime(model, first.chat.chatWrapper, slots, embeddingContext, context.contextSize, async () => {
       await embeddingContext?.dispose();
       await context.dispose();
       await model.dispose();

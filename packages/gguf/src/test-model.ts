@@ -79,8 +79,8 @@ const BAN_WEIGHT = 100;
 /** Tokens the model may emit: the printable ASCII bytes and the word pieces. */
 function printable(token: string, type: number): boolean {
   if (type === 1) return true;
-  const byte = /^<0x([0-9A-F]{2})>$/.exec(token);
-  return type === 6 && byte !== null && parseInt(byte[1], 16) >= 0x20 && parseInt(byte[1], 16) <= 0x7e;
+  const hex = /^<0x([0-9A-F]{2})>$/.exec(token)?.[1];
+  return type === 6 && hex !== undefined && parseInt(hex, 16) >= 0x20 && parseInt(hex, 16) <= 0x7e;
 }
 
 const CHATML_TEMPLATE =
@@ -144,7 +144,8 @@ export function buildTestModel(options: TestModelOptions = {}): Buffer {
   const w = (name: string, dims: readonly [number, number]): GgufWriteTensor => random(name, dims, 1 / Math.sqrt(dims[0]));
   // ggml stores [ne0, ne1] with ne0 (the input) contiguous: output o is row o.
   const zeroOutput = (t: GgufWriteTensor, o: number): GgufWriteTensor => {
-    t.data.fill(0, o * t.dims[0], (o + 1) * t.dims[0]);
+    const [inputs = 0] = t.dims;
+    t.data.fill(0, o * inputs, (o + 1) * inputs);
     return t;
   };
 
@@ -160,7 +161,7 @@ export function buildTestModel(options: TestModelOptions = {}): Buffer {
   for (let t = 0; t < V; t++) embd.data[t * E + A] = ANCHOR;
   const output = w('output.weight', [E, V]);
   for (let t = 0; t < V; t++) {
-    if (printable(vocab.tokens[t], vocab.types[t])) {
+    if (printable(vocab.tokens[t] ?? '', vocab.types[t] ?? 0)) {
       output.data[t * E + A] = 0;
     } else {
       zeroOutput(output, t).data[t * E + A] = -BAN_WEIGHT;

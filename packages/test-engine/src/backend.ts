@@ -126,8 +126,8 @@ export class ScriptedBackend implements InferenceBackend {
 
     const events = this.stream(r);
     if (!(await events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage)))) return this.cancelled(r, base.id, 0, tokens.length);
-    for (let i = 0; i < tokens.length; i++) {
-      if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.chatChunk(base, { content: tokens[i] }, null, wantUsage)))) {
+    for (const [i, token] of tokens.entries()) {
+      if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.chatChunk(base, { content: token }, null, wantUsage)))) {
         return this.cancelled(r, base.id, i, tokens.length);
       }
     }

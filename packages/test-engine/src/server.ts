@@ -17,11 +17,11 @@ export function createEngineServer(options: EngineOptions, hooks: EngineHooks): 
     program: 'llmgw-test-engine',
     servedName: options.model,
     apiKey: options.apiKey,
-    log: hooks.log,
+    log: (line) => hooks.log(line),
     // Tests and the gateway's journeys read this to see which engine answered.
     headers: { 'x-test-engine-model': options.model },
     logProbes: true,
   });
   const backend = new ScriptedBackend(options, hooks);
-  return { server: http.server, isLoaded: http.isLoaded, markLoaded: () => http.setBackend(backend) };
+  return { server: http.server, isLoaded: () => http.isLoaded(), markLoaded: () => http.setBackend(backend) };
 }
