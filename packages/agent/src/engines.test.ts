@@ -3,7 +3,7 @@ import type { ShardAssignment } from '@llmgw/shared';
 import { buildCommand, engineEnv, type EngineBins } from './engines.js';
 
 const bins: EngineBins = { vllm: '/opt/vllm/bin/vllm', sglangPython: '/opt/sg/bin/python3', llamaServer: '/usr/bin/llama-server', nodeLlamaCpp: '/opt/llmgw/nlc.js' };
-const ctx = { host: '0.0.0.0', port: 40001, bins, testEngineBin: '/opt/llmgw/test-engine.js' };
+const ctx = { host: '0.0.0.0', port: 40001, bins: { ...bins, programs: new Map([['llmgw-test-engine', '/opt/llmgw/test-engine.js']]) } };
 const GPUS = ['GPU-aaaa', 'GPU-bbbb'];
 
 function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {
@@ -128,7 +128,7 @@ describe('command', () => {
   it('resolves llmgw-test-engine to the built test engine run by this Node', () => {
     const cmd = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine', '--port', '{port}'] }), ctx);
     expect(cmd.argv).toEqual([process.execPath, '/opt/llmgw/test-engine.js', '--port', '40001']);
-    const noBin = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine'] }), { ...ctx, testEngineBin: undefined });
+    const noBin = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine'] }), { ...ctx, bins });
     expect(noBin.argv).toEqual(['llmgw-test-engine']);
   });
 

@@ -11,6 +11,13 @@ export interface EngineBins {
   llamaServer: string;
   /** llmgw's own CPU engine; a `.js`/`.mjs` path is run with this Node (process.execPath). */
   nodeLlamaCpp: string;
+  /**
+   * llmgw's engine programs by bin name (`llmgw-test-engine`, `node-llama-cpp-engine`),
+   * as installed with the agent (`findEnginePrograms`). A `command` template whose first
+   * element names one runs that script with this Node, so tests and the quick start need
+   * no PATH setup.
+   */
+  programs?: ReadonlyMap<string, string>;
 }
 
 /** What the supervisor knows about the place a shard runs. */
@@ -19,8 +26,6 @@ export interface CommandContext {
   host: string;
   port: number;
   bins: EngineBins;
-  /** The built `test-engine.js`; a `command` template naming `llmgw-test-engine` runs it. */
-  testEngineBin?: string;
 }
 
 /** A launchable engine: argv[0] is the program, `env` is added to the agent's environment. */
@@ -30,9 +35,6 @@ export interface EngineCommand {
   /** False for followers of a multi-node replica: they serve no HTTP, alive = ready. */
   http: boolean;
 }
-
-/** The template name that resolves to `ctx.testEngineBin`, so tests need no PATH setup. */
-export const TEST_ENGINE_NAME = 'llmgw-test-engine';
 
 /**
  * The command line for one shard.
@@ -188,7 +190,7 @@ function program(bin: string): string[] {
  * `{master_addr}` and `{master_port}` replaced (absent values become ''). When the shard
  * has no API key, an element that is exactly `{api_key}` is dropped together with a
  * preceding flag (`--api-key {api_key}`), because engines reject an empty key.
- * A first element `llmgw-test-engine` runs `ctx.testEngineBin` with this Node.
+ * A first element naming one of `ctx.bins.programs` runs that program.
  */
 export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[] {
   if (!a.command || a.command.length === 0) {
@@ -209,11 +211,12 @@ export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[
   const out: string[] = [];
   for (const element of a.command) {
     if (element === '{api_key}' && !a.api_key) {
-      if (out.length > 1 && out[out.length - 1].startsWith('-')) out.pop();
+      if (out.length > 1 && out[out.length - 1]?.startsWith('-') === true) out.pop();
       continue;
     }
     out.push(element.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? values[name] : whole)));
   }
-  if (out[0] === TEST_ENGINE_NAME && ctx.testEngineBin) return [process.execPath, ctx.testEngineBin, ...out.slice(1)];
-  return out;
+  const [first = '', ...args] = out;
+  const installed = ctx.bins.programs?.get(first);
+  return installed === undefined ? out : [...program(installed), ...args];
 }

@@ -6,8 +6,8 @@ import { Agent, AGENT_VERSION } from './agent.js';
 import { probeMachine } from './probe/index.js';
 import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
 import { installService } from './service.js';
-import { writeTestModel } from './gguf/test-model.js';
-import { estimateForSource } from './node-llama-cpp/estimate.js';
+import { estimateForSource, writeTestModel } from '@llmgw/gguf';
+import { findEnginePrograms } from './engine-programs.js';
 import { Supervisor } from './supervisor/index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -69,12 +69,19 @@ program
     if (!(backoffS > 0)) fail(`invalid --restart-backoff "${o.restartBackoff}": want a number of seconds > 0`);
     const server = o.server!.replace(/\/+$/, '');
     const stateDir = path.resolve(o.stateDir!);
+    const programs = findEnginePrograms();
     const supervisor = new Supervisor({
       stateDir,
       portRange,
       bindHost: o.engineHost!,
-      bins: { vllm: o.vllmBin!, sglangPython: o.sglangPython!, llamaServer: o.llamaServerBin!, nodeLlamaCpp: path.join(here, 'node-llama-cpp-engine.js') },
-      testEngineBin: path.join(here, 'test-engine.js'),
+      bins: {
+        vllm: o.vllmBin!,
+        sglangPython: o.sglangPython!,
+        llamaServer: o.llamaServerBin!,
+        // Without @llmgw/engine-llama installed, whatever PATH has under that name.
+        nodeLlamaCpp: programs.get('node-llama-cpp-engine') ?? 'node-llama-cpp-engine',
+        programs,
+      },
       maxRestarts,
       backoffBaseMs: backoffS * 1000,
       log,

@@ -11,7 +11,7 @@ import { groupExists, readProcStat } from './proc.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.resolve(here, '..');
-const ENGINE = path.join(pkg, 'dist', 'test-engine.js');
+const ENGINE = path.join(pkg, '..', 'test-engine', 'dist', 'main.js');
 const bins = { vllm: 'vllm', sglangPython: 'python3', llamaServer: 'llama-server', nodeLlamaCpp: 'nlc' };
 
 const tmpDirs: string[] = [];
@@ -75,7 +75,7 @@ const launches = (dir: string, id: string) => fs.readFileSync(path.join(dir, 'lo
 
 beforeAll(() => {
   if (!fs.existsSync(ENGINE)) {
-    execFileSync('npx', ['tsup', 'src/test-engine.ts', '--format', 'esm', '--target', 'node20', '--out-dir', 'dist', '--no-config'], { cwd: pkg, stdio: 'ignore' });
+    execFileSync('npx', ['tsup'], { cwd: path.join(pkg, '..', 'test-engine'), stdio: 'ignore' });
   }
 });
 

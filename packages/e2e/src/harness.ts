@@ -15,7 +15,7 @@ export const root = path.resolve(here, '../../..');
 export const bins = {
   server: path.join(root, 'packages/server/dist/main.js'),
   agent: path.join(root, 'packages/agent/dist/main.js'),
-  testEngine: path.join(root, 'packages/agent/dist/test-engine.js'),
+  testEngine: path.join(root, 'packages/test-engine/dist/main.js'),
   ctl: path.join(root, 'packages/ctl/dist/cli.js'),
 };
 export const fixtures = path.join(root, 'packages/agent/test/fixtures');

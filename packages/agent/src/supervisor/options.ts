@@ -11,8 +11,6 @@ export interface SupervisorOptions {
   /** Address engines bind to; a wildcard is probed through loopback. */
   bindHost: string;
   bins: EngineBins;
-  /** The built test engine, for `command` templates that name `llmgw-test-engine`. */
-  testEngineBin?: string;
   log: Logger;
   /** SIGTERM → SIGKILL grace for a process group. Default 10 s. */
   stopGraceMs?: number;
@@ -31,7 +29,7 @@ export interface SupervisorOptions {
 }
 
 /** The options with every default filled in. */
-export type ResolvedOptions = Required<Omit<SupervisorOptions, 'testEngineBin'>> & { testEngineBin?: string };
+export type ResolvedOptions = Required<SupervisorOptions>;
 
 /** Fills in the production defaults; tests shorten the intervals. */
 export function withDefaults(options: SupervisorOptions): ResolvedOptions {

@@ -217,7 +217,7 @@ export class Supervisor {
     }
     let cmd: EngineCommand;
     try {
-      cmd = buildCommand(s.a, { host: this.opts.bindHost, port, bins: this.opts.bins, testEngineBin: this.opts.testEngineBin });
+      cmd = buildCommand(s.a, { host: this.opts.bindHost, port, bins: this.opts.bins });
     } catch (err) {
       // A command that cannot be built will not build on retry either.
       s.port = undefined;

@@ -1,5 +1,0 @@
-export * from './format.js';
-export * from './writer.js';
-export * from './header.js';
-export * from './estimate.js';
-export * from './test-model.js';

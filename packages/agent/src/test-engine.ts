@@ -1,3 +1,0 @@
-import { runTestEngineCli } from './test-engine/cli.js';
-
-runTestEngineCli(process.argv.slice(2));

@@ -1,0 +1,124 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Exit code for a bad command line, as most CLIs do. */
+export const USAGE_EXIT_CODE = 2;
+
+/** A command line an engine cannot run; reported in one line. */
+export class UsageError extends Error {}
+
+export type ParseResult<T> = { kind: 'options'; options: T } | { kind: 'help' } | { kind: 'error'; message: string };
+
+/** The `--name value` / `--name=value` flags of a command line; a flag given twice takes its last value. */
+export class Flags {
+  constructor(private readonly values: ReadonlyMap<string, string>) {}
+
+  get(name: string): string | undefined {
+    return this.values.get(name);
+  }
+
+  /** An integer flag in [min, max]; null when not given. */
+  int(name: string, min: number, max: number): number | null {
+    const raw = this.values.get(name);
+    return raw === undefined ? null : intFlag(name, raw, min, max);
+  }
+}
+
+export function intFlag(name: string, raw: string, min: number, max: number): number {
+  // Number('') is 0 and Number('1e3') is 1000; only plain digits are meant here.
+  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} needs an integer, got '${raw}'`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${raw}`);
+  return value;
+}
+
+/**
+ * An engine's argv (without node and the script) into its options: every flag takes a
+ * value and must be one of `valueFlags`; `-h`/`--help` anywhere before an error asks for
+ * help; `build` reads the flags and throws {@link UsageError} for what it refuses.
+ * Never throws a UsageError itself.
+ */
+export function parseCommandLine<T>(argv: readonly string[], valueFlags: ReadonlySet<string>, build: (flags: Flags) => T): ParseResult<T> {
+  const values = new Map<string, string>();
+  try {
+    const rest = argv[Symbol.iterator]();
+    for (const arg of rest) {
+      if (arg === '-h' || arg === '--help') return { kind: 'help' };
+      if (!arg.startsWith('--')) throw new UsageError(`unexpected argument '${arg}'`);
+      const eq = arg.indexOf('=');
+      const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+      if (!valueFlags.has(name)) throw new UsageError(`unknown flag --${name}`);
+      // `--name value` takes the next argument, whatever it looks like.
+      const value = eq === -1 ? rest.next().value : arg.slice(eq + 1);
+      if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      values.set(name, value);
+    }
+    return { kind: 'options', options: build(new Flags(values)) };
+  } catch (e) {
+    if (e instanceof UsageError) return { kind: 'error', message: e.message };
+    throw e;
+  }
+}
+
+/** An engine's lines on stdout and stderr, each after the program's name. */
+export class EngineConsole {
+  constructor(readonly program: string) {}
+
+  out(line: string): void {
+    process.stdout.write(`${this.program}: ${line}\n`);
+  }
+
+  err(line: string): void {
+    process.stderr.write(`${this.program}: ${line}\n`);
+  }
+
+  /** The last line of an engine that cannot go on; the agent shows it as the failure. */
+  fatal(line: string, code = 1): never {
+    this.err(`fatal: ${line}`);
+    process.exit(code);
+  }
+
+  /**
+   * The parsed command line's options, or null once help is printed; a bad command line
+   * ends the process with {@link USAGE_EXIT_CODE} and one line.
+   */
+  options<T>(parsed: ParseResult<T>, helpText: string): T | null {
+    if (parsed.kind === 'help') {
+      process.stdout.write(helpText);
+      return null;
+    }
+    if (parsed.kind === 'error') {
+      this.err(`error: ${parsed.message} (see --help)`);
+      process.exit(USAGE_EXIT_CODE);
+    }
+    return parsed.options;
+  }
+
+  /** The line tests and the agent's logs look for; kept in one place so the format can't drift. */
+  servingLine(model: string, host: string, port: number): string {
+    const urlHost = host.includes(':') ? `[${host}]` : host;
+    return `${this.program}: serving ${model} on http://${urlHost}:${port}`;
+  }
+
+  /**
+   * SIGTERM and SIGINT end the process at once, loaded or not: in-flight streams would
+   * hold close() open, and an engine owes them nothing once told to stop.
+   */
+  exitOnSignals(server: Server): void {
+    const shutdown = (signal: string): void => {
+      this.out(`${signal}, shutting down`);
+      server.close();
+      server.closeAllConnections();
+      process.exit(0);
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  }
+
+  /** Listens, then prints the serving line with the real port (for --port 0); a port that cannot be bound is fatal. */
+  async listen(server: Server, model: string, host: string, port: number): Promise<void> {
+    server.on('error', (e: Error) => this.fatal(`cannot listen on ${host}:${port}: ${e.message}`));
+    await new Promise<void>((resolve) => server.listen(port, host, resolve));
+    process.stdout.write(`${this.servingLine(model, host, (server.address() as AddressInfo).port)}\n`);
+  }
+}

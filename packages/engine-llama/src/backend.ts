@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { EngineError, isObject, openai, params } from '@llmgw/engine-http';
+import type { EngineRequest, InferenceBackend, JsonObject } from '@llmgw/engine-http';
+import { chatMessages } from './params.js';
+import type { FinishReason, GenerationParams, GenerationResult, ModelRuntime } from './runtime.js';
+
+/** Sampler defaults when a request sets none: llama-server's, so a GGUF behaves as it does there. */
+const DEFAULT_TEMPERATURE = 0.8;
+const DEFAULT_TOP_P = 0.95;
+const PROGRAM = 'node-llama-cpp-engine';
+
+/** Totals since the engine started, for /metrics. */
+export interface EngineCounters {
+  promptTokens: number;
+  predictedTokens: number;
+  cancelled: number;
+}
+
+export interface LlamaBackendOptions {
+  servedName: string;
+  /** Highest valid token id + 1, to refuse token-id prompts llama.cpp would crash on. */
+  vocabSize: number | null;
+  log(line: string): void;
+}
+
+function newId(prefix: string): string {
+  return `${prefix}-${randomBytes(12).toString('hex')}`;
+}
+
+function openAIFinish(reason: FinishReason): 'stop' | 'length' {
+  return reason === 'length' ? 'length' : 'stop';
+}
+
+/**
+ * OpenAI's three inference endpoints over a loaded {@link ModelRuntime}: validation of
+ * what llama.cpp can honour (sampling, stop, token ids), streaming from the runtime's
+ * text callback, and the counters /metrics reports.
+ */
+export class LlamaBackend implements InferenceBackend {
+  private readonly created = Math.floor(Date.now() / 1000);
+
+  constructor(
+    private readonly runtime: ModelRuntime,
+    private readonly options: LlamaBackendOptions,
+    private readonly counters: EngineCounters,
+  ) {}
+
+  model(): JsonObject {
+    return { id: this.options.servedName, object: 'model', created: this.created, owned_by: 'llmgw', max_model_len: this.runtime.contextSize };
+  }
+
+  private checkTokens(prompts: ReadonlyArray<string | number[]>, param: string): void {
+    const vocab = this.options.vocabSize;
+    if (vocab === null) return;
+    for (const p of prompts) {
+      if (typeof p !== 'string' && p.some((t) => t >= vocab)) {
+        throw new EngineError('invalid_value', `${param} has a token id outside the vocabulary (0..${vocab - 1})`, { param });
+      }
+    }
+  }
+
+  private generationParams(r: EngineRequest, body: JsonObject): Omit<GenerationParams, 'onText'> {
+    return {
+      maxTokens: params.maxTokens(body),
+      temperature: params.optionalNumber(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE,
+      topP: params.optionalNumber(body, 'top_p', 0, 1) ?? DEFAULT_TOP_P,
+      seed: params.seed(body),
+      stop: params.stopSequences(body),
+      signal: r.signal,
+    };
+  }
+
+  private base(prefix: string): openai.ResponseBase {
+    return { id: newId(prefix), created: Math.floor(Date.now() / 1000), model: this.options.servedName, system_fingerprint: null };
+  }
+
+  private cancelled(r: EngineRequest, id: string, tokens: number): void {
+    this.counters.cancelled++;
+    const stoppedMs = r.abortedAt === null ? 0 : performance.now() - r.abortedAt;
+    r.note = `${id}, cancelled after ${tokens} tokens`;
+    this.options.log(`cancelled ${id} after ${tokens} tokens: client disconnected (generation stopped ${stoppedMs.toFixed(1)} ms later)`);
+  }
+
+  private account(result: GenerationResult): void {
+    this.counters.promptTokens += result.promptTokens;
+    this.counters.predictedTokens += result.completionTokens;
+  }
+
+  async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
+    params.checkModel(body, this.options.servedName, false);
+    const messages = chatMessages(body);
+    params.rejectMultipleChoices(body);
+    params.rejectUnsupported(body, PROGRAM, [
+      ['tools', (v) => Array.isArray(v) && v.length > 0],
+      ['functions', (v) => Array.isArray(v) && v.length > 0],
+      ['logprobs', (v) => v === true],
+      ['response_format', (v) => isObject(v) && v.type !== 'text'],
+    ]);
+    const { stream, wantUsage } = params.streamMode(body);
+    const generation = this.generationParams(r, body);
+    const base = this.base('chatcmpl');
+
+    if (!stream) {
+      const result = await this.runtime.chat(messages, generation);
+      this.account(result);
+      if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
+      r.note = `${base.id}, ${result.promptTokens}+${result.completionTokens} tokens, ${result.finishReason}`;
+      return r.json(200, openai.chatCompletion(base, result.text, openAIFinish(result.finishReason), openai.usage(result.promptTokens, result.completionTokens)));
+    }
+
+    // Headers wait for the first text, so a prompt too long for the context is still a plain 400.
+    const events = r.sse();
+    let first = true;
+    const result = await this.runtime.chat(messages, {
+      ...generation,
+      onText: (text) => {
+        if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
+        first = false;
+        if (text !== '') events.send(openai.chatChunk(base, { content: text }, null, wantUsage));
+      },
+    });
+    this.account(result);
+    if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
+    if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
+    events.send(openai.chatChunk(base, {}, openAIFinish(result.finishReason), wantUsage));
+    if (wantUsage) events.send(openai.usageChunk(base, 'chat.completion.chunk', openai.usage(result.promptTokens, result.completionTokens)));
+    r.note = `${base.id}, stream, ${result.promptTokens}+${result.completionTokens} tokens, ${result.finishReason}`;
+    events.end();
+  }
+
+  async completions(r: EngineRequest, body: JsonObject): Promise<void> {
+    params.checkModel(body, this.options.servedName, false);
+    const prompts = params.textOrTokenList(body.prompt, 'prompt');
+    this.checkTokens(prompts, 'prompt');
+    params.rejectMultipleChoices(body);
+    params.rejectUnsupported(body, PROGRAM, [
+      ['echo', (v) => v === true],
+      ['logprobs', (v) => v !== 0 && v !== false],
+      ['suffix', (v) => v !== ''],
+      ['best_of', (v) => v !== 1],
+    ]);
+    const { stream, wantUsage } = params.streamMode(body);
+    const generation = this.generationParams(r, body);
+    const base = this.base('cmpl');
+    const events = stream ? r.sse() : null;
+    const choices: JsonObject[] = [];
+    let total: openai.Usage = openai.usage(0, 0);
+
+    for (const [index, prompt] of prompts.entries()) {
+      const result = await this.runtime.complete(prompt, {
+        ...generation,
+        onText: events === null ? undefined : (text) => text !== '' && events.send(openai.completionChunk(base, index, text, null, wantUsage)),
+      });
+      this.account(result);
+      total = openai.usage(total.prompt_tokens + result.promptTokens, total.completion_tokens + result.completionTokens);
+      if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, total.completion_tokens);
+      choices.push(openai.completionChoice(index, result.text, openAIFinish(result.finishReason)));
+      events?.send(openai.completionChunk(base, index, '', openAIFinish(result.finishReason), wantUsage));
+    }
+    r.note = `${base.id}, ${stream ? 'stream, ' : ''}${total.prompt_tokens}+${total.completion_tokens} tokens`;
+    if (events === null) return r.json(200, openai.textCompletion(base, choices, total));
+    if (wantUsage) events.send(openai.usageChunk(base, 'text_completion', total));
+    events.end();
+  }
+
+  async embeddings(r: EngineRequest, body: JsonObject): Promise<void> {
+    params.checkModel(body, this.options.servedName, false);
+    const inputs = params.textOrTokenList(body.input, 'input');
+    this.checkTokens(inputs, 'input');
+    if (inputs.some((i) => i === '')) throw new EngineError('invalid_value', 'input must not contain empty strings', { param: 'input' });
+    const length = this.runtime.embeddingLength;
+    if (length === null) throw new EngineError('unsupported_model', 'this model cannot produce embeddings', { param: 'model' });
+    const format = params.embeddingFormat(body, length);
+    const { vectors, promptTokens } = await this.runtime.embed(inputs);
+    this.counters.promptTokens += promptTokens;
+    r.note = `${inputs.length} inputs, ${promptTokens} tokens`;
+    r.json(200, openai.embeddingList(this.options.servedName, vectors, format, promptTokens));
+  }
+}

@@ -1,0 +1,3 @@
+import { runNodeLlamaCppEngine } from './cli.js';
+
+await runNodeLlamaCppEngine(process.argv.slice(2));

@@ -1,0 +1,313 @@
+import { randomInt } from 'node:crypto';
+import type {
+  ChatHistoryItem,
+  ChatWrapper,
+  LlamaChat,
+  LlamaCompletion,
+  LlamaContextSequence,
+  LlamaEmbeddingContext,
+  LlamaModel,
+  Token,
+} from 'node-llama-cpp';
+import { EngineError } from '@llmgw/engine-http';
+import { DEFAULT_CONTEXT_SIZE } from './options.js';
+import { SlotPool, QueueAbortedError } from './pool.js';
+
+/** A chat message after validation; `developer` is folded into `system`. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** Sampling and stopping, already validated and defaulted by the HTTP layer. */
+export interface GenerationParams {
+  /** Requested cap; the backend lowers it to what the context has room for. */
+  maxTokens: number | undefined;
+  temperature: number;
+  topP: number;
+  /** undefined = a fresh random seed per request. */
+  seed: number | undefined;
+  stop: readonly string[];
+  /** Fires when the client leaves; generation (or the wait for a slot) stops at once. */
+  signal: AbortSignal;
+  /** Streaming: called with each piece of text as it is generated. */
+  onText?: (text: string) => void;
+}
+
+export type FinishReason = 'stop' | 'length' | 'cancelled';
+
+export interface GenerationResult {
+  text: string;
+  promptTokens: number;
+  completionTokens: number;
+  finishReason: FinishReason;
+}
+
+export interface EmbeddingResult {
+  /** L2-normalised, one per input. */
+  vectors: number[][];
+  promptTokens: number;
+}
+
+/** The prompt does not fit the context: 400 context_length_exceeded, in OpenAI's words. */
+function contextOverflow(promptTokens: number, contextSize: number): EngineError {
+  return new EngineError(
+    'context_length_exceeded',
+    `This model's maximum context length is ${contextSize} tokens. However, your prompt resulted in ${promptTokens} tokens.`,
+  );
+}
+
+/** What the engine's HTTP side needs from a loaded model; tests can supply a fake. */
+export interface ModelRuntime {
+  /** Tokens of context per request. */
+  readonly contextSize: number;
+  /** Length of an embedding vector; null when the model cannot embed. */
+  readonly embeddingLength: number | null;
+  chat(messages: readonly ChatMessage[], params: GenerationParams): Promise<GenerationResult>;
+  complete(prompt: string | readonly number[], params: GenerationParams): Promise<GenerationResult>;
+  embed(inputs: ReadonlyArray<string | readonly number[]>): Promise<EmbeddingResult>;
+  /** Requests generating now and waiting for a slot. */
+  activity(): { processing: number; queued: number };
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  modelPath: string;
+  threads: number;
+  parallel: number;
+  /** null: {@link DEFAULT_CONTEXT_SIZE} or the model's trained context, whichever is smaller. */
+  contextSize: number | null;
+  /** llama.cpp's warnings and errors, one line each. */
+  log(line: string): void;
+}
+
+interface Slot {
+  sequence: LlamaContextSequence;
+  chat: LlamaChat;
+  completion: LlamaCompletion;
+}
+
+/**
+ * Sampler settings a request does not choose, as llama-server defaults them, so a GGUF
+ * behaves here as it does under llama.cpp's own server. Repeat penalty is off as there
+ * (and in OpenAI's API, which has none by default).
+ */
+const TOP_K = 40;
+const MIN_P = 0.05;
+
+/** A serialiser: the embedding context has one sequence, so embeddings run one at a time. */
+class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(fn);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+}
+
+function l2normalise(v: readonly number[]): number[] {
+  const norm = Math.hypot(...v);
+  return norm > 0 ? v.map((x) => x / norm) : [...v];
+}
+
+function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
+  const history: ChatHistoryItem[] = messages.map((m): ChatHistoryItem => {
+    if (m.role === 'system') return { type: 'system', text: m.content };
+    if (m.role === 'user') return { type: 'user', text: m.content };
+    return { type: 'model', response: [m.content] };
+  });
+  // A trailing assistant message is a prefix the model continues; otherwise it answers anew.
+  if (messages[messages.length - 1]?.role !== 'assistant') history.push({ type: 'model', response: [] });
+  return history;
+}
+
+/**
+ * llama.cpp through node-llama-cpp, in this process: one context with `parallel`
+ * sequences (each a slot with its own KV cache, batched together by node-llama-cpp),
+ * plus one embedding context. A slot keeps its KV cache between requests, so a
+ * follow-up that shares a prefix (a system prompt, the earlier turns) is not evaluated
+ * again: measured, a repeat of a 294-token chat prompt with a new question evaluated 27.
+ */
+export class LlamaRuntime implements ModelRuntime {
+  private readonly pool: SlotPool<Slot>;
+  private readonly embedLock = new Mutex();
+  private processing = 0;
+
+  private constructor(
+    private readonly model: LlamaModel,
+    private readonly chatWrapper: ChatWrapper,
+    slots: Slot[],
+    private readonly embeddingContext: LlamaEmbeddingContext | null,
+    readonly contextSize: number,
+    private readonly dispose: () => Promise<void>,
+  ) {
+    this.pool = new SlotPool(slots);
+  }
+
+  /** Loads the model and creates the contexts; rejects if the file cannot be run. */
+  static async load(options: RuntimeOptions): Promise<LlamaRuntime> {
+    // Imported here, not at the top, so the HTTP server is up (answering 503) while
+    // node-llama-cpp's module graph and native addon load.
+    const { getLlama, LlamaChat, LlamaCompletion, LlamaLogLevel } = await import('node-llama-cpp');
+    const llama = await getLlama({
+      gpu: false,
+      // A missing prebuilt binary must be an error, never a compile or a download.
+      build: 'never',
+      skipDownload: true,
+      progressLogs: false,
+      maxThreads: options.threads,
+      logLevel: LlamaLogLevel.warn,
+      logger: (level, message) => {
+        const text = message.trim();
+        if (text !== '') options.log(`llama.cpp ${level}: ${text}`);
+      },
+    });
+    const model = await llama.loadModel({ modelPath: options.modelPath });
+    const contextSize = options.contextSize ?? Math.min(DEFAULT_CONTEXT_SIZE, model.trainContextSize || DEFAULT_CONTEXT_SIZE);
+    const context = await model.createContext({ contextSize, sequences: options.parallel, threads: options.threads });
+    let embeddingContext: LlamaEmbeddingContext | null = null;
+    try {
+      embeddingContext = await model.createEmbeddingContext({ contextSize, threads: options.threads });
+    } catch (e) {
+      options.log(`embeddings disabled: ${(e as Error).message}`);
+    }
+    const slots: Slot[] = [];
+    for (let i = 0; i < options.parallel; i++) {
+      const sequence = context.getSequence();
+      slots.push({ sequence, chat: new LlamaChat({ contextSequence: sequence }), completion: new LlamaCompletion({ contextSequence: sequence }) });
+    }
+    const [first] = slots;
+    if (first === undefined) throw new Error('--parallel must be at least 1');
+    return new LlamaRuntime(model, first.chat.chatWrapper, slots, embeddingContext, context.contextSize, async () => {
+      await embeddingContext?.dispose();
+      await context.dispose();
+      await model.dispose();
+      await llama.dispose();
+    });
+  }
+
+  get embeddingLength(): number | null {
+    return this.embeddingContext === null ? null : this.model.embeddingVectorSize;
+  }
+
+  activity(): { processing: number; queued: number } {
+    return { processing: this.processing, queued: this.pool.queued };
+  }
+
+  async close(): Promise<void> {
+    await this.dispose();
+  }
+
+  /** Tokens left for the answer; the last cell stays free so the context never has to shift. */
+  private room(promptTokens: number): number {
+    const room = this.contextSize - promptTokens - 1;
+    if (room < 1) throw contextOverflow(promptTokens, this.contextSize);
+    return room;
+  }
+
+  private async generate(
+    params: GenerationParams,
+    promptTokens: number,
+    run: (slot: Slot, opts: SharedGenerationOptions) => Promise<{ response: string; metadata: { stopReason: string } }>,
+  ): Promise<GenerationResult> {
+    const maxTokens = Math.min(params.maxTokens ?? Number.POSITIVE_INFINITY, this.room(promptTokens));
+    let slot: Slot;
+    try {
+      slot = await this.pool.acquire(params.signal);
+    } catch (e) {
+      if (e instanceof QueueAbortedError) return { text: '', promptTokens, completionTokens: 0, finishReason: 'cancelled' };
+      throw e;
+    }
+    this.processing++;
+    let completionTokens = 0;
+    const text: string[] = [];
+    try {
+      const result = await run(slot, {
+        signal: params.signal,
+        stopOnAbortSignal: true,
+        maxTokens,
+        temperature: params.temperature,
+        topP: params.topP,
+        topK: TOP_K,
+        minP: MIN_P,
+        seed: params.seed ?? randomInt(0, 2 ** 31),
+        repeatPenalty: false,
+        customStopTriggers: params.stop,
+        onToken: (tokens: Token[]) => {
+          completionTokens += tokens.length;
+        },
+        onTextChunk: (chunk: string) => {
+          text.push(chunk);
+          params.onText?.(chunk);
+        },
+      });
+      const reason = result.metadata.stopReason;
+      const finishReason: FinishReason = reason === 'abort' ? 'cancelled' : reason === 'maxTokens' ? 'length' : 'stop';
+      // node-llama-cpp can hold the last token back from onToken (an unfinished UTF-8
+      // sequence, a possible stop trigger) when maxTokens ends the generation; having
+      // stopped for length means exactly maxTokens were generated.
+      const generated = finishReason === 'length' && maxTokens !== undefined ? Math.max(completionTokens, maxTokens) : completionTokens;
+      return { text: result.response, promptTokens, completionTokens: generated, finishReason };
+    } catch (e) {
+      // Aborted before the first token, node-llama-cpp throws the signal's reason.
+      if (params.signal.aborted) return { text: text.join(''), promptTokens, completionTokens, finishReason: 'cancelled' };
+      throw e;
+    } finally {
+      this.processing--;
+      this.pool.release(slot);
+    }
+  }
+
+  chat(messages: readonly ChatMessage[], params: GenerationParams): Promise<GenerationResult> {
+    const history = toHistory(messages);
+    const { contextText } = this.chatWrapper.generateContextState({ chatHistory: history });
+    const promptTokens = contextText.tokenize(this.model.tokenizer).length;
+    return this.generate(params, promptTokens, (slot, opts) => slot.chat.generateResponse(history, opts));
+  }
+
+  complete(prompt: string | readonly number[], params: GenerationParams): Promise<GenerationResult> {
+    const tokens: Token[] = typeof prompt === 'string' ? this.model.tokenize(prompt) : (prompt as Token[]);
+    const vocab = this.model.tokens;
+    const promptTokens = tokens.length + (vocab.shouldPrependBosToken && vocab.bos !== null && tokens[0] !== vocab.bos ? 1 : 0);
+    return this.generate(params, promptTokens, (slot, opts) =>
+      slot.completion.generateCompletionWithMeta(tokens, { ...opts, disableContextShift: true }),
+    );
+  }
+
+  embed(inputs: ReadonlyArray<string | readonly number[]>): Promise<EmbeddingResult> {
+    const ctx = this.embeddingContext;
+    if (ctx === null) return Promise.reject(new EngineError('unsupported_request', 'this model cannot produce embeddings'));
+    return this.embedLock.run(async () => {
+      const vectors: number[][] = [];
+      let promptTokens = 0;
+      for (const input of inputs) {
+        const value = typeof input === 'string' ? input : (input as Token[]);
+        const length = ctx.calculateInputLength(value);
+        if (length > this.contextSize) throw contextOverflow(length, this.contextSize);
+        promptTokens += length;
+        const { vector } = await ctx.getEmbeddingFor(value);
+        vectors.push(l2normalise(vector));
+      }
+      return { vectors, promptTokens };
+    });
+  }
+}
+
+/** The options chat and completion generation share (both accept this subset). */
+interface SharedGenerationOptions {
+  signal: AbortSignal;
+  stopOnAbortSignal: boolean;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  topK: number;
+  minP: number;
+  seed: number;
+  repeatPenalty: false;
+  customStopTriggers: readonly string[];
+  onToken: (tokens: Token[]) => void;
+  onTextChunk: (text: string) => void;
+}

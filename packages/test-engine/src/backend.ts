@@ -1,0 +1,182 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EngineError, isObject, openai, params } from '@llmgw/engine-http';
+import type { EngineRequest, InferenceBackend, Json, JsonObject } from '@llmgw/engine-http';
+import { countWords, embed, planGeneration, EMBEDDING_DIM } from './generate.js';
+import type { GenerationPlan } from './generate.js';
+import type { EngineOptions } from './options.js';
+
+export interface EngineHooks {
+  /** One line per request and per notable event; the CLI sends these to stdout. */
+  log(line: string): void;
+  /**
+   * Called when an inference request arrives after --crash-after N requests were served.
+   * The CLI exits here; if this returns, the request's socket is destroyed so the
+   * client still sees a dropped connection rather than an answer.
+   */
+  onCrash(requestNumber: number): void;
+}
+
+/** Text of a chat message's content: a string, or the text parts of a content array (others count as nothing). */
+function looseText(content: Json | undefined): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => (isObject(part) && typeof part.text === 'string' ? part.text : '')).join(' ');
+  }
+  return '';
+}
+
+/** Prompts and inputs as text: token ids stand in for words. */
+function promptTexts(value: Json | undefined, param: string): string[] {
+  return params.textOrTokenList(value, param).map((p) => (typeof p === 'string' ? p : p.join(' ')));
+}
+
+/**
+ * The scripted model: replies are a pure function of the request ("echo:" and the words
+ * of the last user message, see {@link planGeneration}), paced by --token-delay-ms, and
+ * the failures of --crash-after and --fail-status, for tests of everything around an engine.
+ */
+export class ScriptedBackend implements InferenceBackend {
+  private inferenceRequests = 0;
+  private idCounter = 0;
+
+  constructor(
+    private readonly options: EngineOptions,
+    private readonly hooks: EngineHooks,
+  ) {}
+
+  model(): JsonObject {
+    // `created` is fixed rather than Date.now() so /v1/models stays byte-identical across restarts.
+    return { id: this.options.model, object: 'model', created: 1_700_000_000, owned_by: 'llmgw-test-engine' };
+  }
+
+  admit(r: EngineRequest): boolean {
+    // Counted on arrival (after auth) so request N+1 dies before any answer, like an engine crash.
+    this.inferenceRequests++;
+    if (this.options.crashAfter !== null && this.inferenceRequests > this.options.crashAfter) {
+      r.note = 'crash';
+      this.hooks.onCrash(this.inferenceRequests);
+      r.drop();
+      return false;
+    }
+    const status = this.options.failStatus;
+    if (status !== null) {
+      r.note = 'injected failure';
+      throw new EngineError('injected_failure', `injected failure: HTTP ${status} (--fail-status)`, { status });
+    }
+    return true;
+  }
+
+  private plan(body: JsonObject, prompt: string): GenerationPlan {
+    return planGeneration(prompt, {
+      maxTokens: params.maxTokens(body) ?? this.options.maxTokensDefault,
+      minTokens: params.optionalInt(body, 'min_tokens', 0),
+      ignoreEos: params.optionalBoolean(body, 'ignore_eos'),
+    });
+  }
+
+  private base(prefix: string): openai.ResponseBase {
+    return { id: `${prefix}-${++this.idCounter}`, created: Math.floor(Date.now() / 1000), model: this.options.model };
+  }
+
+  /** Waits out the simulated per-token time; false means the client left meanwhile. */
+  private async tokenPause(r: EngineRequest, tokens: number): Promise<boolean> {
+    if (r.signal.aborted) return false;
+    const ms = this.options.tokenDelayMs * tokens;
+    if (ms <= 0) return true;
+    try {
+      await sleep(ms, undefined, { signal: r.signal });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private cancelled(r: EngineRequest, id: string, done: number, total: number): void {
+    r.note = `cancelled after ${done}/${total} tokens`;
+    this.hooks.log(`cancelled ${id} after ${done}/${total} tokens: client disconnected`);
+  }
+
+  /** An event stream that waits for the client to take each event (the tokens can pause). */
+  private stream(r: EngineRequest): { send(payload: JsonObject): Promise<boolean>; end(): void } {
+    const events = r.sse();
+    events.open();
+    return { send: async (payload) => events.send(payload) && (await events.drained()), end: () => events.end() };
+  }
+
+  async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
+    params.checkModel(body, this.options.model, true);
+    let promptTokens = 0;
+    let lastUser = '';
+    for (const message of params.messageList(body)) {
+      const text = looseText(message.content);
+      promptTokens += countWords(text);
+      if (message.role === 'user') lastUser = text;
+    }
+    params.rejectMultipleChoices(body);
+    const { stream, wantUsage } = params.streamMode(body);
+    const { tokens, finishReason } = this.plan(body, lastUser);
+    const base = this.base('chatcmpl');
+    const total = openai.usage(promptTokens, tokens.length);
+
+    if (!stream) {
+      if (!(await this.tokenPause(r, tokens.length))) return this.cancelled(r, base.id, 0, tokens.length);
+      r.note = `${tokens.length} tokens, ${finishReason}`;
+      return r.json(200, openai.chatCompletion(base, tokens.join(''), finishReason, total));
+    }
+
+    const events = this.stream(r);
+    if (!(await events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage)))) return this.cancelled(r, base.id, 0, tokens.length);
+    for (const [i, token] of tokens.entries()) {
+      if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.chatChunk(base, { content: token }, null, wantUsage)))) {
+        return this.cancelled(r, base.id, i, tokens.length);
+      }
+    }
+    if (!(await events.send(openai.chatChunk(base, {}, finishReason, wantUsage)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
+    if (wantUsage && !(await events.send(openai.usageChunk(base, 'chat.completion.chunk', total)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
+    r.note = `stream, ${tokens.length} tokens, ${finishReason}`;
+    events.end();
+  }
+
+  async completions(r: EngineRequest, body: JsonObject): Promise<void> {
+    params.checkModel(body, this.options.model, true);
+    const prompts = promptTexts(body.prompt, 'prompt');
+    params.rejectMultipleChoices(body);
+    const { stream, wantUsage } = params.streamMode(body);
+    const plans = prompts.map((p) => this.plan(body, p));
+    const promptTokens = prompts.reduce((sum, p) => sum + countWords(p), 0);
+    const completionTokens = plans.reduce((sum, p) => sum + p.tokens.length, 0);
+    const base = this.base('cmpl');
+    const total = openai.usage(promptTokens, completionTokens);
+
+    if (!stream) {
+      if (!(await this.tokenPause(r, completionTokens))) return this.cancelled(r, base.id, 0, completionTokens);
+      r.note = `${completionTokens} tokens`;
+      return r.json(200, openai.textCompletion(base, plans.map((p, index) => openai.completionChoice(index, p.tokens.join(''), p.finishReason)), total));
+    }
+
+    const events = this.stream(r);
+    let emitted = 0;
+    for (const [index, { tokens, finishReason }] of plans.entries()) {
+      for (const token of tokens) {
+        if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.completionChunk(base, index, token, null, wantUsage)))) {
+          return this.cancelled(r, base.id, emitted, completionTokens);
+        }
+        emitted++;
+      }
+      if (!(await events.send(openai.completionChunk(base, index, '', finishReason, wantUsage)))) return this.cancelled(r, base.id, emitted, completionTokens);
+    }
+    if (wantUsage && !(await events.send(openai.usageChunk(base, 'text_completion', total)))) return this.cancelled(r, base.id, emitted, completionTokens);
+    r.note = `stream, ${completionTokens} tokens`;
+    events.end();
+  }
+
+  embeddings(r: EngineRequest, body: JsonObject): Promise<void> {
+    params.checkModel(body, this.options.model, true);
+    const inputs = promptTexts(body.input, 'input');
+    const format = params.embeddingFormat(body, EMBEDDING_DIM);
+    const promptTokens = inputs.reduce((sum, text) => sum + countWords(text), 0);
+    r.note = `${inputs.length} inputs`;
+    r.json(200, openai.embeddingList(this.options.model, inputs.map(embed), format, promptTokens));
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,3 @@
+import { runTestEngineCli } from './cli.js';
+
+runTestEngineCli(process.argv.slice(2));

@@ -1,0 +1,102 @@
+import { USAGE_EXIT_CODE, UsageError, intFlag, parseCommandLine } from '@llmgw/engine-http';
+import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
+
+export type LoadMode = 'refuse' | '503';
+
+export interface EngineOptions {
+  host: string;
+  port: number;
+  model: string;
+  apiKey: string | null;
+  loadDelayMs: number;
+  loadMode: LoadMode;
+  tokenDelayMs: number;
+  /** Inference requests served before the process exits with CRASH_EXIT_CODE; null = never. */
+  crashAfter: number | null;
+  failStatus: number | null;
+  exitImmediately: number | null;
+  maxTokensDefault: number;
+}
+
+export type ParseResult = EngineParseResult<EngineOptions>;
+
+/** Exit code for --crash-after; distinct from 1 so tests can tell a planned crash from a bug. */
+export const CRASH_EXIT_CODE = 3;
+
+export const HELP_TEXT = `Usage: llmgw-test-engine --port PORT --model NAME [options]
+
+A deterministic OpenAI-compatible engine for tests. Replies are "echo:" followed
+by the words of the last user message; the same request always gets the same reply.
+Requests may set min_tokens or ignore_eos (as vLLM does) for longer replies that repeat
+the echo up to max_tokens / max_completion_tokens.
+
+Required:
+  --port N                 port to listen on; 0 picks a free one
+  --model NAME             served model name; requests for any other name get 404
+
+Options:
+  --host HOST              address to bind (default 127.0.0.1)
+  --api-key KEY            require "Authorization: Bearer KEY" on /v1/*
+  --load-delay-ms N        pretend loading the model takes N ms (default 0)
+  --load-mode refuse|503   while loading: refuse = not listening yet (like vLLM, default);
+                           503 = listening, /health and /v1/* answer 503 (like llama-server)
+  --token-delay-ms N       ms per generated token: between streamed chunks, and
+                           tokens x N before a non-streamed reply (default 0)
+  --crash-after N          serve N inference requests (POST /v1/chat/completions,
+                           /v1/completions, /v1/embeddings); when request N+1 arrives,
+                           exit with code ${CRASH_EXIT_CODE} without answering it. Requests
+                           refused with 401 or 503 (loading) do not count
+  --fail-status S          answer every inference request with HTTP S (400-599)
+                           and an OpenAI error body
+  --exit-immediately CODE  print "fatal: cannot load model" to stderr and exit with CODE
+  --max-tokens-default N   max_tokens when the request has none (default 16)
+  -h, --help               show this help
+
+Stdout gets "llmgw-test-engine: serving MODEL on http://HOST:PORT" once the port is
+bound (with the real port when --port 0), "llmgw-test-engine: ready" once loaded,
+and one line per request. Unknown flags exit with code ${USAGE_EXIT_CODE}.
+`;
+
+const VALUE_FLAGS = new Set([
+  'host',
+  'port',
+  'model',
+  'api-key',
+  'load-delay-ms',
+  'load-mode',
+  'token-delay-ms',
+  'crash-after',
+  'fail-status',
+  'exit-immediately',
+  'max-tokens-default',
+]);
+
+export function parseEngineArgs(argv: readonly string[]): ParseResult {
+  return parseCommandLine(argv, VALUE_FLAGS, (flags) => {
+    const port = flags.get('port');
+    if (port === undefined) throw new UsageError('--port is required');
+    const model = flags.get('model');
+    if (model === undefined || model === '') throw new UsageError('--model is required');
+    const loadMode = flags.get('load-mode') ?? 'refuse';
+    if (loadMode !== 'refuse' && loadMode !== '503') {
+      throw new UsageError(`--load-mode must be 'refuse' or '503', got '${loadMode}'`);
+    }
+    const apiKey = flags.get('api-key');
+    if (apiKey === '') throw new UsageError('--api-key must not be empty');
+    const host = flags.get('host') ?? '127.0.0.1';
+    if (host === '') throw new UsageError('--host must not be empty');
+    return {
+      host,
+      port: intFlag('port', port, 0, 65535),
+      model,
+      apiKey: apiKey ?? null,
+      loadDelayMs: flags.int('load-delay-ms', 0, 2 ** 31 - 1) ?? 0,
+      loadMode,
+      tokenDelayMs: flags.int('token-delay-ms', 0, 2 ** 31 - 1) ?? 0,
+      crashAfter: flags.int('crash-after', 0, Number.MAX_SAFE_INTEGER),
+      failStatus: flags.int('fail-status', 400, 599),
+      exitImmediately: flags.int('exit-immediately', 0, 255),
+      maxTokensDefault: flags.int('max-tokens-default', 1, 1_000_000) ?? 16,
+    };
+  });
+}
