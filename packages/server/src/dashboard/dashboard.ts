@@ -4,7 +4,11 @@ import type { Controller } from '../controller/controller.js';
 import { secretEquals } from '../api/http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
-import { drainPage, fleetPage, keysPage, layout, loginPage, messagePage, modelPage, modelsPage, type Page } from './pages.js';
+import { drainPage, fleetPage } from './fleet-page.js';
+import { keysPage } from './keys-page.js';
+import { layout, messagePage, type Page } from './layout.js';
+import { loginPage } from './login-page.js';
+import { modelPage, modelsPage } from './models-page.js';
 import { LoginLimiter, SESSION_COOKIE, SESSION_TTL_S, Sessions, cookieValue, type Session } from './session.js';
 import { CSP } from './style.js';
 
@@ -166,7 +170,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
   r.post('/nodes/:id/state', form, guarded((req, res, s) => {
     const id = String(req.params.id);
     const body = req.body as Record<string, unknown>;
-    const action = String(body.action ?? '');
+    const action = formText(body.action);
     const states: Record<string, NodeAdminState> = { cordon: 'cordoned', uncordon: 'ready', drain: 'draining' };
     const state = states[action];
     if (!state) {
@@ -220,7 +224,7 @@ function send(req: Request, res: Response, page: Page, chrome: { csrf?: string }
 }
 
 function isHttps(req: Request): boolean {
-  return req.secure || (req.get('x-forwarded-proto') ?? '').split(',')[0]!.trim().toLowerCase() === 'https';
+  return req.secure || (req.get('x-forwarded-proto') ?? '').split(',').at(0)?.trim().toLowerCase() === 'https';
 }
 
 /**
@@ -244,6 +248,21 @@ export function sameOrigin(req: Request): boolean {
 
 /** Where to go after logging in: a path on this site only, never another origin. */
 function safeNext(v: unknown): string {
-  if (typeof v !== 'string' || !v.startsWith('/') || v.startsWith('//') || v.includes('\\') || /[\u0000-\u001f]/.test(v) || v.startsWith('/login')) return '/';
+  if (typeof v !== 'string' || !v.startsWith('/') || v.startsWith('//') || v.includes('\\') || hasControlChar(v) || v.startsWith('/login')) return '/';
   return v;
+}
+
+/** A control character in a redirect target could split a header or hide a scheme. */
+function hasControlChar(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) < 0x20) return true;
+  return false;
+}
+
+/**
+ * A urlencoded form field as text. A field sent twice arrives as a list, which reads as
+ * its values joined by commas; a missing one is empty.
+ */
+function formText(v: unknown): string {
+  if (Array.isArray(v)) return v.join(',');
+  return typeof v === 'string' ? v : '';
 }
