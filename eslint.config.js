@@ -22,6 +22,10 @@ export default tseslint.config(
     },
     plugins: { "import-x": importX },
     settings: {
+      // The cycle check parses each imported file itself; these say which files it reads
+      // and with what (its default is JavaScript only).
+      "import-x/extensions": [".ts", ".js", ".mjs"],
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
       // Sources import each other as `./x.js` (NodeNext) while the file on disk is
       // `x.ts`; the alias lets the cycle check follow those imports to the source.
       "import-x/resolver-next": [
