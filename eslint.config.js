@@ -3,15 +3,16 @@
 // the project service, so a package is linted with exactly the compiler options it is
 // built with.
 import js from "@eslint/js";
+import { defineConfig } from "eslint/config";
 import tseslint from "typescript-eslint";
 import { createNodeResolver, importX } from "eslint-plugin-import-x";
 
-export default tseslint.config(
+export default defineConfig(
   {
     ignores: ["**/dist/**", "**/dist-bench/**", "**/node_modules/**", "**/test-artifacts/**"],
   },
   js.configs.recommended,
-  ...tseslint.configs.recommendedTypeChecked,
+  tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
       parserOptions: {
@@ -39,10 +40,7 @@ export default tseslint.config(
       // Small files named after their step: past 400 lines a file is doing two steps.
       "max-lines": ["error", { max: 400 }],
       // `_`-prefixed names are deliberately unused (a callback's fixed signature).
-      "@typescript-eslint/no-unused-vars": [
-        "error",
-        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" },
-      ],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },
   },
   {
