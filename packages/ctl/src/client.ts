@@ -50,7 +50,7 @@ export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE
 function toCtlError(err: unknown, conn: Connection): CtlError {
   if (err instanceof HTTPError) {
     const status = err.response.statusCode;
-    let msg = '';
+    let msg: string;
     try {
       msg = (JSON.parse(String(err.response.body)) as { error?: string }).error ?? '';
     } catch {

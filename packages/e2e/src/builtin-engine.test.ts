@@ -60,7 +60,7 @@ describe('the built-in CPU engine through the gateway', () => {
 
     const emb = await client.embeddings.create({ model: 'tiny', input: ['one', 'two'] });
     expect(emb.data).toHaveLength(2);
-    expect(Math.hypot(...(emb.data[1]!.embedding as number[]))).toBeCloseTo(1, 4);
+    expect(Math.hypot(...(emb.data[1]!.embedding))).toBeCloseTo(1, 4);
   });
 
   it('serves two requests at once', async () => {
@@ -79,7 +79,7 @@ describe('the built-in CPU engine through the gateway', () => {
     }
     const [replica] = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
     const log = path.join(stateDir, 'logs', `${replica!.shards[0]!.id}.log`);
-    const line = await eventually(async () => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+) tokens: client disconnected \(generation stopped ([\d.]+) ms later\)/) ?? undefined, 5000, 'cancel line');
+    const line = await eventually(() => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+) tokens: client disconnected \(generation stopped ([\d.]+) ms later\)/) ?? undefined, 5000, 'cancel line');
     expect(Number(line[2])).toBeLessThan(100);
     expect(Number(line[1])).toBeLessThan(900);
   });

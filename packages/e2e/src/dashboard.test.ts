@@ -67,7 +67,9 @@ async function shoot(p: Page, name: string): Promise<void> {
 }
 
 async function nodeState(id: string): Promise<string> {
-  return rows((await ctl(url, ['nodes'])).stdout).get(id)!.STATE;
+  const state = rows((await ctl(url, ['nodes'])).stdout).get(id)?.STATE;
+  if (state === undefined) throw new Error(`ctl nodes shows no state for ${id}`);
+  return state;
 }
 
 (runBrowser ? describe : describe.skip)('dashboard in a browser', () => {
@@ -102,7 +104,7 @@ async function nodeState(id: string): Promise<string> {
       return e.rejections.some((r) => r.node === 'old-agent' && r.code === 'cordoned');
     }, 15_000, 'an explanation that sees the cordon');
     await ctl(url, ['keys', 'create', '--name', 'team-web', '--rpm', '60']);
-    context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await context.newPage();
     page.on('console', (m) => {
       if (m.type() === 'error') consoleErrors.push(m.text());

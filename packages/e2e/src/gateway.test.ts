@@ -97,7 +97,7 @@ describe('the OpenAI SDK through the gateway', () => {
 
     const emb = await client.embeddings.create({ model: 'echo', input: ['a', 'b'] });
     expect(emb.data).toHaveLength(2);
-    const norm = Math.hypot(...(emb.data[0]!.embedding as number[]));
+    const norm = Math.hypot(...(emb.data[0]!.embedding));
     expect(norm).toBeCloseTo(1, 5);
 
     const usageRows = await ctlJson<{ key_name: string; model: string; completion_tokens: number }[]>(server.adminUrl, ['usage']);
@@ -184,7 +184,7 @@ describe('the OpenAI SDK through the gateway', () => {
     }
     const slow = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'slow']))[0]!;
     const log = path.join(stateDir, 'logs', `${slow.shards[0]!.id}.log`);
-    const line = await eventually(async () => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+)\/(\d+) tokens: client disconnected/) ?? undefined, 5000, 'cancel line');
+    const line = await eventually(() => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+)\/(\d+) tokens: client disconnected/) ?? undefined, 5000, 'cancel line');
     // 50 ms per token: a cancel that took 100 ms would show at most two more tokens than the client saw.
     expect(Number(line[1])).toBeLessThanOrEqual(chunks + 2);
     expect(Number(line[2])).toBe(200);

@@ -76,8 +76,8 @@ export function run(cmd: string, args: string[], env: Record<string, string> = {
       }
     }
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => children.delete(child));
   return {
@@ -194,7 +194,7 @@ export async function ctlJson<T>(server: string, args: string[]): Promise<T> {
 }
 
 /** Polls `fn` until it returns a truthy value or the timeout passes. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -17,7 +17,7 @@ describe('fleet inventory through ctl', () => {
   it('shows three fixture machines, keeps admin states across a restart, and explains errors in one line', async () => {
     const port = await freePort();
     const dataDir = tmpDir('llmgw-server-');
-    let server = await startServer({ dataDir, adminAddr: `127.0.0.1:${port}` });
+    const server = await startServer({ dataDir, adminAddr: `127.0.0.1:${port}` });
     const url = server.adminUrl;
     startAgent({ server: url, nodeId: 'gpu-h100', nvidiaSmi: 'h100-lost-one', proc: 'h100', sys: 'ib' });
     startAgent({ server: url, nodeId: 'cpu-small', proc: 'cpu-8gb' });
@@ -68,12 +68,13 @@ describe('fleet inventory through ctl', () => {
 
     // Restart the server on the same address: admin states come back from the store.
     await server.stop();
-    server = await startServer({ dataDir, adminAddr: `127.0.0.1:${port}` });
+    // Same address, so `url` still points at it; cleanup() stops it with the agents.
+    await startServer({ dataDir, adminAddr: `127.0.0.1:${port}` });
     after = await eventually(async () => {
       const out = (await ctl(url, ['nodes'])).stdout;
       const r = rows(out);
       if (process.env.DEBUG_E2E) console.log(out);
-      return r.size === 3 && [...r.values()].every((n) => !n.STATE.includes('not-ready')) && r;
+      return r.size === 3 && [...r.values()].every((n) => n.STATE !== undefined && !n.STATE.includes('not-ready')) && r;
     }, 20_000, 'nodes live again after restart');
     expect(after.get('cpu-small')!.STATE).toBe('cordoned');
     expect(after.get('old-agent')!.STATE).toBe('draining');
@@ -95,12 +96,14 @@ describe('fleet inventory through ctl', () => {
       },
       shards: [],
     };
-    const cases: [string, (b: any) => void][] = [
-      ['report.memory_total_mb', (b) => (b.report.memory_total_mb = 'lots')],
-      ['report.gpus', (b) => (b.report.gpus = {})],
-      ['report.labels.role', (b) => (b.report.labels = { role: 1 })],
-      ['report.node_id', (b) => (b.report.node_id = 42)],
-      ['shards[0].pid', (b) => (b.shards = [{ id: 'x', replica_id: 'r', state: 'ready', pid: 'one' }])],
+    // Malformed on purpose: each case writes a value of the wrong type into the report.
+    const loose = (value: unknown): Record<string, unknown> => value as Record<string, unknown>;
+    const cases: [string, (b: typeof good) => void][] = [
+      ['report.memory_total_mb', (b) => (loose(b.report).memory_total_mb = 'lots')],
+      ['report.gpus', (b) => (loose(b.report).gpus = {})],
+      ['report.labels.role', (b) => (loose(b.report).labels = { role: 1 })],
+      ['report.node_id', (b) => (loose(b.report).node_id = 42)],
+      ['shards[0].pid', (b) => (loose(b).shards = [{ id: 'x', replica_id: 'r', state: 'ready', pid: 'one' }])],
     ];
     for (const [field, mutate] of cases) {
       const body = structuredClone(good);

@@ -62,14 +62,14 @@ describe('operations under failure', () => {
     const to = from === 'cpu-a' ? 'cpu-b' : 'cpu-a';
     const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'load'])).secret;
     const traffic = load(new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0 }), 'echo');
-    await eventually(async () => traffic.ok.length > 20, 10_000, 'traffic flowing');
+    await eventually(() => traffic.ok.length > 20, 10_000, 'traffic flowing');
 
     const drain = await ctl(server.adminUrl, ['drain', from, '--timeout', '60s']);
     expect(drain.code).toBe(0);
     expect(drain.stdout).toBe(`node/${from} draining\nnode/${from} drained\n`);
     expect(drain.stderr).toMatch(/waiting for replacement/);
     const servedAfter = traffic.ok.length;
-    await eventually(async () => traffic.ok.length > servedAfter + 20, 10_000, 'traffic after the drain');
+    await eventually(() => traffic.ok.length > servedAfter + 20, 10_000, 'traffic after the drain');
     await traffic.stop();
 
     expect(traffic.failed).toEqual([]);
@@ -90,11 +90,11 @@ describe('operations under failure', () => {
     const before = await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((r) => r.state === 'ready'), 30_000, 'ready');
     const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'load'])).secret;
     const traffic = load(new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0, timeout: 10_000 }), 'echo');
-    await eventually(async () => traffic.ok.length > 10, 10_000, 'traffic');
+    await eventually(() => traffic.ok.length > 10, 10_000, 'traffic');
     await agent.stop('SIGKILL');
     const during = traffic.ok.length;
     // The engine keeps serving while its agent is gone (within the not-ready grace).
-    await eventually(async () => traffic.ok.length > during + 10, 5_000, 'traffic without an agent');
+    await eventually(() => traffic.ok.length > during + 10, 5_000, 'traffic without an agent');
     const again = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', stateDir: agent.stateDir, args: agentArgs });
     await again.waitFor(/joined the server/);
     await new Promise((r) => setTimeout(r, 1500));
@@ -140,7 +140,7 @@ describe('operations under failure', () => {
     await ctl(server.adminUrl, ['cordon', 'cpu-b', '--reason', 'disk check']);
     const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'app'])).secret;
     const traffic = load(new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0 }), 'echo', 2);
-    await eventually(async () => traffic.ok.length > 10, 10_000, 'traffic');
+    await eventually(() => traffic.ok.length > 10, 10_000, 'traffic');
     await server.stop('SIGKILL');
     await traffic.stop();
 
@@ -181,7 +181,7 @@ describe('operations under failure', () => {
     expect(alive(stalePid)).toBe(true);
 
     silent.child.kill('SIGCONT');
-    await eventually(async () => !alive(stalePid), 15_000, 'stale engine stopped');
+    await eventually(() => !alive(stalePid), 15_000, 'stale engine stopped');
     const nodes = await ctlJson<NodeView[]>(server.adminUrl, ['nodes']);
     expect(nodes.every((n) => n.liveness === 'ready')).toBe(true);
     expect(await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).toHaveLength(1);

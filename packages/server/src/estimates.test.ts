@@ -19,8 +19,9 @@ describe('GGUF memory estimates', () => {
 
   it('places with the estimate and says it is one', () => {
     const [model] = withEstimates([gguf], new Map([['/models/tiny.gguf', 9216]]));
-    expect(model!.profiles[0]).toMatchObject({ min_memory_gb: 9, memory_estimated: true });
-    const out = place({ model: model!, nodes: [makeNode({ id: 'small', memoryTotalMb: 8 * 1024 })], reservations: [] });
+    if (!model) throw new Error('withEstimates dropped the model');
+    expect(model.profiles[0]).toMatchObject({ min_memory_gb: 9, memory_estimated: true });
+    const out = place({ model, nodes: [makeNode({ id: 'small', memoryTotalMb: 8 * 1024 })], reservations: [] });
     expect(out.placement).toBeUndefined();
     expect(out.rejections.map((r) => r.reason)).toEqual(['has 8 GB of memory, needs about 9 GB (estimated from the GGUF)']);
   });

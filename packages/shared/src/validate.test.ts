@@ -16,18 +16,21 @@ const beat = (): Heartbeat => ({
   shards: [],
 });
 
+/** Malformed input on purpose: lets a test write a value of the wrong type into a typed message. */
+const loose = (value: unknown): Record<string, unknown> => value as Record<string, unknown>;
+
 describe('validate', () => {
   it('accepts a well-formed heartbeat', () => {
     expect(validate(HeartbeatSchema, beat())).toEqual({ ok: true, value: beat() });
   });
 
   it.each([
-    ['report.memory_total_mb', (b: any) => (b.report.memory_total_mb = '8192'), 'must be integer'],
-    ['report.gpus[0].index', (b: any) => (b.report.gpus[0].index = 'zero'), 'must be integer'],
-    ['report.labels.role', (b: any) => (b.report.labels.role = 7), 'must be string'],
-    ['report.hostname', (b: any) => delete b.report.hostname, 'is required'],
-    ['report.fabrics', (b: any) => (b.report.fabrics = 'nvlink'), 'must be array'],
-    ['report.gpus[0].problems', (b: any) => (b.report.gpus[0].problems = null), 'must be array'],
+    ['report.memory_total_mb', (b: Heartbeat) => (loose(b.report).memory_total_mb = '8192'), 'must be integer'],
+    ['report.gpus[0].index', (b: Heartbeat) => (loose(b.report.gpus[0]).index = 'zero'), 'must be integer'],
+    ['report.labels.role', (b: Heartbeat) => (loose(b.report.labels).role = 7), 'must be string'],
+    ['report.hostname', (b: Heartbeat) => delete loose(b.report).hostname, 'is required'],
+    ['report.fabrics', (b: Heartbeat) => (loose(b.report).fabrics = 'nvlink'), 'must be array'],
+    ['report.gpus[0].problems', (b: Heartbeat) => (loose(b.report.gpus[0]).problems = null), 'must be array'],
   ])('names %s when it has the wrong type', (field, mutate, message) => {
     const b = beat();
     mutate(b);
@@ -37,8 +40,8 @@ describe('validate', () => {
   });
 
   it('names the allowed values of a union', () => {
-    const b: any = beat();
-    b.shards = [{ id: 's', replica_id: 'r', state: 'bogus' }];
+    const b = beat();
+    loose(b).shards = [{ id: 's', replica_id: 'r', state: 'bogus' }];
     const r = validate(HeartbeatSchema, b);
     expect(!r.ok && formatFailure(r.error)).toBe('shards[0].state must be one of starting, ready, failed, stopped');
   });

@@ -3,7 +3,10 @@ import type { Request } from 'express';
 import type { ExplainView, NodeView } from '@llmgw/shared';
 import { sameOrigin } from './dashboard.js';
 import { html, raw } from './html.js';
-import { explanation, fleetPage, layout, loginPage } from './pages.js';
+import { fleetPage } from './fleet-page.js';
+import { layout } from './layout.js';
+import { loginPage } from './login-page.js';
+import { explanation } from './models-page.js';
 import { LoginLimiter, SESSION_TTL_S, Sessions, cookieValue } from './session.js';
 import { CSP, CSS, SCRIPT } from './style.js';
 
@@ -60,7 +63,7 @@ describe('pages', () => {
       csrf: 't',
       now: new Date(0),
     }).main.value;
-    const bar = /<div class="gpubar"[^>]*>(.*?)<\/div>/.exec(main)![1]!;
+    const bar = /<div class="gpubar"[^>]*>(.*?)<\/div>/.exec(main)?.[1] ?? '';
     expect([...bar.matchAll(/class="(\w+)"/g)].map((m) => m[1])).toEqual(['used', 'used', 'free', 'free', 'free', 'free', 'free', 'sick']);
     expect(main).toContain('5 free of 8, 2 in use, 1 unhealthy');
   });

@@ -5,7 +5,11 @@ import { secretEquals } from '../api/tokens.js';
 import { httpStatus, toDomainError } from '../errors.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
-import { drainPage, fleetPage, keysPage, layout, loginPage, messagePage, modelPage, modelsPage, type Page } from './pages.js';
+import { drainPage, fleetPage } from './fleet-page.js';
+import { keysPage } from './keys-page.js';
+import { layout, messagePage, type Page } from './layout.js';
+import { loginPage } from './login-page.js';
+import { modelPage, modelsPage } from './models-page.js';
 import { LoginLimiter, SESSION_COOKIE, SESSION_TTL_S, Sessions, cookieValue, type Session } from './session.js';
 import { CSP } from './style.js';
 
@@ -167,7 +171,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
   r.post('/nodes/:id/state', form, guarded((req, res, s) => {
     const id = String(req.params.id);
     const body = req.body as Record<string, unknown>;
-    const action = String(body.action ?? '');
+    const action = formText(body.action);
     const states: Record<string, NodeAdminState> = { cordon: 'cordoned', uncordon: 'ready', drain: 'draining' };
     const state = states[action];
     if (!state) {
@@ -228,7 +232,7 @@ function refuse(req: Request, res: Response, code: ErrorCode, page: Page, chrome
 }
 
 function isHttps(req: Request): boolean {
-  return req.secure || (req.get('x-forwarded-proto') ?? '').split(',')[0]!.trim().toLowerCase() === 'https';
+  return req.secure || (req.get('x-forwarded-proto') ?? '').split(',').at(0)?.trim().toLowerCase() === 'https';
 }
 
 /**
@@ -252,6 +256,21 @@ export function sameOrigin(req: Request): boolean {
 
 /** Where to go after logging in: a path on this site only, never another origin. */
 function safeNext(v: unknown): string {
-  if (typeof v !== 'string' || !v.startsWith('/') || v.startsWith('//') || v.includes('\\') || /[\u0000-\u001f]/.test(v) || v.startsWith('/login')) return '/';
+  if (typeof v !== 'string' || !v.startsWith('/') || v.startsWith('//') || v.includes('\\') || hasControlChar(v) || v.startsWith('/login')) return '/';
   return v;
+}
+
+/** A control character in a redirect target could split a header or hide a scheme. */
+function hasControlChar(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) < 0x20) return true;
+  return false;
+}
+
+/**
+ * A urlencoded form field as text. A field sent twice arrives as a list, which reads as
+ * its values joined by commas; a missing one is empty.
+ */
+function formText(v: unknown): string {
+  if (Array.isArray(v)) return v.join(',');
+  return typeof v === 'string' ? v : '';
 }

@@ -17,7 +17,7 @@ const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;'
 
 /** Escapes text for element content and for double- or single-quoted attribute values. */
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+  return s.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
 function render(p: Part): string {
@@ -29,9 +29,8 @@ function render(p: Part): string {
 
 /** The template tag: `html\`<td>${name}</td>\`` escapes `name`. */
 export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
-  let out = strings[0]!;
-  for (let i = 0; i < values.length; i++) out += render(values[i]) + strings[i + 1]!;
-  return new Html(out);
+  // strings has one more entry than values: each value sits between two strings.
+  return new Html(strings.reduce((out, s, i) => out + render(values[i - 1]) + s));
 }
 
 /** Trusted markup, unescaped: only for constants of this module's own making. */

@@ -1,0 +1,61 @@
+// One lint for the whole monorepo: each package runs `eslint .` from its own folder
+// and finds this file. Type-aware rules read each package's own tsconfig.json through
+// the project service, so a package is linted with exactly the compiler options it is
+// built with.
+import js from "@eslint/js";
+import { defineConfig } from "eslint/config";
+import tseslint from "typescript-eslint";
+import { createNodeResolver, importX } from "eslint-plugin-import-x";
+
+export default defineConfig(
+  {
+    ignores: ["**/dist/**", "**/dist-bench/**", "**/node_modules/**", "**/test-artifacts/**"],
+  },
+  js.configs.recommended,
+  tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: {
+        // tsup.config.ts is build configuration, in no package's tsconfig include.
+        projectService: { allowDefaultProject: ["packages/*/tsup.config.ts"] },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    plugins: { "import-x": importX },
+    settings: {
+      // The cycle check parses each imported file itself; these say which files it reads
+      // and with what (its default is JavaScript only).
+      "import-x/extensions": [".ts", ".js", ".mjs"],
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
+      // Sources import each other as `./x.js` (NodeNext) while the file on disk is
+      // `x.ts`; the alias lets the cycle check follow those imports to the source.
+      "import-x/resolver-next": [
+        createNodeResolver({ extensionAlias: { ".js": [".ts", ".js"] } }),
+      ],
+    },
+    rules: {
+      // A cycle makes module initialisation order matter and blurs which step comes
+      // first; the layout is meant to read as a pipeline.
+      "import-x/no-cycle": "error",
+      // Small files named after their step: past 400 lines a file is doing two steps.
+      "max-lines": ["error", { max: 400 }],
+      // `_`-prefixed names are deliberately unused (a callback's fixed signature).
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+    },
+  },
+  {
+    // Plain JavaScript (jest configs, bench scripts, fixtures) is in no tsconfig, so it
+    // is linted without type information.
+    files: ["**/*.js", "**/*.mjs", "**/*.cjs"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: {
+        process: "readonly", console: "readonly", URL: "readonly", Buffer: "readonly",
+        setTimeout: "readonly", clearTimeout: "readonly", setInterval: "readonly",
+        clearInterval: "readonly", fetch: "readonly", AbortController: "readonly",
+        performance: "readonly", TextEncoder: "readonly", TextDecoder: "readonly",
+      },
+    },
+  },
+);

@@ -1,0 +1,74 @@
+import { CatalogSchema, ModelSchema, ProfileSchema } from '@llmgw/shared';
+import { q } from './errors.js';
+
+/** Levenshtein distance, one row at a time. */
+export function editDistance(a: string, b: string): number {
+  // Row i holds the distances from a's first i characters to each prefix of b.
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  let distance = b.length;
+  for (let i = 1; i <= a.length; i++) {
+    let diag = i - 1; // prev[j - 1]
+    let left = i; // cur[j - 1]
+    const cur = [left];
+    for (const [k, up] of prev.slice(1).entries()) {
+      left = Math.min(up + 1, left + 1, diag + (a[i - 1] === b[k] ? 0 : 1));
+      cur.push(left);
+      diag = up;
+    }
+    prev = cur;
+    distance = left;
+  }
+  return distance;
+}
+
+/**
+ * A required key is often missing only because it is misspelt next door (`engin: vllm`);
+ * ajv reports the missing key first, so point at the likely typo.
+ */
+export function misspelling(data: unknown, field: string): string {
+  const [parentPath, missing] = splitLast(field);
+  const parent = valueAt(data, parentPath);
+  if (typeof parent !== 'object' || parent === null || Array.isArray(parent)) return '';
+  const known = knownKeys(parentPath);
+  const near = Object.keys(parent).find((k) => !known.includes(k) && editDistance(k, missing) <= 2);
+  return near === undefined ? '' : ` (is ${q(near)} a typo?)`;
+}
+
+/** For an unknown key, the known key of that object closest to it. */
+export function didYouMean(field: string): string {
+  const [parentPath, unknown] = splitLast(field);
+  const near = knownKeys(parentPath)
+    .map((k) => ({ k, d: editDistance(k, unknown) }))
+    .filter((c) => c.d <= 2)
+    .sort((a, b) => a.d - b.d)[0];
+  return near ? ` (did you mean ${near.k}?)` : '';
+}
+
+/** `models[0].profiles[1].engine` → [`models[0].profiles[1]`, `engine`]. */
+function splitLast(field: string): [string, string] {
+  const dot = field.lastIndexOf('.');
+  return dot < 0 ? ['', field] : [field.slice(0, dot), field.slice(dot + 1)];
+}
+
+/** The keys the schema allows in the object at `path`. */
+function knownKeys(path: string): string[] {
+  return /profiles\[\d+\]$/.test(path)
+    ? Object.keys(ProfileSchema.properties)
+    : /^models\[\d+\]$/.test(path)
+      ? Object.keys(ModelSchema.properties)
+      : path.endsWith('.scaling')
+        ? ['min', 'max']
+        : path === ''
+          ? Object.keys(CatalogSchema.properties)
+          : [];
+}
+
+/** Follows a validator path through parsed data; the paths of required fields hold no dotted keys. */
+function valueAt(data: unknown, path: string): unknown {
+  let value = data;
+  for (const part of path.match(/[^.[\]]+/g) ?? []) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
