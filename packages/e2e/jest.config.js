@@ -1,8 +1,7 @@
+import base from '../../jest.base.js';
+
 export default {
-  testEnvironment: 'node',
-  extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
+  ...base,
   testMatch: ['<rootDir>/src/**/*.test.ts'],
   testTimeout: 60000,
   // Journeys start real processes; running them side by side on 2 cores makes

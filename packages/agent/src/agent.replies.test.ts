@@ -22,7 +22,7 @@ function assignment(id: string): ShardAssignment {
     args: [],
     env: {},
     api_key: 'k',
-  } as ShardAssignment;
+  };
 }
 
 const reply = (version: number, ids: string[]): AssignmentsReply => ({ node_id: 'n1', version, assignments: ids.map(assignment) });
@@ -46,7 +46,7 @@ describe('Agent', () => {
         res.end(JSON.stringify(body));
       };
       req.resume();
-      req.on('end', async () => {
+      const answer = async (): Promise<void> => {
         if (req.url!.startsWith('/agent/v1/heartbeat')) {
           heartbeats++;
           if (heartbeats === 1) return send(ack);
@@ -63,7 +63,8 @@ describe('Agent', () => {
           return send(reply(11, []));
         }
         // Later polls: nothing new; they are held until the test ends.
-      });
+      };
+      req.on('end', () => void answer());
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     cleanups.push(async () => {
@@ -83,7 +84,7 @@ describe('Agent', () => {
         heartbeatIntervalS: 60,
         probeIntervalS: 60,
       },
-      async () => ({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
       {
         converge: (a) => converged.push(a.map((x) => x.id)),
         statuses: () => [],
@@ -138,10 +139,10 @@ describe('Agent: one channel for assignments', () => {
     const converged: string[][] = [];
     const agent = new Agent(
       { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 60, probeIntervalS: 60 },
-      async () => ({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
       { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
       pino({ level: 'silent' }),
-      async (source) => ({ source, memory_mb: 1, weights_mb: 1, kv_cache_mb: 0, context_length: 1 }),
+      (source) => Promise.resolve({ source, memory_mb: 1, weights_mb: 1, kv_cache_mb: 0, context_length: 1 }),
     );
     cleanups.push(() => agent.stop());
     await agent.start();

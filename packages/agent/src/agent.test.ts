@@ -6,14 +6,14 @@ import { pino, type Logger } from 'pino';
 import { Agent } from './agent.js';
 import type { MachineProbe } from './probe/index.js';
 
-const probe = async (): Promise<MachineProbe> => ({ memoryTotalMb: 8192, cpuCores: 2, gpus: [], fabrics: [], warnings: [] });
+const probe = (): Promise<MachineProbe> => Promise.resolve({ memoryTotalMb: 8192, cpuCores: 2, gpus: [], fabrics: [], warnings: [] });
 const runner = { converge: () => {}, statuses: () => [], onChange: () => {} };
 
 function capture() {
   const lines: { level: number; msg: string }[] = [];
   const stream = new Writable({
     write(chunk, _enc, cb) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l) as { level: number; msg: string });
       cb();
     },
   });

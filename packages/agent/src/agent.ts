@@ -1,7 +1,7 @@
 import os from 'node:os';
 import got, { HTTPError, RequestError } from 'got';
 import type { Logger } from 'pino';
-import type { AssignmentsReply, GpuReport, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
+import type { AssignmentsReply, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
 import type { MachineProbe } from './probe/index.js';
 
 /** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
@@ -60,7 +60,7 @@ export class Agent {
     private readonly probeMachine: () => Promise<MachineProbe>,
     private readonly runner: ShardRunner,
     private readonly log: Logger,
-    private readonly estimate: SourceEstimator = async () => undefined,
+    private readonly estimate: SourceEstimator = () => Promise.resolve(undefined),
   ) {
     runner.onChange(() => this.beatSoon());
   }
@@ -132,7 +132,7 @@ export class Agent {
       ...(this.settings.pool ? { pool: this.settings.pool } : {}),
       ...(p.memoryTotalMb !== undefined ? { memory_total_mb: p.memoryTotalMb } : {}),
       cpu_cores: p.cpuCores,
-      gpus: p.gpus as GpuReport[],
+      gpus: p.gpus,
       fabrics: p.fabrics,
       ...(p.gpuError ? { gpu_error: p.gpuError } : {}),
       estimated_sources: [...this.estimateSources],
@@ -233,7 +233,7 @@ export class Agent {
 export function describeFailure(err: unknown, server: string): string {
   if (err instanceof HTTPError) {
     const status = err.response.statusCode;
-    let detail = '';
+    let detail: string;
     try {
       detail = (JSON.parse(String(err.response.body)) as { error?: string }).error ?? '';
     } catch {

@@ -214,7 +214,7 @@ export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[
       if (out.length > 1 && out[out.length - 1]?.startsWith('-') === true) out.pop();
       continue;
     }
-    out.push(element.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? values[name] : whole)));
+    out.push(element.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] ?? whole) : whole)));
   }
   const [first = '', ...args] = out;
   const installed = ctx.bins.programs?.get(first);

@@ -91,7 +91,7 @@ program
     const agent = new Agent(
       {
         server,
-        joinToken: joinToken!,
+        joinToken: joinToken,
         nodeId: o.nodeId || defaultNodeId(),
         labels,
         ...(o.pool ? { pool: o.pool } : {}),
@@ -148,7 +148,7 @@ program
     } catch (e) {
       fail((e as Error).message.startsWith('Invalid URL') ? `invalid --server "${o.server}": want a URL like http://10.0.0.1:8081` : (e as Error).message);
     }
-    const env: Record<string, string> = { LLMGW_SERVER: o.server, LLMGW_JOIN_TOKEN: joinToken! };
+    const env: Record<string, string> = { LLMGW_SERVER: o.server, LLMGW_JOIN_TOKEN: joinToken };
     if (o.nodeId) env.LLMGW_NODE_ID = o.nodeId;
     if (o.labels) env.LLMGW_LABELS = o.labels;
     if (o.pool) env.LLMGW_POOL = o.pool;

@@ -13,7 +13,6 @@ import {
   streamMode,
   textOrTokenList,
 } from './params.js';
-import type { JsonObject } from './json.js';
 
 /** The error a check throws, as the client would see it. */
 function refusal(check: () => unknown): { status: number; body: ReturnType<typeof errorBody> } {
@@ -91,7 +90,7 @@ describe('inputs', () => {
   it('wants messages with roles', () => {
     expect(messageList({ messages: [{ role: 'user', content: 'x' }] })).toEqual([{ role: 'user', content: 'x' }]);
     expect(refusal(() => messageList({ messages: [] })).body.error.param).toBe('messages');
-    expect(refusal(() => messageList({ messages: [{ content: 'x' }] } as JsonObject)).body.error.param).toBe('messages[0]');
+    expect(refusal(() => messageList({ messages: [{ content: 'x' }] })).body.error.param).toBe('messages[0]');
   });
 
   it('checks the embedding format against the model', () => {

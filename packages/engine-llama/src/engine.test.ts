@@ -83,7 +83,7 @@ beforeAll(async () => {
   });
   const { match } = await waitForLine(/node-llama-cpp-engine: serving (\S+) on (http:\/\/\S+)/);
   expect(match[1]).toBe(NAME);
-  url = match[2];
+  url = match[2]!;
   for (;;) {
     const res = await fetch(`${url}/health`);
     firstHealth ??= { status: res.status, body: await res.json() };
@@ -114,9 +114,9 @@ describe('node-llama-cpp-engine', () => {
 
   it('chats: printable text, usage, and the length finish at max_tokens', async () => {
     const body = await chat();
-    expect(body.choices[0].message.role).toBe('assistant');
-    expect(body.choices[0].message.content).toMatch(PRINTABLE);
-    expect(body.choices[0].finish_reason).toBe('length');
+    expect(body.choices[0]!.message.role).toBe('assistant');
+    expect(body.choices[0]!.message.content).toMatch(PRINTABLE);
+    expect(body.choices[0]!.finish_reason).toBe('length');
     expect(body.usage.completion_tokens).toBe(16);
     expect(body.usage.prompt_tokens).toBeGreaterThan(5);
     expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + 16);
@@ -124,12 +124,12 @@ describe('node-llama-cpp-engine', () => {
 
   it('samples reproducibly with a seed and stops at a stop sequence', async () => {
     const params = { seed: 42, temperature: 1, top_p: 0.9, max_completion_tokens: 40 };
-    const a = (await chat(params)).choices[0].message.content;
-    expect((await chat(params)).choices[0].message.content).toBe(a);
+    const a = (await chat(params)).choices[0]!.message.content;
+    expect((await chat(params)).choices[0]!.message.content).toBe(a);
     const stopAt = a.slice(10, 12);
     const cut = await chat({ ...params, stop: [stopAt] });
-    expect(cut.choices[0].message.content).toBe(a.slice(0, a.indexOf(stopAt)));
-    expect(cut.choices[0].finish_reason).toBe('stop');
+    expect(cut.choices[0]!.message.content).toBe(a.slice(0, a.indexOf(stopAt)));
+    expect(cut.choices[0]!.finish_reason).toBe('stop');
   });
 
   it('streams chunks, then a usage chunk and [DONE] with include_usage', async () => {
@@ -149,11 +149,11 @@ describe('node-llama-cpp-engine', () => {
       usage: ChatCompletion['usage'] | null;
     });
     expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
-    expect(chunks[0].choices[0].delta.role).toBe('assistant');
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
     const last = chunks[chunks.length - 1];
-    expect(last.choices).toEqual([]);
-    expect(last.usage?.completion_tokens).toBe(12);
-    expect(chunks[chunks.length - 2].choices[0].finish_reason).toBe('length');
+    expect(last!.choices).toEqual([]);
+    expect(last!.usage?.completion_tokens).toBe(12);
+    expect(chunks[chunks.length - 2]!.choices[0]!.finish_reason).toBe('length');
     expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
     expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toMatch(PRINTABLE);
   });
@@ -162,8 +162,8 @@ describe('node-llama-cpp-engine', () => {
     const res = await post('/v1/completions', { model: NAME, prompt: 'Once upon a time', max_tokens: 10 });
     const body = (await res.json()) as { object: string; choices: Array<{ text: string; finish_reason: string }>; usage: ChatCompletion['usage'] };
     expect(body.object).toBe('text_completion');
-    expect(body.choices[0].text).toMatch(PRINTABLE);
-    expect(body.choices[0].finish_reason).toBe('length');
+    expect(body.choices[0]!.text).toMatch(PRINTABLE);
+    expect(body.choices[0]!.finish_reason).toBe('length');
     expect(body.usage.completion_tokens).toBe(10);
   });
 
@@ -175,8 +175,8 @@ describe('node-llama-cpp-engine', () => {
       expect(embedding).toHaveLength(64);
       expect(Math.hypot(...embedding)).toBeCloseTo(1, 6);
     }
-    expect(body.data[2].embedding).toEqual(body.data[0].embedding);
-    expect(body.data[1].embedding).not.toEqual(body.data[0].embedding);
+    expect(body.data[2]!.embedding).toEqual(body.data[0]!.embedding);
+    expect(body.data[1]!.embedding).not.toEqual(body.data[0]!.embedding);
     expect(body.usage.prompt_tokens).toBeGreaterThan(3);
   });
 
@@ -201,7 +201,7 @@ describe('node-llama-cpp-engine', () => {
     const started = performance.now();
     const [a, b] = await Promise.all([chat({ max_tokens: 150, seed: 1 }), chat({ max_tokens: 150, seed: 2 })]);
     expect([a.usage.completion_tokens, b.usage.completion_tokens]).toEqual([150, 150]);
-    expect(a.choices[0].message.content).not.toBe(b.choices[0].message.content);
+    expect(a.choices[0]!.message.content).not.toBe(b.choices[0]!.message.content);
     expect(performance.now() - started).toBeLessThan(10_000);
   });
 

@@ -7,7 +7,8 @@ interface Waiter<T> {
   resolve(slot: T): void;
   reject(e: Error): void;
   signal?: AbortSignal;
-  onAbort(): void;
+  /** An arrow function, so it can be handed to addEventListener as is. */
+  onAbort: () => void;
 }
 
 /**

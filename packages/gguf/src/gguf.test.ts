@@ -47,7 +47,7 @@ describe('writeTestModel', () => {
     expect(h.dataOffset % 32).toBe(0);
     expect(h.metadata['tokenizer.ggml.model']).toBe('llama');
     expect(h.metadata['tokenizer.ggml.tokens']).toEqual({ kind: 'array', elementType: 8, length: V });
-    expect(String(h.metadata['tokenizer.chat_template'])).toContain('<|im_start|>');
+    expect(h.metadata['tokenizer.chat_template']).toContain('<|im_start|>');
     // The same header whether read from bytes or from the file.
     expect(readGgufHeaderSync(buildTestModel({ seed: 3 }))).toEqual(h);
   });

@@ -39,6 +39,13 @@ function rng(seed: number): () => number {
   };
 }
 
+/** An element of the non-empty `xs`, drawn with one call of `r`. */
+function oneOf<T>(r: () => number, xs: readonly T[]): T {
+  const x = xs[Math.floor(r() * xs.length)];
+  if (x === undefined) throw new Error('oneOf: empty list');
+  return x;
+}
+
 /**
  * 40% 8×H100 nodes in InfiniBand pools of 16, 30% 2×RTX-4090 nodes, 30% CPU nodes; a few
  * cordoned, draining, silent, with an unhealthy GPU, or from an agent that did not report
@@ -51,7 +58,7 @@ function fleet(n: number, seed = 1): NodeSnapshot[] {
   for (let i = 0; i < n; i++) {
     const kind = r();
     const id = `node-${String(i).padStart(5, '0')}`;
-    const labels = { role: roles[Math.floor(r() * roles.length)], zone: `z${i % 3}` };
+    const labels = { role: oneOf(r, roles), zone: `z${i % 3}` };
     let node: NodeSnapshot;
     if (kind < 0.4) {
       node = makeH100Node(id, { pool: `ib-${Math.floor(i / 40)}`, labels });
@@ -59,7 +66,7 @@ function fleet(n: number, seed = 1): NodeSnapshot[] {
     } else if (kind < 0.7) {
       node = makeRtx4090Node(id, { labels, pool: `ws-${Math.floor(i / 100)}` });
     } else {
-      node = makeNode({ id, labels, memoryTotalMb: [16, 32, 64, 128, 256][Math.floor(r() * 5)] * 1024 });
+      node = makeNode({ id, labels, memoryTotalMb: oneOf(r, [16, 32, 64, 128, 256]) * 1024 });
     }
     const s = r();
     if (s < 0.02) node.admin = 'cordoned';
@@ -128,6 +135,7 @@ function requests(count: number, seed = 2): PlacementRequest[] {
   return Array.from({ length: count }, (_, i) => {
     let x = r() * total;
     const pick = mix.find((c) => (x -= c.weight) < 0) ?? mix[0];
+    if (pick === undefined) throw new Error(`no model named ${only ?? ''} in the catalog`);
     return { model: pick.model, replicaId: `r-${i}` };
   });
 }
@@ -140,7 +148,7 @@ function timeIt(fn: () => void, repeat: number): number {
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
+  return times[Math.floor(times.length / 2)] ?? NaN;
 }
 
 /** The `place()` path: the caller hands over its reservation list each time. */
@@ -186,8 +194,9 @@ function run(size: number): string[] {
 }
 
 function table(head: string[], rows: string[][]): string {
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join(' | ')} |`;
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => (i === 0 ? c.padEnd(w[i] ?? 0) : c.padStart(w[i] ?? 0))).join(' | ')} |`;
   return [line(head), `|${w.map((x, i) => (i === 0 ? ':' : '') + '-'.repeat(x + 1) + (i === 0 ? '' : ':')).join('|')}|`, ...rows.map(line)].join('\n');
 }
 

@@ -42,7 +42,7 @@ describe('embed', () => {
     const v = embed('x');
     const buf = Buffer.from(embeddingToBase64(v), 'base64');
     const decoded = Array.from({ length: EMBEDDING_DIM }, (_, i) => buf.readFloatLE(i * 4));
-    decoded.forEach((d, i) => expect(d).toBeCloseTo(v[i], 6));
+    decoded.forEach((d, i) => expect(d).toBeCloseTo(v[i]!, 6));
   });
 });
 

@@ -60,7 +60,7 @@ async function start(extra: string[] = [], model = 'tiny'): Promise<Engine> {
   const match = /llmgw-test-engine: serving (\S+) on (http:\/\/\S+)/.exec(engine.stdout());
   if (match === null) throw new Error(`no serving line in: ${engine.stdout()}`);
   expect(match[1]).toBe(model);
-  return { ...engine, url: match[2] };
+  return { ...engine, url: match[2]! };
 }
 
 function post(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
@@ -148,14 +148,14 @@ describe('llmgw-test-engine', () => {
     const data = sseData(await res.text());
     expect(data[data.length - 1]).toBe('[DONE]');
     const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown> & { choices: Array<Record<string, unknown>> });
-    expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
+    expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
     const ids = new Set(chunks.map((c) => c.id));
     expect(ids.size).toBe(1);
     const content = chunks.map((c) => (c.choices[0]?.delta as { content?: string } | undefined)?.content ?? '').join('');
     expect(content).toBe('echo: hello there world');
     const last = chunks[chunks.length - 1];
     expect(last).toMatchObject({ object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 6, completion_tokens: 4, total_tokens: 10 } });
-    expect(chunks[chunks.length - 2].choices[0].finish_reason).toBe('stop');
+    expect(chunks[chunks.length - 2]!.choices[0]!.finish_reason).toBe('stop');
     expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
 
     const plain = sseData(await (await post(`${engine.url}/v1/chat/completions`, chatBody({ stream: true }))).text());
@@ -180,10 +180,10 @@ describe('llmgw-test-engine', () => {
     const embRes = await post(`${engine.url}/v1/embeddings`, { model: 'tiny', input: ['same text', 'other text', 'same text'] });
     const emb = (await embRes.json()) as { data: Array<{ index: number; embedding: number[] }>; usage: { prompt_tokens: number } };
     expect(emb.data).toHaveLength(3);
-    expect(emb.data[0].embedding).toHaveLength(8);
-    expect(Math.hypot(...emb.data[1].embedding)).toBeCloseTo(1, 10);
-    expect(emb.data[2].embedding).toEqual(emb.data[0].embedding);
-    expect(emb.data[1].embedding).not.toEqual(emb.data[0].embedding);
+    expect(emb.data[0]!.embedding).toHaveLength(8);
+    expect(Math.hypot(...emb.data[1]!.embedding)).toBeCloseTo(1, 10);
+    expect(emb.data[2]!.embedding).toEqual(emb.data[0]!.embedding);
+    expect(emb.data[1]!.embedding).not.toEqual(emb.data[0]!.embedding);
     expect(emb.usage.prompt_tokens).toBe(6);
   });
 

@@ -31,9 +31,12 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     const id = String(req.params.id);
     const replica = ctl.listReplicas().find((x) => x.id === id);
     if (!replica) throw notFound(`no replica "${id}" (see ctl replicas)`);
-    const rank = req.query.rank === undefined ? 0 : Number(req.query.rank);
+    // Express 5's 'simple' query parser (node:querystring) gives a string, an array of
+    // strings for a repeated parameter, or nothing: never the nested objects ParsedQs allows.
+    const given = req.query.rank as string | string[] | undefined;
+    const rank = given === undefined ? 0 : Number(given);
     const shard = replica.shards.find((s) => s.rank === rank);
-    if (!shard) throw badRequest(`replica ${id} has no shard of rank ${String(req.query.rank)} (ranks 0-${replica.shards.length - 1})`, 'rank');
+    if (!shard) throw badRequest(`replica ${id} has no shard of rank ${String(given)} (ranks 0-${replica.shards.length - 1})`, 'rank');
     res.json({ replica: id, shard: shard.id, node: shard.nodeId, rank, log: ctl.logTail(shard.id) ?? '' });
   });
 

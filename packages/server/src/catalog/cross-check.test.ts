@@ -144,7 +144,7 @@ describe('parseCatalog: cross-checks', () => {
       ),
       'c.yaml',
     );
-    expect(catalog.models.map((m) => m.profiles[0].name)).toEqual(['cpu', 'cpu']);
+    expect(catalog.models.map((m) => m.profiles[0]!.name)).toEqual(['cpu', 'cpu']);
   });
 
   it('scaling.min greater than scaling.max', () => {
@@ -170,7 +170,7 @@ describe('parseCatalog: cross-checks', () => {
       oneModel().replace('engine: vllm', 'engine: command\n        command: [./serve, --port, "{port}"]'),
       'c.yaml',
     );
-    expect(catalog.models[0].profiles[0].command).toEqual(['./serve', '--port', '{port}']);
+    expect(catalog.models[0]!.profiles[0]!.command).toEqual(['./serve', '--port', '{port}']);
   });
 
   it('shards > 1 without a fabric', async () => {

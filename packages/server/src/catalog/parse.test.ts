@@ -9,6 +9,7 @@ describe('parseCatalog: a valid catalog', () => {
     expect(catalog.models.map((m) => m.name)).toEqual(['qwen-coder-14b', 'llama-70b', 'llama-8b']);
 
     const [qwen, llama70, llama8] = catalog.models;
+    if (!qwen || !llama70 || !llama8) throw new Error('expected three models');
     expect(qwen.scaling).toEqual({ min: 1, max: 3 });
     expect(qwen.aliases).toEqual(['qwen-coder', 'coder']);
     expect(qwen.fallbacks).toEqual(['llama-8b']);
@@ -67,7 +68,7 @@ describe('parseCatalog: a valid catalog', () => {
       ),
       'c.yaml',
     );
-    expect(catalog.models[0].profiles.map((p) => [p.name, p.gpus, p.args])).toEqual([
+    expect(catalog.models[0]!.profiles.map((p) => [p.name, p.gpus, p.args])).toEqual([
       ['one', 1, ['--enforce-eager']],
       ['two', 2, ['--enforce-eager']],
     ]);

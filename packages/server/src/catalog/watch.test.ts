@@ -53,7 +53,7 @@ describe('CatalogWatcher', () => {
 
     await writeFile(file, catalogText('a', 'b') + '  - {name: c, source: org/c, profiles: []}\n');
     await waitFor('the error', () => errors.length === 1);
-    expect(errors[0].message).toBe(`catalog ${file}: model "c" (line 4): profiles must NOT have fewer than 1 items`);
+    expect(errors[0]!.message).toBe(`catalog ${file}: model "c" (line 4): profiles must NOT have fewer than 1 items`);
     expect(names(watcher.current)).toEqual(['a', 'b']);
     expect(changes).toHaveLength(1);
 
@@ -96,7 +96,7 @@ describe('CatalogWatcher', () => {
     await expect(watcher.reload()).resolves.toBe(false);
     await expect(watcher.reload()).resolves.toBe(false);
     expect(errors.map((e) => e.line)).toEqual([2, 2]);
-    expect(errors[0].message).toMatch(new RegExp(`^catalog ${file} \\(line 2\\): YAML syntax error: `));
+    expect(errors[0]!.message).toMatch(new RegExp(`^catalog ${file} \\(line 2\\): YAML syntax error: `));
     expect(names(watcher.current)).toEqual(['a', 'b']);
     expect(changes).toHaveLength(1);
   });
@@ -107,7 +107,7 @@ describe('CatalogWatcher', () => {
     await waitFor('the error', () => errors.length === 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(errors).toHaveLength(1);
-    expect(errors[0].message).toMatch(new RegExp(`^catalog ${file}: cannot be read: ENOENT`));
+    expect(errors[0]!.message).toMatch(new RegExp(`^catalog ${file}: cannot be read: ENOENT`));
     expect(names(watcher.current)).toEqual(['a']);
   });
 

@@ -30,7 +30,7 @@ async function listen(handler: http.RequestListener): Promise<string> {
 /** A gateway in front of one fake engine, with one API key. */
 async function setup(upstream: Upstream, settings: Partial<ConstructorParameters<typeof Gateway>[3]> = {}, replicas = 1, scaling?: Model['scaling']) {
   const engineUrl = await listen(upstream);
-  const model: Model = { name: 'm', source: 'x', profiles: [{ name: 'cpu', engine: 'llama.cpp' }], ...(scaling ? { scaling } : {}) } as Model;
+  const model: Model = { name: 'm', source: 'x', profiles: [{ name: 'cpu', engine: 'llama.cpp' }], ...(scaling ? { scaling } : {}) };
   // A model that scales from zero has no replica until the gateway asks for one.
   let started = !scaling || scaling.min > 0;
   const targets: RouteTarget[] = Array.from({ length: replicas }, (_, i) => ({ replicaId: `r-${i + 1}`, endpoint: engineUrl, apiKey: 'k' }));
@@ -73,20 +73,25 @@ async function post(url: string, secret: string, body: unknown): Promise<{ statu
   return { status: res.status, text: await res.text(), headers };
 }
 
+/** The JSON an answer carries: a completion, or an OpenAI-style error. */
+type Reply = { id: string; error: { code: string; message: string } };
+const reply = (text: string) => JSON.parse(text) as Reply;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Writes each piece as its own TCP write, a little apart, so they arrive as separate chunks. */
 function sse(pieces: (string | Buffer)[]): Upstream {
   return (req, res) => {
     req.resume();
-    req.on('end', async () => {
+    const writeAll = async () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (const p of pieces) {
         res.write(p);
         await sleep(30);
       }
       res.end();
-    });
+    };
+    req.on('end', () => void writeAll());
   };
 }
 
@@ -137,7 +142,7 @@ describe('gateway non-streaming', () => {
     const { url, secret, store, keys } = await setup(failFirst(), {}, 2);
     const r = await post(url, secret, { model: 'm', messages: [] });
     expect(r.status).toBe(200);
-    expect(JSON.parse(r.text).id).toBe('ok');
+    expect(reply(r.text).id).toBe('ok');
     keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, promptTokens: 1, completionTokens: 2 })]);
   });
@@ -146,7 +151,7 @@ describe('gateway non-streaming', () => {
     const { url, secret, store, keys } = await setup(failFirst());
     const r = await post(url, secret, { model: 'm', messages: [] });
     expect(r.status).toBe(503);
-    expect(JSON.parse(r.text).error.code).toBe('no_ready_replica');
+    expect(reply(r.text).error.code).toBe('no_ready_replica');
     keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
   });
@@ -170,7 +175,7 @@ describe('gateway cold start', () => {
     expect(r.status).toBe(200);
     const events = r.text.split('\n\n').filter((e) => e.startsWith('data: '));
     expect(events).toHaveLength(1);
-    expect(JSON.parse(events[0]!.slice(6)).error).toMatchObject({ message: 'prompt is too long', code: 'context_length_exceeded' });
+    expect(reply(events[0]!.slice(6)).error).toMatchObject({ message: 'prompt is too long', code: 'context_length_exceeded' });
     keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
   });

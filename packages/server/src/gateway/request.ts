@@ -78,6 +78,6 @@ export function bodyFor(r: ClientRequest, model: string): Buffer | string {
   const addUsage = r.stream && !r.clientWantsUsage;
   if (r.requested === model && !addUsage) return r.raw;
   const b: Record<string, unknown> = { ...r.body, model };
-  if (addUsage) b.stream_options = { ...((r.body.stream_options as object | undefined) ?? {}), include_usage: true };
+  if (addUsage) b.stream_options = { ...(r.body.stream_options ?? {}), include_usage: true };
   return JSON.stringify(b);
 }

@@ -225,9 +225,9 @@ describe('place: every failing reason of a node is kept', () => {
 
 describe('place: CPU cores', () => {
   it('a node with enough cores fits; one that did not report them fits with a note', () => {
-    expect(placeOne({ min_cpu_cores: 16 }, [makeNode({ cpuCores: 16 })]).placement?.shards[0].nodeId).toBe('node-1');
+    expect(placeOne({ min_cpu_cores: 16 }, [makeNode({ cpuCores: 16 })]).placement?.shards[0]?.nodeId).toBe('node-1');
     const out = placeOne({ min_cpu_cores: 16 }, [makeNode({ id: 'a', cpuCores: 4 }), makeNode({ id: 'b' })]);
-    expect(out.placement?.shards[0].nodeId).toBe('b');
+    expect(out.placement?.shards[0]?.nodeId).toBe('b');
     expect(out.notes).toEqual([
       { profile: 'cpu', node: 'b', note: 'CPU cores unknown (agent did not report them); min_cpu_cores 16 not checked' },
     ]);

@@ -89,8 +89,10 @@ export function reject(
   requested?: number | string,
   available?: number | string,
 ): void {
-  const slot = d.plan.slots[d.check][category];
-  const code = d.plan.cats[slot].code;
+  // `d.check` is the explaining check's index in the plan and `category` one of its own:
+  // `slots` and `cats` are built from the same categories, so both lookups are in range.
+  const slot = d.plan.slots[d.check]![category]!;
+  const code = d.plan.cats[slot]!.code;
   d.out.push({ profile: d.profile, pool: d.pool, node: d.node, code, reason, requested, available });
   if (slot < d.cat) d.cat = slot;
 }
@@ -138,12 +140,13 @@ const labels: StaticCheck = {
     })),
   applies: (req) => req.selKeys.length > 0,
   fits(node, req) {
-    for (let k = 0; k < req.selKeys.length; k++) if (node.labels[req.selKeys[k]] !== req.selVals[k]) return false;
+    // selKeys and selVals are parallel.
+    for (let k = 0; k < req.selKeys.length; k++) if (node.labels[req.selKeys[k]!] !== req.selVals[k]) return false;
     return true;
   },
   explain(node, _usage, req, d) {
     for (let k = 0; k < req.selKeys.length; k++) {
-      const key = req.selKeys[k];
+      const key = req.selKeys[k]!;
       const want = req.selVals[k];
       const have = node.labels[key];
       if (have === want) continue;
@@ -320,14 +323,15 @@ export function planFor(req: Requirement): Plan {
   // Stable: equal ranks (a selector's labels) keep their order.
   listed.sort((a, b) => a.cat.rank - b.cat.rank);
   const slots = checks.map((c) => new Int32Array(c.categories(req).length));
-  listed.forEach((l, slot) => (slots[l.i][l.local] = slot));
+  // l.i indexes `checks`, l.local that check's categories.
+  listed.forEach((l, slot) => (slots[l.i]![l.local] = slot));
   const tested = DYNAMIC.flatMap((c, k) => (c.applies(req) ? [k] : []));
   return {
     checks,
     statics: checks.filter((c): c is StaticCheck => c.static),
     noting: checks.filter((c) => c.notes !== undefined),
     tested: Int32Array.from(tested),
-    needs: Float64Array.from(tested, (k) => DYNAMIC[k].need(req)),
+    needs: Float64Array.from(tested, (k) => DYNAMIC[k]!.need(req)),
     cats: listed.map((l) => l.cat),
     slots,
   };

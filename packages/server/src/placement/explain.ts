@@ -23,6 +23,7 @@ export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view:
   const checks = plan.checks;
   for (let i = 0; i < checks.length; i++) {
     const check = checks[i];
+    if (check === undefined) continue;
     const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < check.need(req);
     if (!fails) continue;
     d.check = i;
@@ -34,7 +35,7 @@ export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view:
 /** What the checks could not check on a node they let through ("memory unknown"). */
 export function nodeNotes(node: NodeSnapshot, view: ProfileView, gpus: readonly GpuReport[], out: PlacementNote[]): void {
   const noting = view.plan.noting;
-  for (let i = 0; i < noting.length; i++) noting[i].notes?.(node, view.req, gpus, out);
+  for (const check of noting) check.notes?.(node, view.req, gpus, out);
 }
 
 function detailFor(view: ProfileView, node: NodeSnapshot, out: Rejection[]): Detail {
@@ -48,10 +49,13 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
   const nodes = fleet.nodes;
   const known = view.fixed;
   if (known !== undefined) {
+    // Stale positions index the nodes, and a node's slot indexes `counts`.
     for (const pos of known.stale) {
-      known.counts[known.cat[pos]]--;
-      known.cat[pos] = explainNode(fleet, view, pos, (known.byNode[pos] = []));
-      known.counts[known.cat[pos]]++;
+      const was = known.cat[pos]!;
+      known.counts[was] = known.counts[was]! - 1;
+      const cat = explainNode(fleet, view, pos, (known.byNode[pos] = []));
+      known.cat[pos] = cat;
+      known.counts[cat] = known.counts[cat]! + 1;
     }
     known.stale.length = 0;
     return known;
@@ -61,10 +65,14 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
   const counts = new Array<number>(view.plan.cats.length).fill(0);
   const pools = new Set<string>();
   for (let i = 0; i < nodes.length; i++) {
-    if (view.req.shards > 1) pools.add(poolOf(nodes[i]));
-    if (view.candAt[i] >= 0) continue;
-    cat[i] = explainNode(fleet, view, i, (byNode[i] = []));
-    counts[cat[i]]++;
+    const node = nodes[i];
+    if (node === undefined) continue;
+    if (view.req.shards > 1) pools.add(poolOf(node));
+    if (view.candAt[i]! >= 0) continue;
+    const slot = explainNode(fleet, view, i, (byNode[i] = []));
+    cat[i] = slot;
+    // A summary slot indexes `counts`.
+    counts[slot] = counts[slot]! + 1;
   }
   view.fixed = { byNode, cat, counts, pools: [...pools], stale: [] };
   return view.fixed;
@@ -72,8 +80,9 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
 
 /** Records the reasons node `pos` fails; returns its summary slot. */
 function explainNode(fleet: Fleet, view: ProfileView, pos: number, out: Rejection[]): number {
-  const d = detailFor(view, fleet.nodes[pos], out);
-  evaluate(fleet.nodes[pos], fleet.usage[pos], view, d);
+  const node = fleet.nodes[pos]!; // callers pass positions of the fleet's nodes
+  const d = detailFor(view, node, out);
+  evaluate(node, fleet.usage[pos], view, d);
   return d.cat;
 }
 
@@ -109,6 +118,7 @@ export function explainProfile(
     copyUpTo(i);
     next = i + 1;
     const node = nodes[i];
+    if (node === undefined) continue;
     const d = detailFor(view, node, rejections);
     if (evaluate(node, fleet.usage[i], view, d)) {
       fit++;
@@ -117,14 +127,18 @@ export function explainProfile(
       // Chosen nodes get their notes with their GPUs, where the decision is built.
       if (!chosen.has(node.id)) nodeNotes(node, view, [], notes);
     } else {
-      counts[d.cat]++;
+      // A failing node's slot indexes `counts`.
+      counts[d.cat] = counts[d.cat]! + 1;
     }
   }
   copyUpTo(nodes.length);
   // A rejected node whose memory (say) is unknown says so too: the operator fixing its other
   // problem should know memory was never checked.
   if (view.plan.noting.length > 0) {
-    for (let i = 0; i < nodes.length; i++) if (!fitting.has(i)) nodeNotes(nodes[i], view, [], notes);
+    for (let i = 0; i < nodes.length; i++) {
+      const node = nodes[i];
+      if (node !== undefined && !fitting.has(i)) nodeNotes(node, view, [], notes);
+    }
   }
   const pools: { pool: string; fit: number }[] = [];
   if (sharded) {
@@ -145,7 +159,10 @@ export function explainProfile(
   const reasons: ReasonCount[] = [];
   const cats = view.plan.cats;
   for (let c = 0; c < counts.length; c++) {
-    if (counts[c] > 0) reasons.push({ count: counts[c], code: cats[c].code, one: cats[c].one, many: cats[c].many });
+    const count = counts[c];
+    const cat = cats[c];
+    if (count === undefined || cat === undefined || count <= 0) continue;
+    reasons.push({ count, code: cat.code, one: cat.one, many: cat.many });
   }
   // Stable sort: equal counts keep category order, the most telling first.
   reasons.sort((a, b) => b.count - a.count);

@@ -83,7 +83,9 @@ export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Itera
   const modelCount = new Map<string, Int32Array>();
   if (index.size > 0) {
     for (let i = 0; i < n; i++) {
-      const u = index.get(nodes[i].id);
+      const node = nodes[i];
+      if (node === undefined) continue;
+      const u = index.get(node.id);
       if (u === undefined) continue;
       usage[i] = u;
       for (const [model, count] of u.models) countsOf(modelCount, model, n)[i] = count;
@@ -95,7 +97,8 @@ export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Itera
 /** Ranks node ids once, so ties between identical machines compare two integers. */
 export function rankIds(nodes: readonly NodeSnapshot[]): Int32Array {
   const order = Array.from(nodes.keys());
-  order.sort((a, b) => (nodes[a].id < nodes[b].id ? -1 : nodes[a].id > nodes[b].id ? 1 : 0));
+  // `order` holds the positions of `nodes`.
+  order.sort((a, b) => (nodes[a]!.id < nodes[b]!.id ? -1 : nodes[a]!.id > nodes[b]!.id ? 1 : 0));
   const rank = new Int32Array(nodes.length);
   order.forEach((pos, r) => (rank[pos] = r));
   return rank;
@@ -118,23 +121,26 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
   let positions = fleet.positions;
   if (positions === undefined) {
     positions = new Map();
-    for (let i = 0; i < fleet.nodes.length; i++) positions.set(fleet.nodes[i].id, i);
+    for (let i = 0; i < fleet.nodes.length; i++) positions.set(fleet.nodes[i]!.id, i);
     fleet.positions = positions;
   }
   for (const r of reservations) {
     const pos = positions.get(r.nodeId);
     const u = addReservation(fleet.index, r);
     if (pos === undefined) continue;
+    // `pos` comes from `positions`, so it indexes the nodes and every by-position array;
+    // a view has one column per DYNAMIC check, and `c` is one of its candidates.
     fleet.usage[pos] = u;
-    countsOf(fleet.modelCount, r.model, fleet.nodes.length)[pos]++;
-    const node = fleet.nodes[pos];
+    const counts = countsOf(fleet.modelCount, r.model, fleet.nodes.length);
+    counts[pos] = counts[pos]! + 1;
+    const node = fleet.nodes[pos]!;
     for (const view of fleet.views.values()) {
-      const c = view.candAt[pos];
+      const c = view.candAt[pos]!;
       if (c < 0) {
         view.fixed?.stale.push(pos);
         continue;
       }
-      for (let k = 0; k < DYNAMIC.length; k++) view.cols[k][c] = DYNAMIC[k].left(node, u, view.req);
+      for (let k = 0; k < DYNAMIC.length; k++) view.cols[k]![c] = DYNAMIC[k]!.left(node, u, view.req);
     }
   }
 }
@@ -156,12 +162,15 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   next: for (let i = 0; i < n; i++) {
     candAt[i] = -1;
     const node = nodes[i];
-    for (let s = 0; s < statics.length; s++) if (!statics[s].fits(node, req)) continue next;
+    if (node === undefined) continue;
+    // `cols` and `whole` have one entry per DYNAMIC check, `tested` holds indices into
+    // them and `needs` one entry per `tested`: the `!`s below are in range.
+    for (let s = 0; s < statics.length; s++) if (!statics[s]!.fits(node, req)) continue next;
     // A dynamic check the node fails with nothing reserved, it fails for good.
-    for (let k = 0; k < DYNAMIC.length; k++) whole[k] = DYNAMIC[k].left(node, undefined, req);
-    for (let t = 0; t < tested.length; t++) if (whole[tested[t]] < needs[t]) continue next;
+    for (let k = 0; k < DYNAMIC.length; k++) whole[k] = DYNAMIC[k]!.left(node, undefined, req);
+    for (let t = 0; t < tested.length; t++) if (whole[tested[t]!]! < needs[t]!) continue next;
     const u = fleet.usage[i];
-    for (let k = 0; k < DYNAMIC.length; k++) cols[k][count] = u === undefined ? whole[k] : DYNAMIC[k].left(node, u, req);
+    for (let k = 0; k < DYNAMIC.length; k++) cols[k]![count] = u === undefined ? whole[k]! : DYNAMIC[k]!.left(node, u, req);
     candAt[i] = count;
     positions[count++] = i;
   }
@@ -173,8 +182,9 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   if (req.shards > 1) {
     // Group candidates by pool, keeping node order within each.
     const byPool = new Map<string, number[]>();
+    // c < count: `positions` and every column hold `count` candidates, positions index `nodes`.
     for (let c = 0; c < count; c++) {
-      const key = poolOf(nodes[positions[c]]);
+      const key = poolOf(nodes[positions[c]!]!);
       const list = byPool.get(key);
       if (list === undefined) byPool.set(key, [c]);
       else list.push(c);
@@ -185,9 +195,10 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     for (const [name, list] of byPool) {
       poolName.push(name);
       for (const c of list) {
-        grouped[k] = positions[c];
-        for (let d = 0; d < cols.length; d++) groupedCols[d][k] = cols[d][c];
-        candAt[positions[c]] = k++;
+        const pos = positions[c]!;
+        grouped[k] = pos;
+        for (let d = 0; d < cols.length; d++) groupedCols[d]![k] = cols[d]![c]!;
+        candAt[pos] = k++;
       }
       poolStart.push(k);
     }
@@ -200,7 +211,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     cand: positions,
     inOrder,
     cols,
-    tests: Array.from(tested, (k) => cols[k]),
+    tests: Array.from(tested, (k) => cols[k]!),
     needs,
     poolStart: Int32Array.from(poolStart),
     poolName,

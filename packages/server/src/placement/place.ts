@@ -101,7 +101,7 @@ export function placeOnFleet(fleet: Fleet, model: Model, options: PlaceOptions =
     });
     const placement: Placement = {
       profile,
-      pool: view.req.shards > 1 ? found.pool : chosen[0].node.pool,
+      pool: view.req.shards > 1 ? found.pool : chosen[0]?.node.pool,
       fabric: view.req.fabric,
       shards,
     };

@@ -37,8 +37,8 @@ const nodeArb = (id: string): fc.Arbitrary<NodeSnapshot> =>
     .record({
       pool: fc.constantFrom<string | undefined>('rack-a', 'rack-b', undefined),
       role: fc.constantFrom<string | undefined>('coding', 'coding', 'batch', undefined),
-      admin: fc.constantFrom('ready', 'ready', 'ready', 'ready', 'ready', 'cordoned', 'draining') as fc.Arbitrary<NodeSnapshot['admin']>,
-      liveness: fc.constantFrom('ready', 'ready', 'ready', 'ready', 'ready', 'not-ready', 'lost') as fc.Arbitrary<NodeSnapshot['liveness']>,
+      admin: fc.constantFrom<NodeSnapshot['admin']>('ready', 'ready', 'ready', 'ready', 'ready', 'cordoned', 'draining'),
+      liveness: fc.constantFrom<NodeSnapshot['liveness']>('ready', 'ready', 'ready', 'ready', 'ready', 'not-ready', 'lost'),
       memoryGb: fc.constantFrom<number | undefined>(undefined, 8, 16, 32, 64, 256),
       gpuCount: fc.integer({ min: 0, max: 4 }),
       fabrics: fc.constantFrom<string[]>(['infiniband', 'ethernet'], ['infiniband'], ['infiniband', 'ethernet'], ['ethernet'], []),
@@ -102,7 +102,7 @@ const scenarioArb = fc.record({
 });
 
 function requestsOf(models: Model[], picks: number[]): PlacementRequest[] {
-  return picks.map((p, i) => ({ model: models[p], replicaId: `r${i}` }));
+  return picks.map((p, i) => ({ model: models[p]!, replicaId: `r${i}` }));
 }
 
 function labelsMatch(node: NodeSnapshot, profile: Profile): boolean {

@@ -29,9 +29,9 @@ export interface Requirement {
 
 /** Reads `profile` into a Requirement; done once per profile per prepared fleet. */
 export function requirementOf(profile: Profile): Requirement {
-  const selector = profile.node_selector ?? {};
-  const selKeys = Object.keys(selector);
-  const selVals = selKeys.map((k) => selector[k]);
+  const selector = Object.entries(profile.node_selector ?? {});
+  const selKeys = selector.map(([k]) => k);
+  const selVals = selector.map(([, v]) => v);
   const gpus = profile.gpus ?? 0;
   const shards = profile.shards ?? 1;
   const classes =

@@ -16,16 +16,16 @@ describe('place: reservations', () => {
         { model, replicaId: 'r3' },
       ],
     });
-    expect(outcomes.map((o) => o.placement?.shards[0].nodeId)).toEqual(['a', 'b', undefined]);
+    expect(outcomes.map((o) => o.placement?.shards[0]?.nodeId)).toEqual(['a', 'b', undefined]);
     expect(reservations).toEqual([
       { replicaId: 'r1', model: model.name, nodeId: 'a', memoryMb: 24 * GB, gpuUuids: [] },
       { replicaId: 'r2', model: model.name, nodeId: 'b', memoryMb: 24 * GB, gpuUuids: [] },
     ]);
-    expect(outcomes[2].rejections.map(renderRejection)).toEqual([
+    expect(outcomes[2]!.rejections.map(renderRejection)).toEqual([
       'a: has 32 GB of memory, 24 reserved by 1 replica, needs 24',
       'b: has 32 GB of memory, 24 reserved by 1 replica, needs 24',
     ]);
-    expect(outcomes[2].summary).toBe('0/2 nodes can run qwen-coder-14b: 2 too little memory');
+    expect(outcomes[2]!.summary).toBe('0/2 nodes can run qwen-coder-14b: 2 too little memory');
   });
 
   it('place sees the same reservations as placeMany', () => {
@@ -64,7 +64,7 @@ describe('a prepared fleet', () => {
     const nodes = [makeNode({ id: 'a', memoryTotalMb: 32 * GB }), makeNode({ id: 'b', memoryTotalMb: 32 * GB, admin: 'cordoned' })];
     const fleet = prepareFleet(nodes, []);
     const first = placeOnFleet(fleet, model);
-    expect(first.placement?.shards[0].nodeId).toBe('a');
+    expect(first.placement?.shards[0]?.nodeId).toBe('a');
     reserve(fleet, reservationsFor(first.placement!, 'r1', model.name));
     const second = placeOnFleet(fleet, model);
     expect(second.rejections.map(renderRejection)).toEqual([

@@ -13,7 +13,7 @@ describe('place: fitting', () => {
 
   it('a node that did not report memory is eligible, with a note', () => {
     const out = placeOne({ min_memory_gb: 24 }, [makeNode({ memoryTotalMb: undefined })]);
-    expect(out.placement?.shards[0].nodeId).toBe('node-1');
+    expect(out.placement?.shards[0]?.nodeId).toBe('node-1');
     expect(out.notes).toEqual([
       {
         profile: 'cpu',
@@ -28,7 +28,7 @@ describe('place: fitting', () => {
       makeNode({ id: 'a-unknown', memoryTotalMb: undefined }),
       makeNode({ id: 'z-known', memoryTotalMb: 32 * GB }),
     ]);
-    expect(out.placement?.shards[0].nodeId).toBe('z-known');
+    expect(out.placement?.shards[0]?.nodeId).toBe('z-known');
     expect(out.notes).toEqual([]);
   });
 
@@ -49,7 +49,7 @@ describe('place: fitting', () => {
   it('GPU memory that was not reported is not checked, and says so', () => {
     const node = makeH100Node('g-1', { gpus: [makeGpu({ index: 0, uuid: 'u0', memory_total_mb: undefined })] });
     const out = placeOne({ gpus: 1, min_gpu_memory_gb: 40 }, [node]);
-    expect(out.placement?.shards[0].gpuIndices).toEqual([0]);
+    expect(out.placement?.shards[0]?.gpuIndices).toEqual([0]);
     expect(out.notes.map((n) => n.note)).toEqual([
       'GPU 0 memory unknown (agent did not report it); min_gpu_memory_gb 40 not checked',
     ]);
@@ -70,8 +70,8 @@ describe('place: fitting', () => {
 describe('place: choosing among fitting nodes', () => {
   it('spreads a model over nodes before packing', () => {
     const nodes = [makeNode({ id: 'a' }), makeNode({ id: 'b' })];
-    expect(placeOne({}, nodes, { existingOnNode: { a: 1 } }).placement?.shards[0].nodeId).toBe('b');
-    expect(placeOne({}, nodes, { existingOnNode: new Map([['b', 2]]) }).placement?.shards[0].nodeId).toBe('a');
+    expect(placeOne({}, nodes, { existingOnNode: { a: 1 } }).placement?.shards[0]?.nodeId).toBe('b');
+    expect(placeOne({}, nodes, { existingOnNode: new Map([['b', 2]]) }).placement?.shards[0]?.nodeId).toBe('a');
   });
 
   it('derives the spread from reservations of the same model when not given', () => {
@@ -83,18 +83,18 @@ describe('place: choosing among fitting nodes', () => {
         makeReservation({ nodeId: 'b', model: 'another', replicaId: 'r-2' }),
       ],
     });
-    expect(out.placement?.shards[0].nodeId).toBe('b');
+    expect(out.placement?.shards[0]?.nodeId).toBe('b');
   });
 
   it('avoids nodes in avoidNodes while anything else fits, and uses them when nothing else does', () => {
     const nodes = [makeNode({ id: 'a' }), makeNode({ id: 'b', admin: 'cordoned' }), makeNode({ id: 'c' })];
-    expect(placeOne({}, nodes, { avoidNodes: ['a'] }).placement?.shards[0].nodeId).toBe('c');
-    expect(placeOne({}, nodes, { avoidNodes: ['a', 'c'] }).placement?.shards[0].nodeId).toBe('a');
+    expect(placeOne({}, nodes, { avoidNodes: ['a'] }).placement?.shards[0]?.nodeId).toBe('c');
+    expect(placeOne({}, nodes, { avoidNodes: ['a', 'c'] }).placement?.shards[0]?.nodeId).toBe('a');
   });
 
   it('packs GPUs: the node with the fewest free GPUs that still fits', () => {
     const nodes = [makeH100Node('full-8'), makeH100Node('part-3', {}, 3), makeH100Node('small-1', {}, 1)];
-    expect(placeOne({ gpus: 2 }, nodes).placement?.shards[0].nodeId).toBe('part-3');
+    expect(placeOne({ gpus: 2 }, nodes).placement?.shards[0]?.nodeId).toBe('part-3');
   });
 
   it('sends CPU work to CPU nodes before idle GPU nodes, then to the tightest memory fit', () => {
@@ -104,13 +104,13 @@ describe('place: choosing among fitting nodes', () => {
       makeNode({ id: 'cpu-small', memoryTotalMb: 32 * GB }),
       makeNode({ id: 'cpu-tiny', memoryTotalMb: 16 * GB }),
     ];
-    expect(placeOne({ min_memory_gb: 24 }, nodes).placement?.shards[0].nodeId).toBe('cpu-small');
+    expect(placeOne({ min_memory_gb: 24 }, nodes).placement?.shards[0]?.nodeId).toBe('cpu-small');
   });
 
   it('breaks ties by node id, whatever the input order', () => {
     const nodes = [makeNode({ id: 'n-2' }), makeNode({ id: 'n-3' }), makeNode({ id: 'n-1' })];
-    expect(placeOne({}, nodes).placement?.shards[0].nodeId).toBe('n-1');
-    expect(placeOne({}, [...nodes].reverse()).placement?.shards[0].nodeId).toBe('n-1');
+    expect(placeOne({}, nodes).placement?.shards[0]?.nodeId).toBe('n-1');
+    expect(placeOne({}, [...nodes].reverse()).placement?.shards[0]?.nodeId).toBe('n-1');
   });
 });
 
@@ -149,7 +149,7 @@ describe('place: profiles in order', () => {
       reservations: [],
       explainWinner: true,
     });
-    expect(out.placement?.shards[0].nodeId).toBe('g-1');
+    expect(out.placement?.shards[0]?.nodeId).toBe('g-1');
     expect(out.rejections.map(renderRejection)).toEqual(['cpu-1: has no GPUs']);
   });
 

@@ -56,7 +56,8 @@ export interface Context {
 /** True when candidate `c` passes the view's dynamic checks: no allocation, no strings. */
 export function fitsNow(view: ProfileView, c: number): boolean {
   const { tests, needs } = view;
-  for (let k = 0; k < tests.length; k++) if (tests[k][c] < needs[k]) return false;
+  // `needs` has one entry per test column; `c` is a candidate index, in range of every column.
+  for (let k = 0; k < tests.length; k++) if (tests[k]![c]! < needs[k]!) return false;
   return true;
 }
 
@@ -66,16 +67,17 @@ export function fitsNow(view: ProfileView, c: number): boolean {
  */
 export function dynamicFit(fleet: Fleet, view: ProfileView, c: number, ctx: Context, out: Candidate): boolean {
   if (!fitsNow(view, c)) return false;
-  const pos = view.cand[c];
-  const node = fleet.nodes[pos];
+  // `c` indexes the view's candidate arrays; `cand` holds positions into `fleet.nodes`.
+  const pos = view.cand[c]!;
+  const node = fleet.nodes[pos]!;
   out.pos = pos;
   out.c = c;
   out.node = node;
   out.avoid = ctx.avoid !== undefined && ctx.avoid.has(node.id) ? 1 : 0;
   out.existing =
-    ctx.existing !== undefined ? ctx.existing.get(node.id) ?? 0 : ctx.counts === undefined ? 0 : ctx.counts[pos];
-  out.pack = view.cols[GPU_COLUMN][c];
-  out.mem = view.cols[MEMORY_COLUMN][c];
+    ctx.existing !== undefined ? ctx.existing.get(node.id) ?? 0 : ctx.counts === undefined ? 0 : ctx.counts[pos]!;
+  out.pack = view.cols[GPU_COLUMN]![c]!;
+  out.mem = view.cols[MEMORY_COLUMN]![c]!;
   return true;
 }
 
@@ -93,8 +95,11 @@ export interface Found {
  */
 export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found {
   const { cand, tests, needs } = view;
-  const packs = view.cols[GPU_COLUMN];
-  const mems = view.cols[MEMORY_COLUMN];
+  // Every column has one entry per candidate (cand.length); GPU_COLUMN and MEMORY_COLUMN
+  // are columns of every view; `needs` has one entry per test; cand[c] indexes `nodes`,
+  // and `counts`/`idRank` have one entry per node. The `!`s below rest on these.
+  const packs = view.cols[GPU_COLUMN]!;
+  const mems = view.cols[MEMORY_COLUMN]!;
   const nTests = tests.length;
   const { nodes, idRank } = fleet;
   const { avoid, existing, counts } = ctx;
@@ -105,13 +110,14 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
   let bPack = 0;
   let bMem = 0;
   next: for (let c = 0; c < cand.length; c++) {
-    for (let k = 0; k < nTests; k++) if (tests[k][c] < needs[k]) continue next;
-    const pos = cand[c];
-    const mem = mems[c];
-    const pack = packs[c];
+    for (let k = 0; k < nTests; k++) if (tests[k]![c]! < needs[k]!) continue next;
+    const pos = cand[c]!;
+    const mem = mems[c]!;
+    const pack = packs[c]!;
     fit++;
-    const a = avoid !== undefined && avoid.has(nodes[pos].id) ? 1 : 0;
-    const e = existing !== undefined ? existing.get(nodes[pos].id) ?? 0 : counts !== undefined ? counts[pos] : 0;
+    const node = nodes[pos]!;
+    const a = avoid !== undefined && avoid.has(node.id) ? 1 : 0;
+    const e = existing !== undefined ? existing.get(node.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
     if (best >= 0) {
       if (a !== bAvoid) {
         if (a > bAvoid) continue;
@@ -121,7 +127,7 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
         if (pack > bPack) continue;
       } else if (mem !== bMem) {
         if (mem > bMem) continue;
-      } else if (idRank !== undefined ? idRank[pos] > idRank[cand[best]] : !(nodes[pos].id < nodes[cand[best]].id)) {
+      } else if (idRank !== undefined ? idRank[pos]! > idRank[cand[best]!]! : !(node.id < nodes[cand[best]!]!.id)) {
         continue;
       }
     }
@@ -132,9 +138,10 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
     bMem = mem;
   }
   if (best < 0) return { fit, chosen: undefined, pool: undefined };
-  const node = nodes[cand[best]];
-  const chosen = { pos: cand[best], c: best, node, avoid: bAvoid, existing: bExisting, pack: bPack, mem: bMem };
-  return { fit, chosen: [chosen], pool: node.pool };
+  const bestPos = cand[best]!;
+  const winner = nodes[bestPos]!;
+  const chosen = { pos: bestPos, c: best, node: winner, avoid: bAvoid, existing: bExisting, pack: bPack, mem: bMem };
+  return { fit, chosen: [chosen], pool: winner.pool };
 }
 
 /** Lowest indices first: deterministic, and what an operator reading nvidia-smi expects. */

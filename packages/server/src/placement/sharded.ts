@@ -12,24 +12,27 @@ import { before, blank, dynamicFit, type Candidate, type Context, type Found } f
 export function pickSharded(fleet: Fleet, view: ProfileView, ctx: Context): Found {
   const n = view.req.shards;
   // top[0..k) is the current pool's best k candidates, in order; top[n] is scratch.
+  // Every index into `top` below is in 0..n, and poolStart has one entry per pool plus
+  // one: the `!`s rest on these.
   const top = Array.from({ length: n + 1 }, blank);
   let fit = 0;
   let best: { pool: string; nodes: Candidate[]; score: number[] } | undefined;
   for (let p = 0; p < view.poolName.length; p++) {
     let k = 0;
     let poolFit = 0;
-    for (let c = view.poolStart[p]; c < view.poolStart[p + 1]; c++) {
-      const cand = top[n];
+    const end = view.poolStart[p + 1]!;
+    for (let c = view.poolStart[p]!; c < end; c++) {
+      const cand = top[n]!;
       if (!dynamicFit(fleet, view, c, ctx, cand)) continue;
       poolFit++;
-      if (k === n && !before(cand, top[n - 1])) continue;
+      if (k === n && !before(cand, top[n - 1]!)) continue;
       // Insert in order, dropping the last when full.
       let i = k < n ? k++ : n - 1;
-      top[n] = top[i];
+      top[n] = top[i]!;
       top[i] = cand;
-      while (i > 0 && before(top[i], top[i - 1])) {
-        const t = top[i - 1];
-        top[i - 1] = top[i];
+      while (i > 0 && before(top[i]!, top[i - 1]!)) {
+        const t = top[i - 1]!;
+        top[i - 1] = top[i]!;
         top[i] = t;
         i--;
       }
@@ -40,12 +43,13 @@ export function pickSharded(fleet: Fleet, view: ProfileView, ctx: Context): Foun
     let existing = 0;
     let pack = 0;
     for (let i = 0; i < n; i++) {
-      avoid += top[i].avoid;
-      existing += top[i].existing;
-      pack += top[i].pack;
+      const t = top[i]!;
+      avoid += t.avoid;
+      existing += t.existing;
+      pack += t.pack;
     }
     const score = [avoid, existing, poolFit, pack];
-    const pool = view.poolName[p];
+    const pool = view.poolName[p]!;
     if (best === undefined || scoreBefore(score, pool, best.score, best.pool)) {
       best = {
         pool,
@@ -59,6 +63,7 @@ export function pickSharded(fleet: Fleet, view: ProfileView, ctx: Context): Foun
 }
 
 function scoreBefore(a: number[], aName: string, b: number[], bName: string): boolean {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i];
+  // Scores all have the same length.
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
   return aName < bName;
 }
