@@ -1,6 +1,6 @@
 import { formatGb, gbToMb, mbToGb } from '@llmgw/shared';
 import type { GpuReport, RejectionCode } from '@llmgw/shared';
-import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
+import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
 import { classOk, gpuMemOk, healthy, serves, type Requirement } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
 
@@ -62,6 +62,11 @@ export interface DynamicCheck extends Declared {
   need(req: Requirement): number;
   /** What is left for `req` after `usage` (none: the node's whole capacity); Infinity when unknown. */
   left(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement): number;
+  /**
+   * Whether reservation `r` can change what `left` says, so `reserve` recomputes only the
+   * columns a reservation touches (a CPU replica leaves every GPU column as it was).
+   */
+  touchedBy(r: Reservation): boolean;
 }
 
 export type Check = StaticCheck | DynamicCheck;
@@ -189,6 +194,7 @@ const memory: DynamicCheck = {
   applies: (req) => req.needMemMb > 0,
   need: (req) => req.needMemMb,
   left: (node, usage) => (node.memoryTotalMb ?? Infinity) - (usage === undefined ? 0 : usage.memoryMb),
+  touchedBy: (r) => r.memoryMb !== 0,
   explain(node, usage, req, d) {
     const total = node.memoryTotalMb as number;
     const reserved = usage === undefined ? 0 : usage.memoryMb;
@@ -224,6 +230,7 @@ const gpus: DynamicCheck = {
   ],
   applies: (req) => req.gpus > 0,
   need: (req) => req.gpus,
+  touchedBy: (r) => r.gpuUuids.length > 0,
   left(node, usage, req) {
     const held = usage === undefined || usage.gpuUuids.size === 0 ? undefined : usage.gpuUuids;
     let n = 0;

@@ -140,7 +140,10 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
         view.fixed?.stale.push(pos);
         continue;
       }
-      for (let k = 0; k < DYNAMIC.length; k++) view.cols[k]![c] = DYNAMIC[k]!.left(node, u, view.req);
+      for (let k = 0; k < DYNAMIC.length; k++) {
+        const check = DYNAMIC[k]!;
+        if (check.touchedBy(r)) view.cols[k]![c] = check.left(node, u, view.req);
+      }
     }
   }
 }
@@ -157,7 +160,6 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const candAt = new Int32Array(n);
   let positions = new Int32Array(n);
   let cols = DYNAMIC.map(() => new Float64Array(n));
-  const whole = new Float64Array(DYNAMIC.length);
   let count = 0;
   next: for (let i = 0; i < n; i++) {
     candAt[i] = -1;
@@ -166,11 +168,16 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     // `cols` and `whole` have one entry per DYNAMIC check, `tested` holds indices into
     // them and `needs` one entry per `tested`: the `!`s below are in range.
     for (let s = 0; s < statics.length; s++) if (!statics[s]!.fits(node, req)) continue next;
-    // A dynamic check the node fails with nothing reserved, it fails for good.
-    for (let k = 0; k < DYNAMIC.length; k++) whole[k] = DYNAMIC[k]!.left(node, undefined, req);
-    for (let t = 0; t < tested.length; t++) if (whole[tested[t]!]! < needs[t]!) continue next;
     const u = fleet.usage[i];
-    for (let k = 0; k < DYNAMIC.length; k++) cols[k]![count] = u === undefined ? whole[k]! : DYNAMIC[k]!.left(node, u, req);
+    for (let k = 0; k < DYNAMIC.length; k++) cols[k]![count] = DYNAMIC[k]!.left(node, u, req);
+    // A dynamic check the node fails with nothing reserved, it fails for good. What is
+    // left with reservations is never more than with none, so the whole capacity is
+    // worked out only for a check the node fails now.
+    for (let t = 0; t < tested.length; t++) {
+      const k = tested[t]!;
+      if (cols[k]![count]! >= needs[t]!) continue;
+      if (u === undefined || DYNAMIC[k]!.left(node, undefined, req) < needs[t]!) continue next;
+    }
     candAt[i] = count;
     positions[count++] = i;
   }

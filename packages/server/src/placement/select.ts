@@ -109,8 +109,16 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
   let bExisting = 0;
   let bPack = 0;
   let bMem = 0;
+  // Most profiles test one or two columns (memory, GPUs): those are read from locals,
+  // not through the array of columns, since this loop runs for every node per decision.
+  const t0 = tests[0];
+  const n0 = needs[0] ?? 0;
+  const t1 = tests[1];
+  const n1 = needs[1] ?? 0;
   next: for (let c = 0; c < cand.length; c++) {
-    for (let k = 0; k < nTests; k++) if (tests[k]![c]! < needs[k]!) continue next;
+    if (t0 !== undefined && t0[c]! < n0) continue;
+    if (t1 !== undefined && t1[c]! < n1) continue;
+    for (let k = 2; k < nTests; k++) if (tests[k]![c]! < needs[k]!) continue next;
     const pos = cand[c]!;
     const mem = mems[c]!;
     const pack = packs[c]!;
