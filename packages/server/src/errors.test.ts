@@ -21,4 +21,15 @@ describe('toDomainError', () => {
     const e = new DomainError('not_found', 'no node');
     expect(toDomainError(e)).toBe(e);
   });
+
+  it('makes every client fault a 4xx naming the header or field, and never echoes more than a prefix', () => {
+    const uri = Object.assign(new URIError(`Failed to decode param '${'%E0'.repeat(100)}'`), { status: 400 });
+    const e = toDomainError(uri);
+    expect([e.code, httpStatus(e.code), e.field, e.message.length < 120]).toEqual(['invalid_request', 400, 'path', true]);
+    expect(toDomainError({ type: 'encoding.unsupported', status: 415, message: 'unsupported content encoding "snappy"' })).toMatchObject({ code: 'unsupported_media_type', field: 'content-encoding' });
+    expect(toDomainError({ type: 'charset.unsupported', status: 415, message: 'unsupported charset "KOI8-R"' })).toMatchObject({ code: 'unsupported_media_type', field: 'content-type' });
+    expect(toDomainError({ type: 'parameters.too.many', status: 413, message: 'too many parameters' })).toMatchObject({ code: 'too_large' });
+    expect(toDomainError({ status: 400, code: 'Z_DATA_ERROR', message: 'incorrect header check' })).toMatchObject({ code: 'invalid_request', field: 'content-encoding' });
+    expect(httpStatus('unsupported_media_type')).toBe(415);
+  });
 });

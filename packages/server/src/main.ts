@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.js';
-import { startServer } from './server.js';
+import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
@@ -32,6 +32,10 @@ const program = new Command('llmgw-server')
   .addOption(opt('--drain-timeout <seconds>', "longest wait for a stepped-down replica's in-flight requests", 'LLMGW_DRAIN_TIMEOUT', '60'))
   .addOption(opt('--max-lost-fraction <0..1>', 'above this share of nodes silent at once, their replicas are not replaced', 'LLMGW_MAX_LOST_FRACTION', '0.5'))
   .addOption(opt('--cold-start-timeout <seconds>', 'how long a request for a model scaled to zero waits for a replica', 'LLMGW_COLD_START_TIMEOUT', '300'))
+  .addOption(opt('--headers-timeout <seconds>', "longest wait for a request's headers; the connection is then closed (both listeners)", 'LLMGW_HEADERS_TIMEOUT', String(CONNECTION_DEFAULTS.headersTimeoutS)))
+  .addOption(opt('--request-timeout <seconds>', 'longest wait for a whole request, headers and body, before a 408 and close (both listeners; long-polls and streams are responses, so not cut)', 'LLMGW_REQUEST_TIMEOUT', String(CONNECTION_DEFAULTS.requestTimeoutS)))
+  .addOption(opt('--idle-timeout <seconds>', 'how long a kept-alive connection may sit idle between requests (both listeners)', 'LLMGW_IDLE_TIMEOUT', String(CONNECTION_DEFAULTS.keepAliveTimeoutS)))
+  .addOption(opt('--max-connections <n>', 'connections open at once per listener; more are closed as they arrive', 'LLMGW_MAX_CONNECTIONS', String(CONNECTION_DEFAULTS.maxConnections)))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addHelpText(
     'after',
@@ -47,6 +51,11 @@ const program = new Command('llmgw-server')
     const nonNeg = (name: string, v: string | undefined) => {
       const n = Number(v);
       if (!(n >= 0)) fail(`invalid --${name} "${v}": want a number >= 0`);
+      return n;
+    };
+    const count = (name: string, v: string | undefined) => {
+      const n = Number(v);
+      if (!(Number.isInteger(n) && n > 0)) fail(`invalid --${name} "${v}": want a whole number > 0`);
       return n;
     };
     const fraction = (name: string, v: string | undefined) => {
@@ -99,6 +108,12 @@ const program = new Command('llmgw-server')
           drainTimeoutS: num('drain-timeout', o.drainTimeout),
           maxLostFraction: fraction('max-lost-fraction', o.maxLostFraction),
           coldStartTimeoutS: num('cold-start-timeout', o.coldStartTimeout),
+          connections: {
+            headersTimeoutS: num('headers-timeout', o.headersTimeout),
+            requestTimeoutS: num('request-timeout', o.requestTimeout),
+            keepAliveTimeoutS: num('idle-timeout', o.idleTimeout),
+            maxConnections: count('max-connections', o.maxConnections),
+          },
         },
         catalog,
         log,

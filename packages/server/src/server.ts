@@ -7,7 +7,7 @@ import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway/gateway.js';
-import { adminErrors, requireToken } from './api/http.js';
+import { adminErrors, methodNotAllowed, requireToken } from './api/http.js';
 import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
 import { KeyRing } from './gateway/keys.js';
@@ -33,7 +33,33 @@ export interface ServerSettings {
   drainTimeoutS: number;
   maxLostFraction: number;
   coldStartTimeoutS: number;
+  /** The connection bounds of each listener; defaults in `CONNECTION_DEFAULTS`. */
+  connections?: Partial<ConnectionLimits>;
 }
+
+/**
+ * What one client connection may hold, the same on both listeners. The timeouts cover
+ * receiving a request, never answering it: a long-poll or a stream is a long response to
+ * a request received at once, so none of them cuts it.
+ */
+export interface ConnectionLimits {
+  /** Longest wait for a request's headers, from the connection's start or the request's first byte. */
+  headersTimeoutS: number;
+  /** Longest wait for a whole request, headers and body (Node answers 408 and closes). */
+  requestTimeoutS: number;
+  /** How long a kept-alive connection may sit idle between requests. */
+  keepAliveTimeoutS: number;
+  /** Connections open at once per listener; more are closed as they arrive. */
+  maxConnections: number;
+}
+
+export const CONNECTION_DEFAULTS: ConnectionLimits = {
+  headersTimeoutS: 10,
+  requestTimeoutS: 60,
+  // Longer than the 60 s idle timeout of common load balancers, so they close first.
+  keepAliveTimeoutS: 65,
+  maxConnections: 1024,
+};
 
 export interface RunningServer {
   adminUrl: string;
@@ -50,12 +76,23 @@ export function parseAddr(addr: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
-function listen(app: http.RequestListener, addr: string): Promise<http.Server> {
+function listen(app: http.RequestListener, addr: string, limits: ConnectionLimits): Promise<http.Server> {
   const { host, port } = parseAddr(addr);
-  const server = http.createServer(app);
-  // Long-polls and streams outlive Node's default request timeout.
-  server.requestTimeout = 0;
-  server.keepAliveTimeout = 65_000;
+  const headersTimeout = limits.headersTimeoutS * 1000;
+  const requestTimeout = limits.requestTimeoutS * 1000;
+  const server = http.createServer(
+    {
+      // Node refuses a header timeout above the request timeout.
+      headersTimeout: Math.min(headersTimeout, requestTimeout),
+      requestTimeout,
+      keepAliveTimeout: limits.keepAliveTimeoutS * 1000,
+      // Both timeouts are checked on this interval (Node's default is 30 s), so a
+      // connection is closed within its timeout plus at most a second.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.min(headersTimeout, requestTimeout) / 4)),
+    },
+    app,
+  );
+  server.maxConnections = limits.maxConnections;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve(server));
@@ -111,17 +148,18 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   });
   admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
   admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller, keys));
-  admin.get('/metrics', requireToken(settings.adminToken, 'admin token'), async (_req, res) => {
+  admin.route('/metrics').get(requireToken(settings.adminToken, 'admin token'), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
+  }).all(methodNotAllowed);
   admin.use('/', dashboard(controller, keys, settings.adminToken));
   admin.use((req, _res, next) => {
     next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });
   admin.use(adminErrors);
 
-  const adminServer = await listen(admin, settings.adminAddr);
-  const clientServer = await listen(gateway.handle, settings.clientAddr);
+  const limits = { ...CONNECTION_DEFAULTS, ...settings.connections };
+  const adminServer = await listen(admin, settings.adminAddr, limits);
+  const clientServer = await listen(gateway.handle, settings.clientAddr, limits);
   controller.start();
   log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir }, 'llmgw-server listening');
 

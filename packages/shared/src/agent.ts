@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 /**
  * The agent protocol (DESIGN §5). The agent sends a heartbeat every few seconds with
@@ -9,7 +9,13 @@ import { Type, type Static } from '@sinclair/typebox';
 
 const Str = (opts = {}) => Type.String({ maxLength: 4096, ...opts });
 const Id = Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
-const Count = Type.Integer({ minimum: 0 });
+/** Integers JavaScript holds exactly: a count of 1e20 is not a count but junk. */
+const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+/**
+ * A list from an agent, bounded so a report can never be absurd: far above any real
+ * node (GPUs, fabrics, shards, sources per node), far below what would cost the server.
+ */
+const List = <T extends TSchema>(item: T, maxItems = 1024) => Type.Array(item, { maxItems });
 
 /** One GPU as the agent saw it. `uuid` is the stable key; `index` can change after a GPU is lost. */
 export const GpuReportSchema = Type.Object({
@@ -24,7 +30,7 @@ export const GpuReportSchema = Type.Object({
   memory_total_mb: Type.Optional(Count),
   memory_used_mb: Type.Optional(Count),
   /** Empty when healthy. Any entry keeps the GPU out of placement. */
-  problems: Type.Array(Str()),
+  problems: List(Str(), 64),
 });
 export type GpuReport = Static<typeof GpuReportSchema>;
 
@@ -34,20 +40,21 @@ export const NodeReportSchema = Type.Object({
   /** Address (host, no port) at which the server reaches engines on this node. */
   mgmt_addr: Str(),
   agent_version: Str(),
-  labels: Type.Record(Type.String(), Type.String()),
+  // A Kubernetes label key is at most 317 characters (253 prefix, /, 63 name).
+  labels: Type.Record(Type.String(), Type.String({ maxLength: 4096 }), { maxProperties: 256, propertyNames: { maxLength: 317 } }),
   pool: Type.Optional(Str()),
   /** min(MemTotal, cgroup memory.max). Absent when the agent could not read it. */
   memory_total_mb: Type.Optional(Count),
   cpu_cores: Type.Optional(Count),
-  gpus: Type.Array(GpuReportSchema),
-  fabrics: Type.Array(Str()),
+  gpus: List(GpuReportSchema, 256),
+  fabrics: List(Str(), 64),
   /** A node-level GPU problem (driver not loaded, version mismatch). */
   gpu_error: Type.Optional(Str()),
   /** The sources this agent has looked at (found or not); absent from agents that cannot estimate. */
-  estimated_sources: Type.Optional(Type.Array(Str())),
+  estimated_sources: Type.Optional(List(Str())),
   /** Working-set estimates of the GGUF sources the server asked about that exist on this node. */
   source_estimates: Type.Optional(
-    Type.Array(
+    List(
       Type.Object({
         source: Str({ minLength: 1 }),
         memory_mb: Count,
@@ -76,7 +83,7 @@ export type ShardStatus = Static<typeof ShardStatusSchema>;
 
 export const HeartbeatSchema = Type.Object({
   report: NodeReportSchema,
-  shards: Type.Array(ShardStatusSchema),
+  shards: List(ShardStatusSchema),
 });
 export type Heartbeat = Static<typeof HeartbeatSchema>;
 

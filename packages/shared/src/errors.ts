@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'invalid_json',
   /** The body is over the surface's size limit. */
   'too_large',
+  /** A `Content-Encoding` or charset the surface cannot decode. */
+  'unsupported_media_type',
   /** No credential, or one that is not (or no longer) valid. */
   'unauthenticated',
   /** A request from somewhere it may not come from (another site, a stale form). */

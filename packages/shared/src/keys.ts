@@ -5,13 +5,13 @@ import { Type, type Static } from '@sinclair/typebox';
 export const KeyCreateRequestSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
   /** Models (names or aliases) the key may use; absent or empty = all. */
-  models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  models: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 1000 })),
   /** Requests per minute; absent = unlimited. */
-  rpm: Type.Optional(Type.Integer({ minimum: 1 })),
+  rpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e9 })),
   /** Requests in flight at once; absent = unlimited. */
-  max_concurrent: Type.Optional(Type.Integer({ minimum: 1 })),
+  max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e6 })),
   /** ISO 8601 time after which the key stops working. */
-  expires_at: Type.Optional(Type.String({ minLength: 1 })),
+  expires_at: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 });
 export type KeyCreateRequest = Static<typeof KeyCreateRequestSchema>;
 

@@ -156,10 +156,10 @@ export const ExplainViewSchema = Type.Object({
 export type ExplainView = Static<typeof ExplainViewSchema>;
 
 export const NodeStateRequestSchema = Type.Object({
-  state: Type.String(),
+  state: Type.String({ maxLength: 64 }),
   reason: Type.Optional(Type.String({ maxLength: 1024 })),
   /** Drain only: seconds after which remaining replicas are stopped without waiting for replacements. */
-  deadline_s: Type.Optional(Type.Number({ minimum: 0 })),
+  deadline_s: Type.Optional(Type.Number({ minimum: 0, maximum: 30 * 24 * 3600 })),
   /** Drain only: stop replicas at once, without starting replacements first. */
   force: Type.Optional(Type.Boolean()),
 });

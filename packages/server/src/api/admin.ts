@@ -1,8 +1,8 @@
 import express, { type Router } from 'express';
 import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
-import { DomainError, badRequest, notFound } from '../errors.js';
-import { jsonBody, parseBody } from './http.js';
+import { DomainError, badRequest, echo, notFound } from '../errors.js';
+import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
 
@@ -13,47 +13,50 @@ import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
 export function adminApi(ctl: Controller, keys: KeyRing): Router {
   const r = express.Router();
 
-  r.get('/nodes', (_req, res) => {
+  // Each path is one route ending in `methodNotAllowed`, so any other method is a 405
+  // with `Allow` rather than a 404.
+  r.route('/nodes').get((_req, res) => {
     res.json(nodeViews(ctl));
-  });
+  }).all(methodNotAllowed);
 
-  r.get('/models', (_req, res) => {
+  r.route('/models').get((_req, res) => {
     res.json(modelViews(ctl));
-  });
+  }).all(methodNotAllowed);
 
-  r.get('/replicas', (req, res) => {
+  r.route('/replicas').get((req, res) => {
     const q = typeof req.query.model === 'string' ? req.query.model : undefined;
     const model = q ? resolveModel(ctl, q) : undefined;
     res.json(replicaViews(ctl, model, req.query.show_keys === 'true'));
-  });
+  }).all(methodNotAllowed);
 
-  r.get('/replicas/:id/logs', (req, res) => {
+  r.route('/replicas/:id/logs').get((req, res) => {
     const id = String(req.params.id);
     const replica = ctl.listReplicas().find((x) => x.id === id);
-    if (!replica) throw notFound(`no replica "${id}" (see ctl replicas)`);
+    if (!replica) throw notFound(`no replica "${echo(id)}" (see ctl replicas)`);
     // Express 5's 'simple' query parser (node:querystring) gives a string, an array of
     // strings for a repeated parameter, or nothing: never the nested objects ParsedQs allows.
     const given = req.query.rank as string | string[] | undefined;
     const rank = given === undefined ? 0 : Number(given);
     const shard = replica.shards.find((s) => s.rank === rank);
-    if (!shard) throw badRequest(`replica ${id} has no shard of rank ${String(given)} (ranks 0-${replica.shards.length - 1})`, 'rank');
+    if (!shard) throw badRequest(`replica ${id} has no shard of rank ${echo(String(given))} (ranks 0-${replica.shards.length - 1})`, 'rank');
     res.json({ replica: id, shard: shard.id, node: shard.nodeId, rank, log: ctl.logTail(shard.id) ?? '' });
-  });
+  }).all(methodNotAllowed);
 
-  r.get('/explain-placement', (req, res) => {
+  r.route('/explain-placement').get((req, res) => {
     const q = typeof req.query.model === 'string' ? req.query.model.trim() : '';
     if (!q) throw badRequest('model is required (?model=NAME)', 'model');
     res.json(explainView(ctl, resolveModel(ctl, q)));
-  });
+  }).all(methodNotAllowed);
 
   // One endpoint rather than three verbs: cordon, drain and uncordon are the same
   // operation with different targets.
-  r.post('/nodes/:id/state', jsonBody('64kb'), (req, res) => {
+  r.route('/nodes/:id/state').post(...jsonBody('64kb'), (req, res) => {
     const body = parseBody(NodeStateRequestSchema, req.body);
-    const state = NodeStateAliases[body.state];
+    // Own keys only: `constructor` or `__proto__` must not find something inherited.
+    const state = Object.hasOwn(NodeStateAliases, body.state) ? NodeStateAliases[body.state] : undefined;
     if (!state) {
       throw badRequest(
-        `unknown state "${body.state}" (want ready, cordoned or draining; or uncordon, cordon, drain)`,
+        `unknown state "${echo(body.state)}" (want ready, cordoned or draining; or uncordon, cordon, drain)`,
         'state',
       );
     }
@@ -63,36 +66,38 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
       throw badRequest('deadline_s and force apply only to drain', body.force ? 'force' : 'deadline_s');
     }
     const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
-    if (!ctl.setNodeState(id, state, reason, drain)) throw notFound(`no node "${id}"`);
+    if (!ctl.setNodeState(id, state, reason, drain)) throw notFound(`no node "${echo(id)}"`);
     res.json({ id, state, ...(reason ? { reason } : {}) });
-  });
+  }).all(methodNotAllowed);
 
-  r.get('/keys', (_req, res) => {
+  r.route('/keys').get((_req, res) => {
     res.json(keys.list());
-  });
-
-  r.post('/keys', jsonBody('64kb'), (req, res) => {
+  }).post(...jsonBody('64kb'), (req, res) => {
     const body = parseBody(KeyCreateRequestSchema, req.body);
     res.status(201).json(keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
-  });
+  }).all(methodNotAllowed);
 
-  r.delete('/keys/:id', (req, res) => {
+  r.route('/keys/:id').delete((req, res) => {
     res.json(keys.revoke(String(req.params.id)));
-  });
+  }).all(methodNotAllowed);
 
-  r.get('/usage', (_req, res) => {
+  r.route('/usage').get((_req, res) => {
     res.json(keys.usageRows());
-  });
+  }).all(methodNotAllowed);
 
   return r;
 }
 
+/** Longer names are never a model: no lookup, and no suggestion (edit distance grows with the name). */
+const MAX_MODEL_NAME = 256;
+
 function resolveModel(ctl: Controller, nameOrAlias: string): string {
-  const m = ctl.catalogView.resolve(nameOrAlias);
+  const m = nameOrAlias.length <= MAX_MODEL_NAME ? ctl.catalogView.resolve(nameOrAlias) : undefined;
   if (m) return m.name;
-  const close = ctl.catalogView.suggest(nameOrAlias);
+  const close = nameOrAlias.length <= MAX_MODEL_NAME ? ctl.catalogView.suggest(nameOrAlias) : [];
   throw new DomainError(
     'model_not_found',
-    `model "${nameOrAlias}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}`,
+    `model "${echo(nameOrAlias)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}`,
+    { field: 'model' },
   );
 }

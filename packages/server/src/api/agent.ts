@@ -2,7 +2,7 @@ import express, { type Router } from 'express';
 import { HeartbeatSchema } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { badRequest } from '../errors.js';
-import { jsonBody, parseBody } from './http.js';
+import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
@@ -14,25 +14,26 @@ const MAX_WAIT_MS = 30_000;
 export function agentApi(ctl: Controller): Router {
   const r = express.Router();
 
-  r.post('/heartbeat', jsonBody('4mb'), (req, res) => {
+  r.route('/heartbeat').post(...jsonBody('4mb'), (req, res) => {
     const hb = parseBody(HeartbeatSchema, req.body);
     res.json(ctl.heartbeat(hb));
-  });
+  }).all(methodNotAllowed);
 
   // Long-poll, the one channel for assignments: answers as soon as the node's assignments
   // change, so a placement reaches the agent in milliseconds rather than at its next beat.
-  r.get('/nodes/:id/assignments', async (req, res) => {
+  // Exempt from the listener's request timeout by its nature: that timeout covers
+  // receiving the request, and a GET is received at once; the wait is the response.
+  r.route('/nodes/:id/assignments').get(async (req, res) => {
     const id = String(req.params.id);
     const after = Number(req.query.after ?? -1);
     const wait = Math.min(Number(req.query.wait_ms ?? 25_000), MAX_WAIT_MS);
-    if (!Number.isFinite(after) || !Number.isFinite(wait) || wait < 0) {
-      throw badRequest('after and wait_ms must be numbers', 'after');
-    }
+    if (!Number.isFinite(after)) throw badRequest('after must be a number', 'after');
+    if (!Number.isFinite(wait) || wait < 0) throw badRequest('wait_ms must be a number >= 0', 'wait_ms');
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     const reply = await ctl.waitForAssignments(id, after, wait, abort.signal);
     if (!res.writableEnded && !abort.signal.aborted) res.json(reply);
-  });
+  }).all(methodNotAllowed);
 
   return r;
 }

@@ -1,7 +1,7 @@
-import express, { type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
+import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
-import { DomainError, badRequest, httpStatus, toDomainError } from '../errors.js';
+import { DomainError, badRequest, echo, httpStatus, toDomainError } from '../errors.js';
 import { bearerToken, secretEquals } from './tokens.js';
 
 /** Requires `Authorization: Bearer <token>`; `what` names the credential in the 401. */
@@ -14,10 +14,56 @@ export function requireToken(token: string, what: string) {
   };
 }
 
-/** Parses JSON bodies; a malformed body is a 400 like any other bad input. */
-export function jsonBody(limit = '1mb') {
-  return express.json({ limit, type: () => true });
+/**
+ * How deep a JSON body may nest. Our deepest request is a heartbeat at 4 levels; the
+ * limit is there because a parsed body is later walked recursively (validation,
+ * `JSON.stringify` on its way to the store), which overflows the stack far below the
+ * depth `JSON.parse` accepts.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** The depth of a parsed JSON value, walked without recursion, stopping past `limit`. */
+export function jsonDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, depth] = top;
+    if (v === null || typeof v !== 'object') continue;
+    const d = depth + 1;
+    if (d > deepest) deepest = d;
+    if (deepest > limit) return deepest;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d]);
+  }
+  return deepest;
 }
+
+/**
+ * Parses JSON bodies; a malformed, oversized, badly encoded or too deeply nested body is
+ * a 4xx like any other bad input (see `toDomainError`), refused before any handler sees it.
+ */
+export function jsonBody(limit = '1mb'): RequestHandler[] {
+  return [
+    express.json({ limit, type: () => true }),
+    (req, _res, next) => {
+      if (jsonDepth(req.body) > MAX_JSON_DEPTH) return next(badRequest(`nested deeper than ${MAX_JSON_DEPTH} levels`, '(body)'));
+      next();
+    },
+  ];
+}
+
+/**
+ * The last handler of a route (`r.route(path).get(...).all(methodNotAllowed)`): any
+ * other method is a 405 that lists, in `Allow`, the ones the route has.
+ */
+export const methodNotAllowed: RequestHandler = (req, res, next) => {
+  const route = req.route as { methods?: Record<string, boolean> } | undefined;
+  const methods = Object.keys(route?.methods ?? {})
+    .filter((m) => m !== '_all')
+    .map((m) => m.toUpperCase());
+  if (methods.includes('GET')) methods.push('HEAD');
+  res.setHeader('Allow', methods.join(', '));
+  next(new DomainError('method_not_allowed', `${echo(req.method)} is not allowed here (allowed: ${methods.join(', ')})`, { field: 'method' }));
+};
 
 /** Validates a body against a shared schema, or throws a 400 naming the field. */
 export function parseBody<S extends TSchema>(schema: S, body: unknown, root = ''): Static<S> {

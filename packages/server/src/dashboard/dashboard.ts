@@ -2,7 +2,8 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { ErrorCode, NodeAdminState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { secretEquals } from '../api/tokens.js';
-import { httpStatus, toDomainError } from '../errors.js';
+import { echo, httpStatus, toDomainError } from '../errors.js';
+import { methodNotAllowed } from '../api/http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
 import { drainPage, fleetPage } from './fleet-page.js';
@@ -27,7 +28,10 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
   const r = express.Router();
   const sessions = new Sessions(adminToken);
   const limiter = new LoginLimiter();
-  const form = express.urlencoded({ extended: false, limit: '16kb' });
+  // Forms are small: a few short fields. The login form is read before anyone is known,
+  // so it is the smallest and cheapest of all; the others only after the session checks out.
+  const loginForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 8 });
+  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 32 });
 
   const sessionOf = (req: Request) => sessions.verify(cookieValue(req.headers.cookie, SESSION_COOKIE));
 
@@ -44,6 +48,17 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
         }
         return;
       }
+      toLogin(req, res);
+    };
+
+  /** Stops a request without a session before its body is read: strangers cost no parsing. */
+  const sessionFirst = (req: Request, res: Response, next: NextFunction) => {
+    if (sessionOf(req)) next();
+    else toLogin(req, res);
+  };
+
+  /** A visitor without a session: a page is sent to log in; a background refresh gets a 401. */
+  const toLogin = (req: Request, res: Response) => {
       headers(res);
       // A background refresh cannot follow a redirect to a form; 401 tells the script to reload.
       if (isFragment(req)) {
@@ -52,7 +67,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
       }
       const back = req.method === 'GET' ? req.originalUrl : '/';
       res.redirect(303, `/login${back === '/' ? '' : `?next=${encodeURIComponent(back)}`}`);
-    };
+  };
 
   /** The checks every POST from a logged-in page must pass before it may change anything. */
   const guarded =
@@ -66,20 +81,18 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     });
 
   // Browsers ask for it on every page; a 404 in the admin API's JSON would only be noise.
-  r.get('/favicon.ico', (_req, res) => {
+  r.route('/favicon.ico').get((_req, res) => {
     res.status(204).end();
-  });
+  }).all(methodNotAllowed);
 
-  r.get('/login', (req, res) => {
+  r.route('/login').get((req, res) => {
     const next = safeNext(req.query.next);
     if (sessionOf(req)) {
       res.redirect(303, next);
       return;
     }
     send(req, res, loginPage({ next }), {});
-  });
-
-  r.post('/login', form, (req, res) => {
+  }).post(loginForm, (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const next = safeNext(body.next);
     const addr = req.socket.remoteAddress ?? '';
@@ -112,15 +125,15 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
       maxAge: SESSION_TTL_S * 1000,
     });
     res.redirect(303, next);
-  });
+  }).all(methodNotAllowed);
 
-  r.post('/logout', form, guarded((_req, res, s) => {
+  r.route('/logout').post(sessionFirst, form, guarded((_req, res, s) => {
     sessions.revoke(s);
     res.clearCookie(SESSION_COOKIE, { path: '/' });
     res.redirect(303, '/login');
-  }));
+  })).all(methodNotAllowed);
 
-  r.get('/', authed((req, res, s) => {
+  r.route('/').get(authed((req, res, s) => {
     const action = typeof req.query.done === 'string' ? req.query.done : undefined;
     const node = typeof req.query.node === 'string' ? req.query.node : undefined;
     const page = fleetPage({
@@ -132,18 +145,19 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
       ...(action && node ? { notice: { action, node } } : {}),
     });
     send(req, res, page, s);
-  }));
+  })).all(methodNotAllowed);
 
-  r.get('/models', authed((req, res, s) => {
+  r.route('/models').get(authed((req, res, s) => {
     send(req, res, modelsPage(modelViews(ctl), new Date(ctl.now())), s);
-  }));
+  })).all(methodNotAllowed);
 
-  r.get('/models/:name', authed((req, res, s) => {
+  r.route('/models/:name').get(authed((req, res, s) => {
     const asked = String(req.params.name);
-    const m = ctl.catalogView.resolve(asked);
+    // Longer names are never a model: no lookup and no suggestion (edit distance grows with the name).
+    const m = asked.length <= 256 ? ctl.catalogView.resolve(asked) : undefined;
     if (!m) {
-      const close = ctl.catalogView.suggest(asked);
-      refuse(req, res, 'model_not_found', messagePage('No such model', `"${asked}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, { href: '/models', label: 'All models' }), s);
+      const close = asked.length <= 256 ? ctl.catalogView.suggest(asked) : [];
+      refuse(req, res, 'model_not_found', messagePage('No such model', `"${echo(asked)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, { href: '/models', label: 'All models' }), s);
       return;
     }
     // An alias gets the canonical page, so there is one address per model.
@@ -153,34 +167,33 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     }
     const model = modelViews(ctl).find((x) => x.name === m.name)!;
     send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), now: new Date(ctl.now()) }), s);
-  }));
+  })).all(methodNotAllowed);
 
-  r.get('/keys', authed((req, res, s) => {
+  r.route('/keys').get(authed((req, res, s) => {
     send(req, res, keysPage(keys.list(), keys.usageRows(), new Date(ctl.now())), s);
-  }));
+  })).all(methodNotAllowed);
 
-  r.get('/nodes/:id/drain', authed((req, res, s) => {
+  r.route('/nodes/:id/drain').get(authed((req, res, s) => {
     const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
     if (!node) {
-      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${String(req.params.id)}".`), s);
+      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(String(req.params.id))}".`), s);
       return;
     }
     send(req, res, drainPage({ node, csrf: s.csrf }), s);
-  }));
+  })).all(methodNotAllowed);
 
-  r.post('/nodes/:id/state', form, guarded((req, res, s) => {
+  r.route('/nodes/:id/state').post(sessionFirst, form, guarded((req, res, s) => {
     const id = String(req.params.id);
     const body = req.body as Record<string, unknown>;
     const action = formText(body.action);
-    const states: Record<string, NodeAdminState> = { cordon: 'cordoned', uncordon: 'ready', drain: 'draining' };
-    const state = states[action];
+    const state = ACTIONS.get(action);
     if (!state) {
-      refuse(req, res, 'invalid_request', messagePage('Unknown action', `"${action}" is not an action; want cordon, uncordon or drain.`), s);
+      refuse(req, res, 'invalid_request', messagePage('Unknown action', `"${echo(action)}" is not an action; want cordon, uncordon or drain.`), s);
       return;
     }
     const node = nodeViews(ctl).find((n) => n.id === id);
     if (!node) {
-      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${id}".`), s);
+      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(id)}".`), s);
       return;
     }
     const reason = typeof body.reason === 'string' ? body.reason.trim().slice(0, 1024) : '';
@@ -192,7 +205,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
     }
     ctl.setNodeState(id, state, reason || undefined);
     res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
-  }));
+  })).all(methodNotAllowed);
 
   // Errors from dashboard pages answer as pages, not as the admin API's JSON, with the
   // same status the admin API would give them.
@@ -204,6 +217,13 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
 
   return r;
 }
+
+/** The fleet page's buttons. A Map, so an action such as `constructor` finds nothing inherited. */
+const ACTIONS = new Map<string, NodeAdminState>([
+  ['cordon', 'cordoned'],
+  ['uncordon', 'ready'],
+  ['drain', 'draining'],
+]);
 
 function isFragment(req: Request): boolean {
   return req.get('x-fragment') === 'main';

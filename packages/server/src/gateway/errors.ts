@@ -15,6 +15,7 @@ const OPENAI: Record<ErrorCode, OpenAIShape> = {
   missing_field: { type: 'invalid_request_error', code: 'missing_field' },
   invalid_json: { type: 'invalid_request_error', code: 'invalid_json' },
   too_large: { type: 'invalid_request_error', code: 'request_too_large' },
+  unsupported_media_type: { type: 'invalid_request_error', code: 'unsupported_media_type' },
   unauthenticated: { type: 'invalid_request_error', code: 'invalid_api_key', shouldRetry: 'false' },
   forbidden: { type: 'permission_error', code: 'forbidden', shouldRetry: 'false' },
   model_not_allowed: { type: 'permission_error', code: 'model_not_allowed', shouldRetry: 'false' },

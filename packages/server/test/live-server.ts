@@ -1,0 +1,138 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { parseCatalog } from '../src/catalog/parse.js';
+import { startServer, type ConnectionLimits, type RunningServer } from '../src/server.js';
+
+/**
+ * A real llmgw server in-process on 127.0.0.1:0 with a fresh data directory, one node
+ * that has reported, and one API key: what the hostile-input and connection tests aim at.
+ */
+
+export const ADMIN = 'test-admin-token';
+export const JOIN = 'test-join-token';
+
+const CATALOG = `models:
+  - name: cold
+    source: /models/cold.gguf
+    scaling: { min: 0, max: 1 }
+    profiles:
+      - { name: cpu, engine: llama.cpp, min_memory_gb: 1 }
+`;
+
+export interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export interface RawRequest {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+/** One HTTP request with nothing normalised: any method, any path, any bytes. */
+export function send(base: string, r: RawRequest): Promise<Reply> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, method: r.method ?? 'GET', path: r.path, headers: r.headers ?? {}, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(r.body);
+  });
+}
+
+export const adminAuth = { authorization: `Bearer ${ADMIN}` };
+export const joinAuth = { authorization: `Bearer ${JOIN}` };
+
+/** A heartbeat a real agent could send. */
+export function heartbeat(nodeId = 'node-a', extra: Record<string, unknown> = {}) {
+  return {
+    report: { node_id: nodeId, hostname: nodeId, mgmt_addr: '127.0.0.1', agent_version: '0.1.0', labels: { rack: 'r1' }, memory_total_mb: 4096, cpu_cores: 4, gpus: [], fabrics: ['ethernet'], ...extra },
+    shards: [],
+  };
+}
+
+export interface LiveServer {
+  running: RunningServer;
+  admin: string;
+  client: string;
+  apiKey: string;
+  /** The session cookie and CSRF token of a dashboard login. */
+  login(): Promise<{ cookie: string; csrf: string }>;
+  /** What the admin API says the state is: nodes, replicas, keys. */
+  state(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function liveServer(connections: Partial<ConnectionLimits> = {}): Promise<LiveServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-live-'));
+  const running = await startServer(
+    {
+      clientAddr: '127.0.0.1:0',
+      adminAddr: '127.0.0.1:0',
+      adminToken: ADMIN,
+      joinToken: JOIN,
+      dataDir,
+      notReadyAfterS: 600,
+      lostAfterS: 3600,
+      reconcileIntervalS: 60,
+      failedBackoffS: 30,
+      maxBodyBytes: 1 << 20,
+      upstreamTimeoutS: 5,
+      cooldownS: 1,
+      keepAliveS: 0.2,
+      drainParallel: 1,
+      minHealthyS: 0,
+      drainTimeoutS: 5,
+      maxLostFraction: 0.5,
+      coldStartTimeoutS: 3,
+      connections,
+    },
+    parseCatalog(CATALOG, 'catalog.yaml'),
+    pino({ level: 'silent' }),
+  );
+  const admin = running.adminUrl;
+  const json = { 'content-type': 'application/json' };
+  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...joinAuth, ...json }, body: JSON.stringify(heartbeat()) });
+  if (hb.status !== 200) throw new Error(`setup heartbeat: ${hb.status} ${hb.body}`);
+  const key = await send(admin, { method: 'POST', path: '/api/v1/keys', headers: { ...adminAuth, ...json }, body: JSON.stringify({ name: 'k' }) });
+  const apiKey = (JSON.parse(key.body) as { secret: string }).secret;
+  return {
+    running,
+    admin,
+    client: running.clientUrl,
+    apiKey,
+    async login() {
+      const r = await send(admin, { method: 'POST', path: '/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${ADMIN}` });
+      const cookie = String(r.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
+      const page = await send(admin, { path: '/', headers: { cookie } });
+      const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+      return { cookie, csrf };
+    },
+    async state() {
+      const parts: unknown[] = [];
+      for (const p of ['/api/v1/nodes', '/api/v1/replicas', '/api/v1/keys']) {
+        const r = await send(admin, { path: p, headers: adminAuth });
+        // How long ago a node was seen moves on by itself; everything else must not.
+        parts.push(JSON.parse(r.body, (k, v: unknown) => (k === 'last_seen_ago' ? undefined : v)));
+      }
+      return JSON.stringify(parts);
+    },
+    async close() {
+      await running.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
