@@ -69,3 +69,21 @@ describe('GuardedStore', () => {
     store.close();
   });
 });
+
+describe('GuardedStore probe', () => {
+  it('does not call the store healthy while the writes callers retry keep failing', async () => {
+    const faulty = new FaultyStore(memoryStore());
+    const store = new GuardedStore(faulty, { log: pino({ level: 'silent' }), probeIntervalMs: 20 });
+    // Usage writes fail (a corrupt page), the probe's write would succeed.
+    faulty.inner.addUsage = () => {
+      throw Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' });
+    };
+    const until = Date.now() + 200;
+    while (Date.now() < until) {
+      expect(() => store.addUsage([])).toThrow('store unavailable: database disk image is malformed (SQLITE_CORRUPT)');
+      await new Promise((r) => setTimeout(r, 5));
+      expect(store.health().status).toBe('degraded');
+    }
+    store.close();
+  });
+});

@@ -31,6 +31,8 @@ export class GuardedStore implements Store {
   private readonly errors = new Map<string, number>();
   private depth = 0;
   private probeTimer?: NodeJS.Timeout;
+  /** When a caller last tried to write: the probe stays out of the way of real writes. */
+  private lastWriteMs = 0;
   private readonly now: () => number;
 
   constructor(
@@ -113,6 +115,7 @@ export class GuardedStore implements Store {
   }
 
   private write<T>(op: string, fn: () => T, passThrough: () => boolean = () => false): T {
+    if (op !== 'probe') this.lastWriteMs = this.now();
     this.depth++;
     let result: T;
     try {
@@ -152,7 +155,13 @@ export class GuardedStore implements Store {
     this.stopProbe();
   }
 
+  /**
+   * Only when no caller wrote since the last probe: while usage or replica records are
+   * pending, their own retries say whether the store takes writes (a store whose usage
+   * pages are corrupt may still take the probe's write, and must stay degraded).
+   */
   private tryProbe(): void {
+    if (this.now() - this.lastWriteMs < (this.opts.probeIntervalMs ?? 2000)) return;
     try {
       this.probe();
     } catch {
