@@ -61,7 +61,8 @@ describe('Controller persistence', () => {
     ctl.heartbeat({ report: makeReport({ node_id: 'n1' }), shards: [] });
     ctl.reconcileNow();
     expect(ctl.listReplicas()).toHaveLength(2);
-    expect(transactions.filter((t) => t.length)).toEqual([ctl.listReplicas().map((r) => `save ${r.id}`)]);
+    // One transaction with both replicas (in creation order, which random ids do not sort).
+    expect(transactions.filter((t) => t.length).map((t) => [...t].sort())).toEqual([ctl.listReplicas().map((r) => `save ${r.id}`).sort()]);
     expect([...saved.keys()].sort()).toEqual(ctl.listReplicas().map((r) => r.id).sort());
   });
 
