@@ -24,10 +24,18 @@ export interface InventoryNode {
  * The fleet as agents report it, plus the operators' admin states. Reports live in
  * memory (and the last one in the store, so `ctl nodes` still lists a node after a
  * server restart); admin states are written through to the store.
+ *
+ * When the store refuses a write: an admin state change is refused (the error, a 503,
+ * goes back to the operator) and memory keeps the old state; a report is kept in memory
+ * (agents keep reporting and nodes stay live while the disk is full) and written again
+ * by `persistReports` until the store takes it.
  */
 export class Inventory {
   private readonly nodes = new Map<string, InventoryNode>();
-  private readonly savedReports = new Map<string, string>();
+  /** The last report of each node, as JSON, to tell a changed report from a repeat. */
+  private readonly lastReports = new Map<string, string>();
+  /** Nodes whose last report the store has not taken yet. */
+  private readonly unsaved = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -39,7 +47,7 @@ export class Inventory {
       // again, and is lost only if it stays silent a whole grace counted from the boot:
       // a restarted server must not replace every replica in the fleet.
       this.nodes.set(n.id, { id: n.id, admin: n.admin, ...(n.report ? { report: n.report } : {}), lastSeenMs: bootMs, reported: false });
-      if (n.report) this.savedReports.set(n.id, JSON.stringify(n.report));
+      if (n.report) this.lastReports.set(n.id, JSON.stringify(n.report));
     }
   }
 
@@ -53,12 +61,34 @@ export class Inventory {
     node.reported = true;
     this.nodes.set(node.id, node);
     const json = JSON.stringify(report);
-    const changed = this.savedReports.get(node.id) !== json;
+    const changed = this.lastReports.get(node.id) !== json;
     if (changed) {
-      this.store.saveNodeReport(node.id, report, nowMs);
-      this.savedReports.set(node.id, json);
+      this.lastReports.set(node.id, json);
+      this.unsaved.add(node.id);
+      this.persistReports();
     }
     return changed || !wasLive;
+  }
+
+  /**
+   * Writes the reports the store has not taken yet, in one transaction; on failure they
+   * stay pending for the next call (each heartbeat and reconcile pass). Never throws.
+   * Returns how many are still pending.
+   */
+  persistReports(): number {
+    if (this.unsaved.size === 0) return 0;
+    try {
+      this.store.transaction(() => {
+        for (const id of this.unsaved) {
+          const n = this.nodes.get(id);
+          if (n?.report) this.store.saveNodeReport(id, n.report, n.lastSeenMs);
+        }
+      });
+      this.unsaved.clear();
+    } catch {
+      // The store logs and counts its failures; the reports stay in memory until it recovers.
+    }
+    return this.unsaved.size;
   }
 
   get(id: string): InventoryNode | undefined {

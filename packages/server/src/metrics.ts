@@ -70,6 +70,27 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** The store's state, read at scrape time (GuardedStore.stats). */
+  storeSource: () => { up: boolean; errors: ReadonlyMap<string, number> } = () => ({ up: true, errors: new Map() });
+  readonly storeUp = new Gauge({
+    name: 'llmgw_store_up',
+    help: '1 while the store takes writes; 0 while it is unavailable (writes answer 503, /healthz says degraded)',
+    registers: [this.registry],
+    collect: () => {
+      this.storeUp.set(this.storeSource().up ? 1 : 0);
+    },
+  });
+  readonly storeErrors = new Counter({
+    name: 'llmgw_store_errors_total',
+    help: 'Store operations that failed (full disk, read-only or corrupt file, I/O error), by operation',
+    labelNames: ['op'] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.storeErrors.reset();
+      for (const [op, n] of this.storeSource().errors) this.storeErrors.inc({ op }, n);
+    },
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_process_' });
   }

@@ -12,7 +12,9 @@ import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
 import { KeyRing } from './gateway/keys.js';
 import { Metrics } from './metrics.js';
+import { GuardedStore } from './store/guard.js';
 import { SqliteStore } from './store/sqlite.js';
+import type { Store } from './store/store.js';
 
 export interface ServerSettings {
   clientAddr: string;
@@ -105,9 +107,12 @@ function urlOf(server: http.Server): string {
   return `http://${host}:${a.port}`;
 }
 
-/** Starts both listeners over one controller. Used by main and by in-process tests. */
-export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger): Promise<RunningServer> {
-  const store = new SqliteStore(settings.dataDir);
+/**
+ * Starts both listeners over one controller. Used by main and by in-process tests;
+ * `deps.store` replaces the SQLite store in `dataDir` (tests inject failing ones).
+ */
+export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger, deps: { store?: Store } = {}): Promise<RunningServer> {
+  const store = new GuardedStore(deps.store ?? new SqliteStore(settings.dataDir), { log });
   const inventory = new Inventory(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS });
   const controller = new Controller(
     inventory,
@@ -136,15 +141,17 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       cooldownMs: settings.cooldownS * 1000,
       keepAliveMs: settings.keepAliveS * 1000,
       coldStartTimeoutMs: settings.coldStartTimeoutS * 1000,
+      health: () => store.health(),
     },
     log,
   );
   controller.setLoadSource(gateway);
+  metrics.storeSource = () => store.stats();
 
   const admin = express();
   admin.disable('x-powered-by');
   admin.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    res.json(store.health());
   });
   admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
   admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller, keys));
@@ -170,7 +177,8 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     keys,
     async close() {
       controller.stop();
-      keys.close();
+      const unwritten = keys.close();
+      if (unwritten) log.error({ requests: unwritten }, `store unavailable at shutdown: usage of ${unwritten} requests could not be written`);
       await gateway.close();
       for (const s of [adminServer, clientServer]) {
         s.closeAllConnections();

@@ -143,6 +143,8 @@ export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): 
     saveKey: (k) => void keys.set(k.id, k),
     addUsage: (ds) => void usage.push(...ds.map((d) => ({ ...d }))),
     loadUsage: () => [],
+    transaction: (fn) => fn(),
+    probe: () => {},
     close: () => {},
     ...overrides,
   };

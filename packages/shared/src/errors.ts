@@ -40,6 +40,8 @@ export const ERROR_CODES = [
   'no_ready_replica',
   /** An engine failed after its answer had begun, so nothing could be retried. */
   'upstream_failed',
+  /** The store (the disk under it) refused a write; reads still work, and it recovers by itself. */
+  'store_unavailable',
   /** A bug or an unexpected failure inside llmgw. */
   'internal',
 ] as const;

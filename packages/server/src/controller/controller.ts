@@ -73,6 +73,8 @@ export class Controller {
   paused?: string;
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
+  /** Replicas changed in memory whose record the store has not taken yet (see `persist`). */
+  private readonly unsaved = new Set<string>();
   private timer?: NodeJS.Timeout;
   private pending = false;
   private nextMasterPort: number = MASTER_PORTS.first;
@@ -212,7 +214,7 @@ export class Controller {
   private applyShardStatus(nodeId: string, hb: Heartbeat): boolean {
     const byReplica = new Map<string, ShardStatus[]>();
     for (const st of hb.shards) byReplica.set(st.replica_id, [...(byReplica.get(st.replica_id) ?? []), st]);
-    let touched = false;
+    const changed: string[] = [];
     for (const [id, reports] of byReplica) {
       const before = this.replicas.get(id);
       if (!before) continue;
@@ -224,8 +226,7 @@ export class Controller {
       const after = applyShardReports(before, nodeId, reports, this.now(), headAddr);
       if (!after) continue;
       this.replicas.set(id, frozen(after));
-      this.store.saveReplica(after);
-      touched = true;
+      changed.push(id);
       if (before.state !== after.state) {
         this.log.info({ replica: id, model: after.model, from: before.state, to: after.state, error: after.error }, 'replica state changed');
         if (after.state === 'failed') this.failuresByModel.set(after.model, (this.failuresByModel.get(after.model) ?? 0) + 1);
@@ -235,7 +236,8 @@ export class Controller {
         this.events.emit('replicas');
       }
     }
-    return touched;
+    this.persist(changed);
+    return changed.length > 0;
   }
 
   /** One reconcile pass: snapshot, plan, apply, and hand agents their new assignments. */
@@ -263,7 +265,8 @@ export class Controller {
       failures: new Map(this.failuresByModel),
       lowSince: this.lowSince,
     });
-    this.apply(plan, nowMs);
+    this.persist(this.apply(plan, nowMs));
+    this.inventory.persistReports();
     // Liveness moves with the clock, not with events; a change must reroute traffic.
     const livenessKey = this.inventory.list().map((n) => this.inventory.liveness(n, nowMs)).join();
     if (plan.actions.length || livenessKey !== this.livenessKey) {
@@ -273,8 +276,12 @@ export class Controller {
     this.refreshAssignments();
   }
 
-  /** Carries out a plan: ids, keys and rendezvous ports are allocated here, not in planning. */
-  private apply(plan: ReconcileResult, nowMs: number): void {
+  /**
+   * Carries out a plan in memory: ids, keys and rendezvous ports are allocated here, not
+   * in planning. Returns the ids of the replicas it changed, for `persist`.
+   */
+  private apply(plan: ReconcileResult, nowMs: number): string[] {
+    const changed: string[] = [];
     this.lowSince = plan.lowSince;
     if (plan.paused !== this.paused) {
       if (plan.paused) this.log.warn(plan.paused);
@@ -286,14 +293,14 @@ export class Controller {
       const r = this.replicas.get(id);
       const code = plan.actions.find((a) => a.kind === 'remove' && a.replicaId === id)?.code;
       this.replicas.delete(id);
-      this.store.deleteReplica(id);
+      changed.push(id);
       for (const s of r?.shards ?? []) this.logTails.delete(s.id);
       this.log.info({ replica: id, model: r?.model, code, reason }, 'replica removed');
     }
     for (const u of plan.update) {
       const before = this.replicas.get(u.id);
       this.replicas.set(u.id, frozen(u));
-      this.store.saveReplica(u);
+      changed.push(u.id);
       if (before?.state !== u.state) this.log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
       else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) this.log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
     }
@@ -302,8 +309,34 @@ export class Controller {
       const p = action.replica;
       const r = materialize(p, newReplicaIds(p.shards.length > 1 ? this.allocateMasterPort() : undefined));
       this.replicas.set(r.id, frozen(r));
-      this.store.saveReplica(r);
+      changed.push(r.id);
       this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
+    }
+    return changed;
+  }
+
+  /**
+   * Writes the changed replicas, with any the store refused before, as one transaction:
+   * a reconcile pass lands in the store whole or not at all. Memory is the source of
+   * truth: the plan is already applied (agents get their assignments), so when the store
+   * refuses, the ids stay in `unsaved` and the next pass or heartbeat writes each one
+   * as it is then (saved if it exists, deleted if it does not). Never throws.
+   */
+  private persist(changed: readonly string[]): void {
+    for (const id of changed) this.unsaved.add(id);
+    if (this.unsaved.size === 0) return;
+    const ids = [...this.unsaved];
+    try {
+      this.store.transaction(() => {
+        for (const id of ids) {
+          const r = this.replicas.get(id);
+          if (r) this.store.saveReplica(r);
+          else this.store.deleteReplica(id);
+        }
+      });
+      this.unsaved.clear();
+    } catch (err) {
+      this.log.debug({ replicas: ids.length, err: (err as Error).message }, 'replica records kept in memory until the store takes writes again');
     }
   }
 

@@ -28,6 +28,8 @@ export interface GatewaySettings {
   keepAliveMs: number;
   /** How long a request for a model scaled to zero waits for a replica to be ready. */
   coldStartTimeoutMs: number;
+  /** What `/healthz` answers (the store's state); `ok` when absent. */
+  health?: () => object;
 }
 
 /**
@@ -97,7 +99,8 @@ export class Gateway implements LoadSource {
     const requestId = (req.headers['x-request-id'] as string | undefined) ?? randomUUID();
     res.setHeader('x-request-id', requestId);
 
-    if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+    // 200 even when degraded: reads and routing still work, and a restart would not give the disk room.
+    if (path === '/healthz') return sendJson(res, 200, this.settings.health?.() ?? { status: 'ok' });
     const key = authenticate(this.keys, req.headers.authorization);
     if (path === '/v1/models' && req.method === 'GET') return sendJson(res, 200, this.modelList(key));
     if (!ENDPOINTS.has(path)) throw new DomainError('no_route', `no route ${req.method} ${path}`);

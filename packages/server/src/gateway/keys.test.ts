@@ -34,3 +34,39 @@ describe('KeyRing.admit', () => {
     ring.close();
   });
 });
+
+describe('KeyRing and a store that refuses writes', () => {
+  it('keeps usage the store refused and writes it, once, with what came after', () => {
+    let full = false;
+    const store = memoryStore();
+    const add = store.addUsage.bind(store);
+    store.addUsage = (ds) => {
+      if (full) throw new Error('ENOSPC');
+      add(ds);
+    };
+    const ring = new KeyRing(store);
+    ring.recordUsage('key-1', 'm', { promptTokens: 2, completionTokens: 1 });
+    full = true;
+    expect(ring.flushUsage()).toBe(false);
+    ring.recordUsage('key-1', 'm', { promptTokens: 3, completionTokens: 1, error: true });
+    expect(ring.flushUsage()).toBe(false);
+    expect(ring.usageRows()).toEqual([expect.objectContaining({ requests: 2, errors: 1, prompt_tokens: 5, completion_tokens: 2 })]);
+    full = false;
+    expect(ring.close()).toBe(0);
+    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, promptTokens: 5, completionTokens: 2 }]);
+  });
+
+  it('leaves the keys as they were when a create or revoke is refused', () => {
+    const store = memoryStore();
+    const ring = new KeyRing(store);
+    const { key, secret } = ring.create({ name: 'a' }, (m) => m);
+    store.saveKey = () => {
+      throw new Error('ENOSPC');
+    };
+    expect(() => ring.create({ name: 'b' }, (m) => m)).toThrow('ENOSPC');
+    expect(() => ring.revoke(key.id)).toThrow('ENOSPC');
+    expect(ring.list()).toEqual([key]);
+    expect(ring.authenticate(secret).ok).toBe(true);
+    ring.close();
+  });
+});

@@ -17,6 +17,13 @@ export type Admission = { ok: true; release: () => void } | { ok: false; reason:
  * with per-key request-rate and concurrency limits. The process is single-threaded, so
  * check-and-count happens in one synchronous step and six requests arriving at once
  * cannot all slip under a limit of five.
+ *
+ * Persistence: a key is written to the store before memory changes, so a create or
+ * revoke the store refuses (503 `store_unavailable`) leaves the keys as they were.
+ * Usage is counted in memory and written in batches; a batch the store refuses stays
+ * pending and is retried at the next flush, so no request is lost or counted twice.
+ * `usageRows` answers from memory (stored totals plus pending), so it works while the
+ * store is down.
  */
 export class KeyRing {
   private byHash = new Map<string, StoredKey>();
@@ -24,22 +31,34 @@ export class KeyRing {
   /** Start times of recent requests per key, oldest first (only for keys with an rpm). */
   private readonly recent = new Map<string, number[]>();
   private readonly inFlight = new Map<string, number>();
+  /** Usage not yet written to the store, per key and model. */
   private usage = new Map<string, UsageDelta>();
+  /** Every request's usage since the store was created: what is stored plus `usage`. */
+  private readonly totals = new Map<string, UsageDelta>();
   private flushTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly store: Store,
     private readonly now: () => number = Date.now,
   ) {
-    this.reload();
+    const keys = this.store.loadKeys();
+    this.byHash = new Map(keys.map((k) => [k.hash, k]));
+    this.byId = new Map(keys.map((k) => [k.id, k]));
+    for (const u of this.store.loadUsage()) {
+      const { keyId, model, requests, errors, promptTokens, completionTokens } = u;
+      this.totals.set(usageId(keyId, model), { keyId, model, requests, errors, promptTokens, completionTokens });
+    }
     this.flushTimer = setInterval(() => this.flushUsage(), 2000);
     this.flushTimer.unref();
   }
 
-  private reload(): void {
-    const keys = this.store.loadKeys();
-    this.byHash = new Map(keys.map((k) => [k.hash, k]));
-    this.byId = new Map(keys.map((k) => [k.id, k]));
+  /** Writes a key, then (only once the store took it) puts it in the maps. */
+  private save(key: StoredKey): void {
+    this.store.saveKey(key);
+    const before = this.byId.get(key.id);
+    if (before) this.byHash.delete(before.hash);
+    this.byId.set(key.id, key);
+    this.byHash.set(key.hash, key);
   }
 
   create(req: KeyCreateRequest, resolveModel: (name: string) => string | undefined): { key: KeyView; secret: string } {
@@ -67,8 +86,7 @@ export class KeyRing {
       ...(expiresAt ? { expiresAt } : {}),
       createdAt: new Date(this.now()).toISOString(),
     };
-    this.store.saveKey(key);
-    this.reload();
+    this.save(key);
     return { key: keyView(key), secret };
   }
 
@@ -80,8 +98,7 @@ export class KeyRing {
     const key = this.byId.get(idOrName) ?? [...this.byId.values()].find((k) => k.name === idOrName && !k.revokedAt);
     if (!key) throw new DomainError('not_found', `no key "${idOrName}" (see ctl keys list)`);
     if (!key.revokedAt) {
-      this.store.saveKey({ ...key, revokedAt: new Date(this.now()).toISOString() });
-      this.reload();
+      this.save({ ...key, revokedAt: new Date(this.now()).toISOString() });
     }
     return keyView(this.byId.get(key.id)!);
   }
@@ -132,43 +149,61 @@ export class KeyRing {
 
   /** Adds to a key's usage; written to the store in batches, off the request path. */
   recordUsage(keyId: string, model: string, u: { promptTokens?: number; completionTokens?: number; error?: boolean }): void {
-    const id = `${keyId}\u0000${model}`;
-    let d = this.usage.get(id);
-    if (!d) {
-      d = { keyId, model, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 };
-      this.usage.set(id, d);
+    const id = usageId(keyId, model);
+    for (const map of [this.usage, this.totals]) {
+      let d = map.get(id);
+      if (!d) {
+        d = { keyId, model, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 };
+        map.set(id, d);
+      }
+      d.requests++;
+      if (u.error) d.errors++;
+      d.promptTokens += u.promptTokens ?? 0;
+      d.completionTokens += u.completionTokens ?? 0;
     }
-    d.requests++;
-    if (u.error) d.errors++;
-    d.promptTokens += u.promptTokens ?? 0;
-    d.completionTokens += u.completionTokens ?? 0;
   }
 
-  flushUsage(): void {
-    if (this.usage.size === 0) return;
-    const deltas = [...this.usage.values()];
+  /**
+   * Writes the pending usage in one transaction. Cleared only once written: when the
+   * store refuses, the batch stays and the next flush (every 2 s) sends it again,
+   * together with what was counted since. Returns whether nothing is left pending.
+   */
+  flushUsage(): boolean {
+    if (this.usage.size === 0) return true;
+    try {
+      this.store.addUsage([...this.usage.values()]);
+    } catch {
+      // The store reports and counts its own failures (GuardedStore); nothing is lost here.
+      return false;
+    }
     this.usage = new Map();
-    this.store.addUsage(deltas);
+    return true;
   }
 
+  /** Usage per key and model, from memory: it answers while the store is unavailable. */
   usageRows(): UsageRow[] {
-    this.flushUsage();
-    return this.store.loadUsage().map((u) => ({
+    const rows = [...this.totals.values()].map((u) => ({
       key_id: u.keyId,
-      key_name: u.keyName,
+      key_name: this.byId.get(u.keyId)?.name ?? u.keyId,
       model: u.model,
       requests: u.requests,
       errors: u.errors,
       prompt_tokens: u.promptTokens,
       completion_tokens: u.completionTokens,
     }));
+    const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    return rows.sort((a, b) => cmp(a.key_name, b.key_name) || cmp(a.model, b.model));
   }
 
-  close(): void {
+  /** Stops the flush timer and writes what is pending; returns the requests it could not write. */
+  close(): number {
     if (this.flushTimer) clearInterval(this.flushTimer);
-    this.flushUsage();
+    if (this.flushUsage()) return 0;
+    return [...this.usage.values()].reduce((n, d) => n + d.requests, 0);
   }
 }
+
+const usageId = (keyId: string, model: string) => `${keyId}\u0000${model}`;
 
 function keyView(k: StoredKey): KeyView {
   return {

@@ -43,6 +43,14 @@ const MIGRATIONS = [
   `ALTER TABLE nodes ADD COLUMN admin_drain TEXT;`,
 ];
 
+/** The newest schema version this server knows (`user_version` after every step). */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The tables a database at `version` has: how an llmgw store is told from another SQLite file. */
+export function tablesAt(version: number): string[] {
+  return [...(version >= 1 ? ['nodes', 'replicas'] : []), ...(version >= 2 ? ['api_keys', 'usage'] : [])];
+}
+
 /** Brings a database up to the newest schema, each step in its own transaction. */
 export function migrate(db: Database.Database): void {
   const version = db.pragma('user_version', { simple: true }) as number;

@@ -1,21 +1,25 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
-import { migrate } from './schema.js';
+import { openDatabase } from './open.js';
 import type { Store, StoredKey, StoredNode, StoredUsage, UsageDelta } from './store.js';
 
-/** SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer. */
+/**
+ * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
+ * The constructor refuses a file that is not an intact llmgw store (`StoreOpenError`,
+ * see `open.ts`); errors at run time are thrown as SQLite reports them, and
+ * `GuardedStore` turns them into `store_unavailable`.
+ */
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
+  readonly file: string;
 
   constructor(dataDir: string) {
     fs.mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(path.join(dataDir, 'llmgw.db'));
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    migrate(this.db);
+    this.file = path.join(dataDir, 'llmgw.db');
+    this.db = openDatabase(this.file);
   }
 
   loadNodes(): StoredNode[] {
@@ -142,6 +146,17 @@ export class SqliteStore implements Store {
       keyId: r.key_id, keyName: r.key_name, model: r.model, requests: r.requests, errors: r.errors,
       promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     }));
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  probe(): void {
+    // Rewriting the schema version commits a page like any write does, so it fails
+    // exactly when a real write would, and changes nothing.
+    const v = this.db.pragma('user_version', { simple: true }) as number;
+    this.db.pragma(`user_version = ${v}`);
   }
 
   close(): void {

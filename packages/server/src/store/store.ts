@@ -52,5 +52,12 @@ export interface Store {
   saveKey(key: StoredKey): void;
   addUsage(deltas: UsageDelta[]): void;
   loadUsage(): StoredUsage[];
+  /**
+   * Runs `fn` as one transaction: every write inside it lands, or none does. Synchronous
+   * like the rest of the interface; nested calls join the outer transaction.
+   */
+  transaction<T>(fn: () => T): T;
+  /** A write that changes nothing, to learn whether writes work again after a failure. */
+  probe(): void;
   close(): void;
 }

@@ -1,0 +1,80 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { BAD_STORES } from './bad-files.js';
+import { StoreOpenError } from './open.js';
+import { SCHEMA_VERSION } from './schema.js';
+import { SqliteStore } from './sqlite.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+const dataDir = () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-open-'));
+  dirs.push(d);
+  return d;
+};
+
+describe('opening the store', () => {
+  it.each(Object.entries(BAD_STORES))('refuses a %s file with one line naming it, and leaves it as it was', (_name, bad) => {
+    const dir = dataDir();
+    bad.write(dir);
+    const file = path.join(dir, 'llmgw.db');
+    const before = fs.readFileSync(file);
+    let err: unknown;
+    try {
+      new SqliteStore(dir).close();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(StoreOpenError);
+    const message = (err as Error).message;
+    expect(message).toContain(`store ${file} `);
+    expect(message).toMatch(bad.says);
+    expect(message).not.toContain('\n');
+    expect(fs.readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it('refuses a store written by a newer server', () => {
+    const dir = dataDir();
+    new SqliteStore(dir).close();
+    const db = new Database(path.join(dir, 'llmgw.db'));
+    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    db.close();
+    expect(() => new SqliteStore(dir)).toThrow(`has schema version ${SCHEMA_VERSION + 1}, newer than this llmgw-server knows (${SCHEMA_VERSION})`);
+  });
+
+  it('creates a store where there is none, even over the leftovers of an interrupted creation', () => {
+    const dir = dataDir();
+    fs.writeFileSync(path.join(dir, 'llmgw.db.new'), '');
+    const s = new SqliteStore(dir);
+    s.saveKey({ id: 'k', name: 'n', hash: 'h', prefix: 'p', models: [], createdAt: '2026-01-01T00:00:00.000Z' });
+    s.close();
+    expect(fs.existsSync(path.join(dir, 'llmgw.db.new'))).toBe(false);
+    expect(new SqliteStore(dir).loadKeys()).toHaveLength(1);
+  });
+});
+
+describe('SqliteStore.transaction', () => {
+  it('writes everything or nothing', () => {
+    const s = new SqliteStore(dataDir());
+    const replica = (id: string) => ({ id, model: 'm', profile: 'p', state: 'starting', shards: [], createdAtMs: 1 }) as never;
+    expect(() =>
+      s.transaction(() => {
+        s.saveReplica(replica('r-1'));
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(s.loadReplicas()).toEqual([]);
+    s.transaction(() => {
+      s.saveReplica(replica('r-1'));
+      s.saveReplica(replica('r-2'));
+    });
+    expect(s.loadReplicas().map((r) => r.id)).toEqual(['r-1', 'r-2']);
+    s.probe();
+    s.close();
+  });
+});
