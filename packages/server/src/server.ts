@@ -33,6 +33,8 @@ export interface ServerSettings {
   drainTimeoutS: number;
   maxLostFraction: number;
   coldStartTimeoutS: number;
+  /** Longest silence of an engine mid-stream; the stream then ends with an error event. */
+  streamIdleTimeoutS: number;
 }
 
 export interface RunningServer {
@@ -99,6 +101,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       cooldownMs: settings.cooldownS * 1000,
       keepAliveMs: settings.keepAliveS * 1000,
       coldStartTimeoutMs: settings.coldStartTimeoutS * 1000,
+      streamIdleTimeoutMs: settings.streamIdleTimeoutS * 1000,
     },
     log,
   );
