@@ -80,6 +80,9 @@ export class Gateway implements LoadSource {
   /** The node:http request listener for the client listener. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     this.serve(req, res).catch((err: unknown) => {
+      // A body refused unread is still read, and dropped, so the client gets the answer
+      // instead of a reset connection.
+      req.resume();
       sendError(res, asDomainError(err, (e) => this.log.error({ err: e }, 'gateway error')));
     });
   };

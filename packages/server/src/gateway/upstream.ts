@@ -40,7 +40,7 @@ export class Upstream {
     private readonly metrics: Metrics,
     private readonly sse: SseRelay,
     private readonly usage: UsageMeter,
-    private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number; maxReplyBytes: number },
+    private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number; maxReplyBytes: number; streamIdleTimeoutMs: number },
   ) {}
 
   /** A copy of the in-flight counts per replica, for one reconcile pass. */
@@ -120,7 +120,7 @@ export class Upstream {
       const status = up.statusCode;
       if (status >= 500) {
         // Enough of the body for the message; the rest is not worth reading.
-        const text = (await readUpTo(up.body, ERROR_BODY_BYTES).catch(() => undefined))?.toString('utf8') ?? '';
+        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.settings.streamIdleTimeoutMs).catch(() => undefined))?.toString('utf8') ?? '';
         throw new RetryableUpstreamError(`answered ${status} ${text.slice(0, 200)}`);
       }
       if (fallbackFrom) this.metrics.fallbacks.inc({ model: fallbackFrom, fallback: model.name });
@@ -135,7 +135,7 @@ export class Upstream {
         const limit = this.settings.maxReplyBytes;
         let buf: Buffer | undefined;
         try {
-          buf = Number(up.headers['content-length'] ?? 0) > limit ? undefined : await readUpTo(up.body, limit + 1);
+          buf = Number(up.headers['content-length'] ?? 0) > limit ? undefined : await readUpTo(up.body, limit + 1, this.settings.streamIdleTimeoutMs);
         } catch (err) {
           // Nothing reached the client yet, so another replica may still answer.
           if (ex.signal.aborted) throw err;
@@ -175,13 +175,20 @@ const ERROR_BODY_BYTES = 4096;
  * to and past `limit` (the rest is not read): an engine cannot make the gateway buffer
  * without bound.
  */
-async function readUpTo(body: EngineBody, limit: number): Promise<Buffer> {
+async function readUpTo(body: EngineBody, limit: number, idleMs: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const c of body) {
-    chunks.push(c);
-    size += c.length;
-    if (size >= limit) break;
+  // An engine that stops halfway through a body is as stuck as one that stops mid-stream.
+  const idle = setTimeout(() => body.destroy(new Error(`sent nothing for ${idleMs / 1000}s mid-body (--stream-idle-timeout)`)), idleMs);
+  try {
+    for await (const c of body) {
+      idle.refresh();
+      chunks.push(c);
+      size += c.length;
+      if (size >= limit) break;
+    }
+  } finally {
+    clearTimeout(idle);
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }
