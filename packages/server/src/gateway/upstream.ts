@@ -1,11 +1,12 @@
 import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import type { Model } from '@llmgw/shared';
 import type { RouteTarget } from '../controller/controller.js';
 import type { Metrics } from '../metrics.js';
 import type { StoredKey } from '../store/store.js';
 import type { ClientRequest } from './request.js';
-import { end, replyAsEvent, type EngineBody, type SseRelay, type StreamContext } from './sse.js';
+import { end, replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
 import { findUsage, type UsageMeter } from './usage.js';
 
 /** One client request on its way through, built once when it is admitted. */
@@ -175,20 +176,33 @@ const ERROR_BODY_BYTES = 4096;
  * to and past `limit` (the rest is not read): an engine cannot make the gateway buffer
  * without bound.
  */
-async function readUpTo(body: EngineBody, limit: number, idleMs: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // An engine that stops halfway through a body is as stuck as one that stops mid-stream.
-  const idle = setTimeout(() => body.destroy(new Error(`sent nothing for ${idleMs / 1000}s mid-body (--stream-idle-timeout)`)), idleMs);
-  try {
-    for await (const c of body) {
+function readUpTo(body: Readable, limit: number, idleMs: number): Promise<Buffer> {
+  // Listeners rather than for-await: this is every non-streamed reply, and the async
+  // iterator costs more than the reading itself for a small one.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // An engine that stops halfway through a body is as stuck as one that stops mid-stream.
+    const idle = setTimeout(() => body.destroy(new Error(`sent nothing for ${idleMs / 1000}s mid-body (--stream-idle-timeout)`)), idleMs);
+    const done = () => {
+      clearTimeout(idle);
+      body.off('data', onData);
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (c: Buffer) => {
       idle.refresh();
       chunks.push(c);
       size += c.length;
-      if (size >= limit) break;
-    }
-  } finally {
-    clearTimeout(idle);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      if (size >= limit) {
+        done();
+        body.destroy();
+      }
+    };
+    body.on('data', onData);
+    body.once('end', done);
+    body.once('error', (err) => {
+      clearTimeout(idle);
+      reject(err);
+    });
+  });
 }
