@@ -47,6 +47,13 @@ export class SseStream {
     return true;
   }
 
+  /** Writes `text` as it is, framing and all (the test engine's fault mode); false once the client is gone. */
+  sendRaw(text: string): boolean {
+    if (!this.open()) return false;
+    this.res.write(text);
+    return true;
+  }
+
   /**
    * For a producer that can pause: resolves once the socket has taken what was written
    * (backpressure), or at once if it already has; false if the client left meanwhile.

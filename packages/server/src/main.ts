@@ -26,6 +26,7 @@ const program = new Command('llmgw-server')
   .addOption(opt('--max-body-size <bytes>', 'largest client request body; larger ones get 413', 'LLMGW_MAX_BODY_SIZE', String(10 * 1024 * 1024)))
   .addOption(opt('--upstream-timeout <seconds>', "longest wait for an engine's response headers (a non-streamed reply has them only when done)", 'LLMGW_UPSTREAM_TIMEOUT', '600'))
   .addOption(opt('--cooldown <seconds>', 'how long a replica that failed a request gets no traffic', 'LLMGW_COOLDOWN', '5'))
+  .addOption(opt('--stream-idle-timeout <seconds>', 'a stream whose engine sends nothing this long (after its headers) ends with an error event', 'LLMGW_STREAM_IDLE_TIMEOUT', '60'))
   .addOption(opt('--keep-alive <seconds>', 'interval of ": keep-alive" comments on a stream waiting for its first token', 'LLMGW_KEEP_ALIVE', '5'))
   .addOption(opt('--drain-parallel <n>', 'replicas of one model replaced at a time when a node drains', 'LLMGW_DRAIN_PARALLEL', '1'))
   .addOption(opt('--min-healthy <seconds>', 'a replacement must be ready this long before the replica it replaces stops taking traffic', 'LLMGW_MIN_HEALTHY', '3'))
@@ -116,6 +117,7 @@ const program = new Command('llmgw-server')
             keepAliveTimeoutS: num('idle-timeout', o.idleTimeout),
             maxConnections: count('max-connections', o.maxConnections),
           },
+          streamIdleTimeoutS: num('stream-idle-timeout', o.streamIdleTimeout),
         },
         catalog,
         log,

@@ -90,6 +90,18 @@ export class Metrics {
       for (const [op, n] of this.storeSource().errors) this.storeErrors.inc({ op }, n);
     },
   });
+  readonly badUsage = new Counter({
+    name: 'llmgw_engine_bad_usage_total',
+    help: 'Engine replies whose usage was not whole numbers >= 0 (a negative, a string, 1e999); ignored, never counted as tokens',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly cancelledTokens = new Counter({
+    name: 'llmgw_client_cancelled_tokens_total',
+    help: 'Completion tokens relayed on streams the client left before the end; also in llmgw_tokens_total and usage',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_process_' });

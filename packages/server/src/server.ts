@@ -37,6 +37,8 @@ export interface ServerSettings {
   coldStartTimeoutS: number;
   /** The connection bounds of each listener; defaults in `CONNECTION_DEFAULTS`. */
   connections?: Partial<ConnectionLimits>;
+  /** Longest silence of an engine mid-stream; the stream then ends with an error event. */
+  streamIdleTimeoutS: number;
 }
 
 /**
@@ -142,6 +144,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       keepAliveMs: settings.keepAliveS * 1000,
       coldStartTimeoutMs: settings.coldStartTimeoutS * 1000,
       health: () => store.health(),
+      streamIdleTimeoutMs: settings.streamIdleTimeoutS * 1000,
     },
     log,
   );

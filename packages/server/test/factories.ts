@@ -1,5 +1,6 @@
 import type { GpuReport, Model, NodeReport, Profile } from '@llmgw/shared';
 import type { Replica } from '../src/domain.js';
+import type { ServerSettings } from '../src/server.js';
 import type { Store, StoredKey, UsageDelta } from '../src/store/store.js';
 import type { NodeSnapshot, PlacementOutcome, Rejection, Reservation } from '../src/snapshot.js';
 import { place, type PlaceInput } from '../src/placement/index.js';
@@ -162,3 +163,29 @@ export function reasonsFor(rejections: Rejection[], node: string): string[] {
 
 /** MB in a GB, for memory figures in tests: `8 * GB` is 8 GB in MB. */
 export const GB = 1024;
+
+/** Settings for a server started in a test: loopback on port 0, short timers; override what the test is about. */
+export function makeServerSettings(dataDir: string, overrides: Partial<ServerSettings> = {}): ServerSettings {
+  return {
+    clientAddr: '127.0.0.1:0',
+    adminAddr: '127.0.0.1:0',
+    adminToken: 'admin',
+    joinToken: 'join',
+    dataDir,
+    notReadyAfterS: 600,
+    lostAfterS: 3600,
+    reconcileIntervalS: 60,
+    failedBackoffS: 30,
+    maxBodyBytes: 1 << 20,
+    upstreamTimeoutS: 5,
+    cooldownS: 1,
+    keepAliveS: 0.2,
+    drainParallel: 1,
+    minHealthyS: 0,
+    drainTimeoutS: 5,
+    maxLostFraction: 0.5,
+    coldStartTimeoutS: 3,
+    streamIdleTimeoutS: 60,
+    ...overrides,
+  };
+}

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { parseCatalog } from '../src/catalog/parse.js';
 import { startServer, type ConnectionLimits, type RunningServer } from '../src/server.js';
+import { makeServerSettings } from './factories.js';
 
 /**
  * A real llmgw server in-process on 127.0.0.1:0 with a fresh data directory, one node
@@ -79,27 +80,7 @@ export interface LiveServer {
 export async function liveServer(connections: Partial<ConnectionLimits> = {}): Promise<LiveServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-live-'));
   const running = await startServer(
-    {
-      clientAddr: '127.0.0.1:0',
-      adminAddr: '127.0.0.1:0',
-      adminToken: ADMIN,
-      joinToken: JOIN,
-      dataDir,
-      notReadyAfterS: 600,
-      lostAfterS: 3600,
-      reconcileIntervalS: 60,
-      failedBackoffS: 30,
-      maxBodyBytes: 1 << 20,
-      upstreamTimeoutS: 5,
-      cooldownS: 1,
-      keepAliveS: 0.2,
-      drainParallel: 1,
-      minHealthyS: 0,
-      drainTimeoutS: 5,
-      maxLostFraction: 0.5,
-      coldStartTimeoutS: 3,
-      connections,
-    },
+    makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections }),
     parseCatalog(CATALOG, 'catalog.yaml'),
     pino({ level: 'silent' }),
   );

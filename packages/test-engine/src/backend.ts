@@ -4,6 +4,7 @@ import type { EngineRequest, InferenceBackend, Json, JsonObject } from '@llmgw/e
 import { countWords, embed, planGeneration, EMBEDDING_DIM } from './generate.js';
 import type { GenerationPlan } from './generate.js';
 import type { EngineOptions } from './options.js';
+import { BAD_USAGE, GARBAGE_BODY, GARBAGE_EVENTS, USAGE_SENTINEL, withBadUsage } from './faults.js';
 
 export interface EngineHooks {
   /** One line per request and per notable event; the CLI sends these to stdout. */
@@ -91,16 +92,22 @@ export class ScriptedBackend implements InferenceBackend {
     }
   }
 
+  /** `--fault stall`: says nothing more until the client gives up. */
+  private async stall(r: EngineRequest): Promise<void> {
+    r.note = 'stalled (--fault stall)';
+    if (!r.signal.aborted) await new Promise((resolve) => r.signal.addEventListener('abort', resolve, { once: true }));
+  }
+
   private cancelled(r: EngineRequest, id: string, done: number, total: number): void {
     r.note = `cancelled after ${done}/${total} tokens`;
     this.hooks.log(`cancelled ${id} after ${done}/${total} tokens: client disconnected`);
   }
 
   /** An event stream that waits for the client to take each event (the tokens can pause). */
-  private stream(r: EngineRequest): { send(payload: JsonObject): Promise<boolean>; end(): void } {
+  private stream(r: EngineRequest): { send(payload: JsonObject): Promise<boolean>; sendRaw(text: string): boolean; end(): void } {
     const events = r.sse();
     events.open();
-    return { send: async (payload) => events.send(payload) && (await events.drained()), end: () => events.end() };
+    return { send: async (payload) => events.send(payload) && (await events.drained()), sendRaw: (text) => events.sendRaw(text), end: () => events.end() };
   }
 
   async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
@@ -117,14 +124,23 @@ export class ScriptedBackend implements InferenceBackend {
     const { tokens, finishReason } = this.plan(body, lastUser);
     const base = this.base('chatcmpl');
     const total = openai.usage(promptTokens, tokens.length);
+    const fault = this.options.fault;
+    const badUsage = fault !== null && BAD_USAGE[fault] !== undefined;
+    if (fault === 'oversized-event') tokens.splice(0, tokens.length, 'x'.repeat(this.options.faultBytes));
 
     if (!stream) {
+      if (fault === 'stall') return this.stall(r);
       if (!(await this.tokenPause(r, tokens.length))) return this.cancelled(r, base.id, 0, tokens.length);
       r.note = `${tokens.length} tokens, ${finishReason}`;
-      return r.json(200, openai.chatCompletion(base, tokens.join(''), finishReason, total));
+      if (fault === 'garbage') return r.text(200, 'application/json', GARBAGE_BODY);
+      const reply = openai.chatCompletion(base, tokens.join(''), finishReason, total);
+      if (badUsage) return r.text(200, 'application/json', withBadUsage(JSON.stringify({ ...reply, usage: USAGE_SENTINEL }), fault));
+      return r.json(200, reply);
     }
 
     const events = this.stream(r);
+    if (fault === 'stall') return this.stall(r);
+    if (fault === 'garbage') for (const g of GARBAGE_EVENTS) events.sendRaw(g);
     if (!(await events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage)))) return this.cancelled(r, base.id, 0, tokens.length);
     for (const [i, token] of tokens.entries()) {
       if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.chatChunk(base, { content: token }, null, wantUsage)))) {
@@ -132,7 +148,11 @@ export class ScriptedBackend implements InferenceBackend {
       }
     }
     if (!(await events.send(openai.chatChunk(base, {}, finishReason, wantUsage)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
-    if (wantUsage && !(await events.send(openai.usageChunk(base, 'chat.completion.chunk', total)))) return this.cancelled(r, base.id, tokens.length, tokens.length);
+    if (wantUsage && badUsage) {
+      events.sendRaw(`data: ${withBadUsage(JSON.stringify({ ...openai.usageChunk(base, 'chat.completion.chunk', total), usage: USAGE_SENTINEL }), fault)}\n\n`);
+    } else if (wantUsage && !(await events.send(openai.usageChunk(base, 'chat.completion.chunk', total)))) {
+      return this.cancelled(r, base.id, tokens.length, tokens.length);
+    }
     r.note = `stream, ${tokens.length} tokens, ${finishReason}`;
     events.end();
   }

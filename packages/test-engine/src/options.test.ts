@@ -19,6 +19,8 @@ describe('parseEngineArgs', () => {
         failStatus: null,
         exitImmediately: null,
         maxTokensDefault: 16,
+        fault: null,
+        faultBytes: 4194304,
       },
     });
   });
@@ -57,6 +59,8 @@ describe('parseEngineArgs', () => {
         failStatus: 503,
         exitImmediately: 0,
         maxTokensDefault: 4,
+        fault: null,
+        faultBytes: 4194304,
       },
     });
   });

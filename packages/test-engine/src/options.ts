@@ -1,5 +1,6 @@
 import { USAGE_EXIT_CODE, UsageError, intFlag, parseCommandLine } from '@llmgw/engine-http';
 import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
+import { FAULTS, type Fault } from './faults.js';
 
 export type LoadMode = 'refuse' | '503';
 
@@ -16,6 +17,10 @@ export interface EngineOptions {
   failStatus: number | null;
   exitImmediately: number | null;
   maxTokensDefault: number;
+  /** The fault mode: a kind of reply an engine must not be trusted on; null = none. */
+  fault: Fault | null;
+  /** Size of the one event (or reply field) `--fault oversized-event` sends. */
+  faultBytes: number;
 }
 
 export type ParseResult = EngineParseResult<EngineOptions>;
@@ -50,6 +55,15 @@ Options:
                            and an OpenAI error body
   --exit-immediately CODE  print "fatal: cannot load model" to stderr and exit with CODE
   --max-tokens-default N   max_tokens when the request has none (default 16)
+  --fault KIND             fault mode, for chat completions (streamed and not):
+                           usage-negative|usage-string|usage-huge|usage-nonfinite:
+                             usage counts of -1, "0abc", 1e20 or 1e999;
+                           oversized-event: one content of --fault-bytes;
+                           stall: headers (streamed) or nothing (not), then silence
+                             until the client leaves;
+                           garbage: malformed SSE before the tokens, or a 200 that
+                             is not JSON
+  --fault-bytes N          size for --fault oversized-event (default 4194304)
   -h, --help               show this help
 
 Stdout gets "llmgw-test-engine: serving MODEL on http://HOST:PORT" once the port is
@@ -69,6 +83,8 @@ const VALUE_FLAGS = new Set([
   'fail-status',
   'exit-immediately',
   'max-tokens-default',
+  'fault',
+  'fault-bytes',
 ]);
 
 export function parseEngineArgs(argv: readonly string[]): ParseResult {
@@ -83,6 +99,8 @@ export function parseEngineArgs(argv: readonly string[]): ParseResult {
     }
     const apiKey = flags.get('api-key');
     if (apiKey === '') throw new UsageError('--api-key must not be empty');
+    const fault = flags.get('fault') ?? null;
+    if (fault !== null && !(FAULTS as readonly string[]).includes(fault)) throw new UsageError(`--fault must be one of ${FAULTS.join(', ')}, got '${fault}'`);
     const host = flags.get('host') ?? '127.0.0.1';
     if (host === '') throw new UsageError('--host must not be empty');
     return {
@@ -97,6 +115,8 @@ export function parseEngineArgs(argv: readonly string[]): ParseResult {
       failStatus: flags.int('fail-status', 400, 599),
       exitImmediately: flags.int('exit-immediately', 0, 255),
       maxTokensDefault: flags.int('max-tokens-default', 1, 1_000_000) ?? 16,
+      fault: fault as Fault | null,
+      faultBytes: flags.int('fault-bytes', 1, 2 ** 30) ?? 4 * 1024 * 1024,
     };
   });
 }

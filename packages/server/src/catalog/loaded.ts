@@ -54,8 +54,10 @@ export class LoadedCatalog {
     for (const model of this.models) {
       for (const text of [model.name, ...model.aliases]) {
         const candidate = text.toLowerCase();
-        const distance = editDistance(query, candidate);
         const contains = query.length >= 3 && (candidate.includes(query) || query.includes(candidate));
+        // One inside the other: the distance is the length difference, exactly. Otherwise
+        // the bounded distance, so a huge name is not compared character by character.
+        const distance = contains ? Math.abs(query.length - candidate.length) : editDistance(query, candidate, limit);
         if (distance > limit && !contains) continue;
         const seen = best.get(model);
         if (!seen || distance < seen.distance) best.set(model, { text, distance });

@@ -16,3 +16,19 @@ describe('editDistance', () => {
     expect(editDistance(b, a)).toBe(d);
   });
 });
+
+describe('editDistance with a bound', () => {
+  it('is exact up to the bound and gives up past it', () => {
+    expect(editDistance('kitten', 'sitting', 3)).toBe(3);
+    expect(editDistance('kitten', 'sitting', 2)).toBe(3);
+    expect(editDistance('abcdef', 'uvwxyz', 1)).toBe(2);
+  });
+
+  it('does not compare a huge input with a short name at all', () => {
+    const huge = 'q'.repeat(10 * 1024 * 1024);
+    const t0 = performance.now();
+    expect(editDistance(huge, 'llama-3.1-8b', 4)).toBe(5);
+    // Constant time: the lengths alone decide (a full comparison takes seconds).
+    expect(performance.now() - t0).toBeLessThan(50);
+  });
+});

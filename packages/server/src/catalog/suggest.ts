@@ -1,8 +1,13 @@
 import { CatalogSchema, ModelSchema, ProfileSchema } from '@llmgw/shared';
 import { q } from './errors.js';
 
-/** Levenshtein distance, one row at a time. */
-export function editDistance(a: string, b: string): number {
+/**
+ * Levenshtein distance, one row at a time. With `max`, gives up as soon as the distance
+ * is known to exceed it and returns `max + 1`: two strings whose lengths differ by more
+ * than `max` cost nothing, so a huge input (a 10 MB model name) is not compared at all.
+ */
+export function editDistance(a: string, b: string, max = Infinity): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
   // Row i holds the distances from a's first i characters to each prefix of b.
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   let distance = b.length;
@@ -17,6 +22,8 @@ export function editDistance(a: string, b: string): number {
     }
     prev = cur;
     distance = left;
+    // A row's minimum never decreases further down.
+    if (max !== Infinity && Math.min(...cur) > max) return max + 1;
   }
   return distance;
 }

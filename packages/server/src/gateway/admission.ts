@@ -28,9 +28,22 @@ export function mayUse(key: StoredKey, model: string): boolean {
  * call when the request is over, which gives its concurrency slot back.
  */
 export function admit(keys: KeyRing, key: StoredKey, model: Model): () => void {
+  checkModel(key, model);
+  return admitLimits(keys, key);
+}
+
+/** Refuses a model outside the key's model list. */
+export function checkModel(key: StoredKey, model: Model): void {
   if (!mayUse(key, model.name)) {
     throw new DomainError('model_not_allowed', `this API key may not use model \`${model.name}\` (allowed: ${key.models.join(', ')})`, { field: 'model' });
   }
+}
+
+/**
+ * Counts a request against the key's per-minute and concurrency limits, before its body
+ * is read. Returns what gives the concurrency slot back.
+ */
+export function admitLimits(keys: KeyRing, key: StoredKey): () => void {
   const a = keys.admit(key);
   if (a.ok) return a.release;
   if (a.reason === 'rpm') {

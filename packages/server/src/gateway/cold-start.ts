@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Model } from '@llmgw/shared';
 import { ACTIVE_REPLICA_STATES } from '../domain.js';
 import type { GatewayController } from './controller-view.js';
+import { write } from './sse.js';
 
 /**
  * A request for a model with `min: 0` and no replica at all starts one and waits for it.
@@ -50,7 +51,7 @@ export class ColdStart {
   async wait(model: Model, res: ServerResponse, stream: boolean, signal: AbortSignal): Promise<string> {
     this.waiting.set(model.name, (this.waiting.get(model.name) ?? 0) + 1);
     const started = Date.now();
-    const keepAlive = stream ? setInterval(() => res.write(': keep-alive\n\n'), this.settings.keepAliveMs) : undefined;
+    const keepAlive = stream ? setInterval(() => write(res, ': keep-alive\n\n'), this.settings.keepAliveMs) : undefined;
     this.log.info({ model: model.name }, 'request for a model at zero replicas; starting one');
     this.ctl.notify();
     try {

@@ -58,7 +58,7 @@ export function asDomainError(err: unknown, unexpected: (err: unknown) => void):
 /** Answers with the error, unless the response has begun: then all that is left is to end it. */
 export function sendError(res: ServerResponse, e: DomainError): void {
   if (res.headersSent) {
-    res.end();
+    if (!res.writableEnded && !res.destroyed) res.end();
     return;
   }
   const { status, headers, body } = openAIError(e);

@@ -7,6 +7,7 @@ import type { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { errorEvent } from './errors.js';
 import { bodyFor } from './request.js';
+import { end } from './sse.js';
 import { RetryableUpstreamError, type Exchange, type Upstream } from './upstream.js';
 import type { UsageMeter } from './usage.js';
 
@@ -60,6 +61,8 @@ export class Fallbacks {
         }
         try {
           await this.upstream.attempt(res, ex, model, target, payload, fallbackFrom);
+          // A stream the client left returns, its tokens so far counted.
+          if (ex.signal.aborted) this.metrics.cancelled.inc({ model: model.name });
           return;
         } catch (err) {
           if (ex.signal.aborted) {
@@ -79,7 +82,7 @@ export class Fallbacks {
     this.metrics.countRequest(ex.model.name, ex.path, 503);
     if (res.headersSent) {
       // A cold-start stream already said 200; the failure goes in the stream.
-      res.end(errorEvent(new DomainError('no_ready_replica', `no replica could serve \`${ex.model.name}\`: ${failures.join('; ')}`)));
+      end(res, errorEvent(new DomainError('no_ready_replica', `no replica could serve \`${ex.model.name}\`: ${failures.join('; ')}`)));
       return;
     }
     const what = `\`${ex.model.name}\`${chain.length > 1 ? ' or its fallbacks' : ''}`;

@@ -6,14 +6,14 @@ import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLoad } from '../reconcile/reconcile.js';
 import type { StoredKey } from '../store/store.js';
-import { admit, authenticate, mayUse } from './admission.js';
+import { admitLimits, authenticate, checkModel, mayUse } from './admission.js';
 import { LeastLoaded, type Balancer } from './balancer.js';
 import { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { asDomainError, sendError, sendJson } from './errors.js';
 import { Fallbacks } from './fallbacks.js';
 import type { KeyRing } from './keys.js';
-import { ENDPOINTS, parseRequest, readBody } from './request.js';
+import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
 import { SseRelay } from './sse.js';
 import { Upstream, type Exchange } from './upstream.js';
 import { UsageMeter } from './usage.js';
@@ -30,7 +30,18 @@ export interface GatewaySettings {
   coldStartTimeoutMs: number;
   /** What `/healthz` answers (the store's state); `ok` when absent. */
   health?: () => object;
+  /** Longest silence of an engine mid-stream (after its headers) before the stream ends with an error event. */
+  streamIdleTimeoutMs: number;
+  /** Largest non-streamed engine reply read; a larger one fails the attempt. */
+  maxReplyBytes?: number;
+  /** Largest single SSE event from an engine; a larger one ends the stream with an error event. */
+  maxEventBytes?: number;
 }
+
+/** Engine replies this large are not believed: 64 MiB holds a large batch of embeddings. */
+export const DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024;
+/** One streamed event: a token with its logprobs is a few KiB. */
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 
 /**
  * The client-facing OpenAI-compatible endpoint, composed of its steps (README.md):
@@ -55,17 +66,25 @@ export class Gateway implements LoadSource {
     private readonly log: Logger,
     balancer: Balancer = new LeastLoaded(),
   ) {
-    const usage = new UsageMeter(keys, metrics);
-    this.upstream = new Upstream(metrics, new SseRelay(metrics, settings.keepAliveMs), usage, settings);
+    const usage = new UsageMeter(keys, metrics, log);
+    const sse = new SseRelay(metrics, { keepAliveMs: settings.keepAliveMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs, maxEventBytes: settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES });
+    this.upstream = new Upstream(metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
     this.coldStart = new ColdStart(ctl, settings, log);
     this.fallbacks = new Fallbacks(ctl, this.upstream, balancer, this.coldStart, usage, metrics, log);
     metrics.inFlightSource = () => this.upstream.inFlightByReplica();
-    ctl.events.on('replicas', () => this.upstream.prune(ctl.listReplicas()));
+    ctl.events.on('replicas', () => {
+      const replicas = ctl.listReplicas();
+      this.upstream.prune(replicas);
+      usage.prune(new Set(replicas.map((r) => r.id)));
+    });
   }
 
   /** The node:http request listener for the client listener. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     this.serve(req, res).catch((err: unknown) => {
+      // A body refused unread is still read, and dropped, so the client gets the answer
+      // instead of a reset connection.
+      req.resume();
       sendError(res, asDomainError(err, (e) => this.log.error({ err: e }, 'gateway error')));
     });
   };
@@ -103,12 +122,21 @@ export class Gateway implements LoadSource {
     if (path === '/healthz') return sendJson(res, 200, this.settings.health?.() ?? { status: 'ok' });
     const key = authenticate(this.keys, req.headers.authorization);
     if (path === '/v1/models' && req.method === 'GET') return sendJson(res, 200, this.modelList(key));
-    if (!ENDPOINTS.has(path)) throw new DomainError('no_route', `no route ${req.method} ${path}`);
+    if (!ENDPOINTS.has(path)) throw new DomainError('no_route', `no route ${clip(req.method ?? '')} ${clip(path)}`);
     if (req.method !== 'POST') throw new DomainError('method_not_allowed', `${path} takes POST`);
 
-    const request = parseRequest(path, await readBody(req, this.settings.maxBodyBytes), this.ctl.catalogView);
+    // The key's limits come before any work that grows with the request (reading and
+    // parsing the body, resolving the model), so a client over its limits costs little.
+    const release = admitLimits(this.keys, key);
+    let request;
+    try {
+      request = parseRequest(path, await readBody(req, this.settings.maxBodyBytes), this.ctl.catalogView);
+      checkModel(key, request.model);
+    } catch (err) {
+      release();
+      throw err;
+    }
     const model = request.model.name;
-    const release = admit(this.keys, key, request.model);
     this.lastRequest.set(model, Date.now());
     this.modelInFlight.set(model, (this.modelInFlight.get(model) ?? 0) + 1);
     try {

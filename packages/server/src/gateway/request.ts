@@ -6,6 +6,14 @@ import { DomainError } from '../errors.js';
 /** The OpenAI endpoints the gateway forwards; everything else but /healthz and /v1/models is a 404. */
 export const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 
+/** Longest model name or alias accepted; longer ones are refused before any lookup. */
+export const MAX_MODEL_NAME = 256;
+
+/** At most `max` characters of client input for an error message, with `…` when cut. */
+export function clip(s: string, max = 64): string {
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}
+
 /** What a client asked for, read once: the body is parsed only to find the model. */
 export interface ClientRequest {
   path: string;
@@ -53,16 +61,18 @@ export function parseRequest(path: string, raw: Buffer, catalog: CatalogView): C
   try {
     body = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
   } catch (e) {
-    throw new DomainError('invalid_json', `invalid JSON body: ${(e as Error).message}`);
+    throw new DomainError('invalid_json', `invalid JSON body: ${clip((e as Error).message, 200)}`);
   }
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new DomainError('invalid_json', 'the body must be a JSON object');
   if (typeof body.model !== 'string' || !body.model) throw new DomainError('missing_field', 'model is required', { field: 'model' });
   const requested = body.model;
+  // Before any lookup: suggestions cost the name's length times the catalog's.
+  if (requested.length > MAX_MODEL_NAME) throw new DomainError('invalid_request', `model \`${clip(requested)}\` is longer than ${MAX_MODEL_NAME} characters`, { field: 'model' });
   const model = catalog.resolve(requested);
   if (!model) {
     const close = catalog.suggest(requested);
     const hint = close.length ? `; did you mean ${close.map((c) => `\`${c}\``).join(', ')}?` : '';
-    throw new DomainError('model_not_found', `The model \`${requested}\` does not exist${hint}`, { field: 'model' });
+    throw new DomainError('model_not_found', `The model \`${clip(requested)}\` does not exist${hint}`, { field: 'model' });
   }
   const stream = body.stream === true;
   const clientWantsUsage = stream && (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;

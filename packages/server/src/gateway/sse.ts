@@ -2,15 +2,27 @@ import type { ServerResponse } from 'node:http';
 import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { errorEvent } from './errors.js';
-import { findUsage, type TokenUsage } from './usage.js';
+import { findUsage, type UsageReport } from './usage.js';
 
 const USAGE_MARK_EMPTY = Buffer.from('"choices":[]');
 const USAGE_MARK_NULL = Buffer.from('"choices":null');
+/** A chat delta's and a completion's text: what one streamed token arrives in. */
+const CONTENT_MARKS = [Buffer.from('"content":"'), Buffer.from('"text":"')];
+const QUOTE = 0x22;
 const BLANK_LINE = Buffer.from('\n\n');
 const EMPTY = Buffer.alloc(0);
 
-/** How a relayed stream ended: whole, with the usage it carried, or cut off by the engine. */
-export type StreamOutcome = { ok: true; usage: TokenUsage | undefined } | { ok: false };
+/**
+ * How a relayed stream ended — whole, cut off by the engine (or by the gateway: an event
+ * over the cap, an idle engine), or left by the client — with the usage it carried and
+ * the content events that reached the client.
+ */
+export interface StreamOutcome {
+  end: 'done' | 'failed' | 'cancelled';
+  usage: UsageReport;
+  /** Events with non-empty content or text relayed: the token count when usage is missing. */
+  relayed: number;
+}
 
 /** What the relay needs to know about the request whose stream it passes on. */
 export interface StreamContext {
@@ -22,49 +34,84 @@ export interface StreamContext {
   t0: bigint;
 }
 
+export interface SseSettings {
+  /** Interval of `: keep-alive` comments while no token has come. */
+  keepAliveMs: number;
+  /** Longest silence of the engine mid-stream before the stream ends with an error event. */
+  streamIdleTimeoutMs: number;
+  /** Largest single event (the bytes of an event not yet complete) the relay buffers. */
+  maxEventBytes: number;
+}
+
+/** An engine's body: bytes as they come, and a way to stop reading it. */
+export type EngineBody = AsyncIterable<Buffer> & { destroy(err?: Error): unknown };
+
 /**
  * Passes an engine's SSE through as it arrives. Events are framed by blank lines; only
  * an event that carries usage (`"choices":[]` or `"choices":null`) is parsed, to count
- * tokens and, when the client did not ask for usage, to drop it again.
+ * tokens and, when the client did not ask for usage, to drop it again. The engine is
+ * untrusted: a single event is capped, an engine silent past the idle timeout is cut
+ * off, and nothing is written once the response has ended.
  */
 export class SseRelay {
   constructor(
     private readonly metrics: Metrics,
-    private readonly keepAliveMs: number,
+    private readonly settings: SseSettings,
   ) {}
 
-  async pipe(res: ServerResponse, body: AsyncIterable<Buffer>, headers: Record<string, string>, status: number, model: string, cx: StreamContext): Promise<StreamOutcome> {
+  async pipe(res: ServerResponse, body: EngineBody, headers: Record<string, string>, status: number, model: string, cx: StreamContext): Promise<StreamOutcome> {
     if (!res.headersSent) {
       res.writeHead(status, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       res.flushHeaders();
     }
     let first = true;
     const keepAlive = setInterval(() => {
-      if (first) res.write(': keep-alive\n\n');
-    }, this.keepAliveMs);
+      if (first) write(res, ': keep-alive\n\n');
+    }, this.settings.keepAliveMs);
+    // The engine's silence is measured only while the relay waits on it, not while a slow
+    // client is taking what was written.
+    let waitingOnClient = false;
+    let failure: string | undefined;
+    const idle = setTimeout(() => {
+      if (waitingOnClient) return idle.refresh();
+      failure = `the engine sent nothing for ${this.settings.streamIdleTimeoutMs / 1000}s (--stream-idle-timeout)`;
+      body.destroy(new Error(failure));
+    }, this.settings.streamIdleTimeoutMs);
+    const send = async (data: Buffer | string) => {
+      if (write(res, data)) return;
+      waitingOnClient = true;
+      await drained(res);
+      waitingOnClient = false;
+      idle.refresh();
+    };
     // Bytes of an event not yet complete. Kept as bytes, not text, so a multi-byte
     // character split across two chunks is decoded whole; an event boundary ("\n\n")
     // never falls inside a UTF-8 sequence.
     let pending: Buffer = EMPTY;
-    let usage: TokenUsage | undefined;
+    let usage: UsageReport;
+    let relayed = 0;
     try {
       for await (const chunk of body) {
+        idle.refresh();
         if (first) {
           first = false;
           this.metrics.observeTtft(model, Number(process.hrtime.bigint() - cx.t0) / 1e9);
         }
         // The common case: whole events with no usage in them go out as the same bytes.
         if (pending.length === 0 && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
-          if (!res.write(chunk)) await drained(res);
+          relayed += countContent(chunk);
+          await send(chunk);
           continue;
         }
         const buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
         const end = buf.lastIndexOf(BLANK_LINE);
-        if (end === -1) {
-          pending = buf;
-          continue;
+        pending = end === -1 ? buf : buf.subarray(end + 2);
+        if (pending.length > this.settings.maxEventBytes) {
+          failure = `the engine sent an event over ${this.settings.maxEventBytes} bytes`;
+          body.destroy(new Error(failure));
+          break;
         }
-        pending = buf.subarray(end + 2);
+        if (end === -1) continue;
         const events = buf.subarray(0, end).toString('utf8').split('\n\n');
         let out = '';
         for (const ev of events) {
@@ -75,20 +122,44 @@ export class SseRelay {
           }
           out += `${ev}\n\n`;
         }
-        if (out && !res.write(out)) await drained(res);
+        if (out) {
+          relayed += countContent(Buffer.from(out));
+          await send(out);
+        }
       }
-      if (pending.length) res.write(pending);
-      res.end();
-      return { ok: true, usage };
+      if (failure === undefined) {
+        if (pending.length) write(res, pending);
+        end(res);
+        return { end: 'done', usage, relayed };
+      }
     } catch (err) {
-      if (cx.signal.aborted) throw err;
-      // Bytes already reached the client, so no retry: say so in the stream, as the SDKs expect.
-      res.end(errorEvent(new DomainError('upstream_failed', `the engine failed mid-stream: ${(err as Error).message}`)));
-      return { ok: false };
+      if (cx.signal.aborted) return { end: 'cancelled', usage, relayed };
+      failure ??= `the engine failed mid-stream: ${(err as Error).message}`;
     } finally {
       clearInterval(keepAlive);
+      clearTimeout(idle);
     }
+    // Bytes already reached the client, so no retry: say so in the stream, as the SDKs expect.
+    end(res, errorEvent(new DomainError('upstream_failed', failure)));
+    return { end: 'failed', usage, relayed };
   }
+}
+
+/**
+ * Writes unless the response has ended or its socket is gone: a write after the end
+ * would emit an error no one listens for, which ends the process. Returns false when
+ * the caller should wait for 'drain'.
+ */
+export function write(res: ServerResponse, data: Buffer | string): boolean {
+  if (res.writableEnded || res.destroyed) return true;
+  return res.write(data);
+}
+
+/** Ends the response with `data` unless it has ended or its socket is gone (see {@link write}). */
+export function end(res: ServerResponse, data?: Buffer | string): void {
+  if (res.writableEnded || res.destroyed) return;
+  if (data === undefined) res.end();
+  else res.end(data);
 }
 
 /**
@@ -105,6 +176,21 @@ export function replyAsEvent(text: string, status: number): string {
     // not JSON: wrapped below
   }
   return errorEvent(new DomainError('upstream_failed', `the engine answered ${status}: ${text.slice(0, 200)}`));
+}
+
+/**
+ * Content events in whole events: each `"content":"` or `"text":"` with a non-empty
+ * string after it. Inside a JSON string these quotes would be escaped, so a match is
+ * always a key.
+ */
+export function countContent(b: Buffer): number {
+  let n = 0;
+  for (const mark of CONTENT_MARKS) {
+    for (let i = b.indexOf(mark); i !== -1; i = b.indexOf(mark, i + mark.length)) {
+      if (b[i + mark.length] !== QUOTE) n++;
+    }
+  }
+  return n;
 }
 
 /**

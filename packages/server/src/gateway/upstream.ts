@@ -1,11 +1,12 @@
 import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import type { Model } from '@llmgw/shared';
 import type { RouteTarget } from '../controller/controller.js';
 import type { Metrics } from '../metrics.js';
 import type { StoredKey } from '../store/store.js';
 import type { ClientRequest } from './request.js';
-import { replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
+import { end, replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
 import { findUsage, type UsageMeter } from './usage.js';
 
 /** One client request on its way through, built once when it is admitted. */
@@ -40,7 +41,7 @@ export class Upstream {
     private readonly metrics: Metrics,
     private readonly sse: SseRelay,
     private readonly usage: UsageMeter,
-    private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number },
+    private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number; maxReplyBytes: number; streamIdleTimeoutMs: number },
   ) {}
 
   /** A copy of the in-flight counts per replica, for one reconcile pass. */
@@ -119,34 +120,41 @@ export class Upstream {
       }
       const status = up.statusCode;
       if (status >= 500) {
-        const text = await up.body.text().catch(() => '');
+        // Enough of the body for the message; the rest is not worth reading.
+        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.settings.streamIdleTimeoutMs).catch(() => undefined))?.toString('utf8') ?? '';
         throw new RetryableUpstreamError(`answered ${status} ${text.slice(0, 200)}`);
       }
       if (fallbackFrom) this.metrics.fallbacks.inc({ model: fallbackFrom, fallback: model.name });
       const headers: Record<string, string> = { 'x-llmgw-model': model.name, 'x-llmgw-replica': target.replicaId };
       const ctype = String(up.headers['content-type'] ?? 'application/json');
       if (ctype.startsWith('text/event-stream')) {
-        const outcome = await this.sse.pipe(res, up.body, headers, status, model.name, ex);
-        if (outcome.ok) this.usage.served(ex.key, model.name, outcome.usage);
-        else this.usage.failed(ex.key, model.name);
+        const o = await this.sse.pipe(res, up.body, headers, status, model.name, ex);
+        this.usage.served(ex.key, model.name, target.replicaId, { usage: o.usage, relayed: o.relayed, failed: o.end === 'failed', cancelled: o.end === 'cancelled' });
+        // The caller counts the client leaving.
+        if (o.end === 'cancelled') return;
       } else {
-        let buf: Buffer;
+        const limit = this.settings.maxReplyBytes;
+        let buf: Buffer | undefined;
         try {
-          buf = Buffer.from(await up.body.arrayBuffer());
+          buf = Number(up.headers['content-length'] ?? 0) > limit ? undefined : await readUpTo(up.body, limit + 1, this.settings.streamIdleTimeoutMs);
         } catch (err) {
           // Nothing reached the client yet, so another replica may still answer.
           if (ex.signal.aborted) throw err;
           throw new RetryableUpstreamError(`failed while sending its ${status} reply: ${(err as Error).message}`);
         }
+        if (buf === undefined || buf.length > limit) {
+          up.body.destroy();
+          throw new RetryableUpstreamError(`sent a ${status} reply over the limit of ${limit} bytes`);
+        }
         if (res.headersSent) {
           // A cold-start stream already said 200: the engine's answer goes in the stream,
           // as an error event when it is one.
-          res.end(replyAsEvent(buf.toString('utf8'), status));
+          end(res, replyAsEvent(buf.toString('utf8'), status));
         } else {
           res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(buf.length) });
-          res.end(buf);
+          end(res, buf);
         }
-        if (status < 400) this.usage.served(ex.key, model.name, findUsage(buf.toString('utf8')));
+        if (status < 400) this.usage.served(ex.key, model.name, target.replicaId, { usage: findUsage(buf.toString('utf8')) });
         else this.usage.failed(ex.key, model.name);
       }
       this.metrics.countRequest(model.name, ex.path, status);
@@ -158,4 +166,43 @@ export class Upstream {
       else this.outstanding.delete(target.replicaId);
     }
   }
+}
+
+/** How much of a 5xx body is read, for the message. */
+const ERROR_BODY_BYTES = 4096;
+
+/**
+ * An engine's body, whole when it has at most `limit` bytes, else its first chunks up
+ * to and past `limit` (the rest is not read): an engine cannot make the gateway buffer
+ * without bound.
+ */
+function readUpTo(body: Readable, limit: number, idleMs: number): Promise<Buffer> {
+  // Listeners rather than for-await: this is every non-streamed reply, and the async
+  // iterator costs more than the reading itself for a small one.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // An engine that stops halfway through a body is as stuck as one that stops mid-stream.
+    const idle = setTimeout(() => body.destroy(new Error(`sent nothing for ${idleMs / 1000}s mid-body (--stream-idle-timeout)`)), idleMs);
+    const done = () => {
+      clearTimeout(idle);
+      body.off('data', onData);
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (c: Buffer) => {
+      idle.refresh();
+      chunks.push(c);
+      size += c.length;
+      if (size >= limit) {
+        done();
+        body.destroy();
+      }
+    };
+    body.on('data', onData);
+    body.once('end', done);
+    body.once('error', (err) => {
+      clearTimeout(idle);
+      reject(err);
+    });
+  });
 }

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import { makeModel, makeReport } from '../../test/factories.js';
+import { makeModel, makeReport, makeServerSettings } from '../../test/factories.js';
 import { startServer, type RunningServer } from '../server.js';
 import { FaultyStore } from './faulty.js';
 import { SqliteStore } from './sqlite.js';
@@ -62,12 +62,9 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-faults-'));
   store = new FaultyStore(new SqliteStore(dir));
   server = await startServer(
-    {
-      clientAddr: '127.0.0.1:0', adminAddr: '127.0.0.1:0', adminToken: 'admin', joinToken: 'join', dataDir: dir,
-      notReadyAfterS: 60, lostAfterS: 600, reconcileIntervalS: 0.2, failedBackoffS: 30, maxBodyBytes: 1 << 20,
-      upstreamTimeoutS: 10, cooldownS: 1, keepAliveS: 5, drainParallel: 1, minHealthyS: 0, drainTimeoutS: 10,
-      maxLostFraction: 0.5, coldStartTimeoutS: 5,
-    },
+    makeServerSettings(dir, {
+      notReadyAfterS: 60, lostAfterS: 600, reconcileIntervalS: 0.2, upstreamTimeoutS: 10, keepAliveS: 5, drainTimeoutS: 10, coldStartTimeoutS: 5,
+    }),
     catalog,
     pino({ level: 'silent' }),
     { store },

@@ -1,0 +1,119 @@
+import http from 'node:http';
+import { EventEmitter } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import type { Model } from '@llmgw/shared';
+import type { CatalogView, Controller, RouteTarget } from '../controller/controller.js';
+import { Gateway } from './gateway.js';
+import { KeyRing } from './keys.js';
+import { Metrics } from '../metrics.js';
+import { memoryStore } from '../../test/factories.js';
+
+// Shared by the gateway's test files: a gateway in process in front of a fake engine,
+// and the small clients the tests speak to it with. Each test file calls `closeAll`
+// after each test.
+
+/** A fake engine: a plain node:http handler. */
+export type Upstream = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+const closers: (() => Promise<void>)[] = [];
+
+/** Closes every server and gateway the last test started, newest first. */
+export async function closeAll(): Promise<void> {
+  for (const c of closers.splice(0).reverse()) await c();
+}
+
+export async function listen(handler: http.RequestListener): Promise<string> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A gateway in front of one fake engine, with one API key. */
+export async function setup(upstream: Upstream, settings: Partial<ConstructorParameters<typeof Gateway>[3]> = {}, replicas = 1, scaling?: Model['scaling'], catalog?: CatalogView) {
+  const engineUrl = await listen(upstream);
+  const model: Model = { name: 'm', source: 'x', profiles: [{ name: 'cpu', engine: 'llama.cpp' }], ...(scaling ? { scaling } : {}) };
+  // A model that scales from zero has no replica until the gateway asks for one.
+  let started = !scaling || scaling.min > 0;
+  const targets: RouteTarget[] = Array.from({ length: replicas }, (_, i) => ({ replicaId: `r-${i + 1}`, endpoint: engineUrl, apiKey: 'k' }));
+  const lookups = { resolve: 0, suggest: 0 };
+  const ctl = {
+    catalogView: {
+      models: [model],
+      resolve: (n: string) => (lookups.resolve++, n === 'm' ? model : undefined),
+      suggest: (n: string) => (lookups.suggest++, catalog?.suggest(n) ?? []),
+    },
+    models: [model],
+    startedAtMs: Date.now(),
+    routes: (name: string) => (name === 'm' && started ? targets : []),
+    listReplicas: () => [],
+    lastAttempt: () => undefined,
+    notify: () => void setTimeout(() => (started = true), 20),
+    events: new EventEmitter(),
+  } as unknown as Controller;
+  const store = memoryStore();
+  const keys = new KeyRing(store);
+  const { secret } = keys.create({ name: 'test' }, (n) => n);
+  const metrics = new Metrics();
+  const gw = new Gateway(
+    ctl,
+    keys,
+    metrics,
+    { maxBodyBytes: 1 << 20, upstreamTimeoutMs: 5000, cooldownMs: 1000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings },
+    pino({ level: 'silent' }),
+  );
+  const url = await listen(gw.handle);
+  closers.push(async () => {
+    keys.close();
+    await gw.close();
+  });
+  return { url, secret, keys, store, gw, metrics, lookups };
+}
+
+export async function post(url: string, secret: string, body: unknown): Promise<{ status: number; text: string; headers: http.IncomingHttpHeaders }> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const headers: http.IncomingHttpHeaders = {};
+  res.headers.forEach((v, k) => (headers[k] = v));
+  return { status: res.status, text: await res.text(), headers };
+}
+
+/** The JSON an answer carries: a completion, or an OpenAI-style error. */
+export type Reply = { id: string; error: { code: string; message: string; param: string | null } };
+export const reply = (text: string) => JSON.parse(text) as Reply;
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Writes each piece as its own TCP write, a little apart, so they arrive as separate chunks. */
+export function sse(pieces: (string | Buffer)[]): Upstream {
+  return (req, res) => {
+    req.resume();
+    const writeAll = async () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const p of pieces) {
+        res.write(p);
+        await sleep(30);
+      }
+      res.end();
+    };
+    req.on('end', () => void writeAll());
+  };
+}
+
+/** An engine that answers every request with one JSON body. */
+export function json(status: number, body: string): Upstream {
+  return (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+  };
+}
