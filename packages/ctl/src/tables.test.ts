@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { ExplainView, NodeView } from '@llmgw/shared';
 import { Chalk } from 'chalk';
 import { colours } from './render.js';
-import { explainText, keysTable, nodeDetails, nodesTable, parseExpiry } from './tables.js';
+import { explainText, keysTable, nodeDetails, nodesTable, parseExpiry, usageTable } from './tables.js';
 
 const plain = new Chalk({ level: 0 });
 
@@ -117,5 +117,14 @@ describe('colours', () => {
     if (saved !== undefined) process.env.NO_COLOR = saved;
     if (savedTerm !== undefined) process.env.TERM = savedTerm;
     else delete process.env.TERM;
+  });
+});
+
+describe('usageTable', () => {
+  it('shows the requests the client left mid-stream after the errors', () => {
+    const out = usageTable([{ key_id: 'key-1', key_name: 'app', model: 'm', requests: 3, errors: 1, cancelled: 2, prompt_tokens: 10, completion_tokens: 7 }]);
+    const [head, row] = out.split('\n').map((l) => l.trim().split(/\s{2,}/));
+    expect(head).toEqual(['KEY', 'MODEL', 'REQUESTS', 'ERRORS', 'CANCELLED', 'PROMPT TOKENS', 'COMPLETION TOKENS']);
+    expect(row).toEqual(['app (key-1)', 'm', '3', '1', '2', '10', '7']);
   });
 });

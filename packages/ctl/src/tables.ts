@@ -166,8 +166,8 @@ export function keysTable(keys: KeyView[], now: Date): string {
 export function usageTable(rows: UsageRow[]): string {
   if (rows.length === 0) return 'No requests yet.';
   return table(
-    ['KEY', 'MODEL', 'REQUESTS', 'ERRORS', 'PROMPT TOKENS', 'COMPLETION TOKENS'],
-    rows.map((r) => [`${r.key_name} (${r.key_id})`, r.model, r.requests, r.errors, r.prompt_tokens, r.completion_tokens]),
+    ['KEY', 'MODEL', 'REQUESTS', 'ERRORS', 'CANCELLED', 'PROMPT TOKENS', 'COMPLETION TOKENS'],
+    rows.map((r) => [`${r.key_name} (${r.key_id})`, r.model, r.requests, r.errors, r.cancelled, r.prompt_tokens, r.completion_tokens]),
   );
 }
 

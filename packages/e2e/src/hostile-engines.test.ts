@@ -64,7 +64,7 @@ describe('engines that misbehave', () => {
 });
 
 describe('clients', () => {
-  it('a stream abandoned after N tokens shows N completion tokens in ctl usage', async () => {
+  it('a stream abandoned after N tokens shows N completion tokens in ctl usage, counted as cancelled', async () => {
     const n = 5;
     const ac = new AbortController();
     const res = await chat({ model: 'slow', stream: true, min_tokens: 400, max_tokens: 400, messages: [{ role: 'user', content: 'go' }] }, ac.signal);
@@ -80,6 +80,7 @@ describe('clients', () => {
       return r && r.requests === 1 ? r : undefined;
     }, 10_000, 'usage of the abandoned stream');
     expect(row.completion_tokens).toBe(n);
+    expect(row.cancelled).toBe(1);
   });
 
   it('answers /healthz at once while 10 MB model names are refused', async () => {

@@ -42,6 +42,8 @@ export const UsageRowSchema = Type.Object({
   model: Type.String(),
   requests: Type.Integer(),
   errors: Type.Integer(),
+  /** Requests the client left before the end; their streamed tokens are counted. */
+  cancelled: Type.Integer(),
   prompt_tokens: Type.Integer(),
   completion_tokens: Type.Integer(),
 });

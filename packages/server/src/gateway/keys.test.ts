@@ -53,7 +53,19 @@ describe('KeyRing and a store that refuses writes', () => {
     expect(ring.usageRows()).toEqual([expect.objectContaining({ requests: 2, errors: 1, prompt_tokens: 5, completion_tokens: 2 })]);
     full = false;
     expect(ring.close()).toBe(0);
-    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, promptTokens: 5, completionTokens: 2 }]);
+    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, cancelled: 0, promptTokens: 5, completionTokens: 2 }]);
+  });
+
+  it('counts a request the client left mid-stream as cancelled, its tokens with the rest', () => {
+    const store = memoryStore();
+    const ring = new KeyRing(store);
+    ring.recordUsage('key-1', 'm', { promptTokens: 4, completionTokens: 2 });
+    ring.recordUsage('key-1', 'm', { completionTokens: 3, cancelled: true });
+    expect(ring.usageRows()).toEqual([
+      { key_id: 'key-1', key_name: 'key-1', model: 'm', requests: 2, errors: 0, cancelled: 1, prompt_tokens: 4, completion_tokens: 5 },
+    ]);
+    expect(ring.close()).toBe(0);
+    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 0, cancelled: 1, promptTokens: 4, completionTokens: 5 }]);
   });
 
   it('leaves the keys as they were when a create or revoke is refused', () => {

@@ -45,8 +45,8 @@ export class KeyRing {
     this.byHash = new Map(keys.map((k) => [k.hash, k]));
     this.byId = new Map(keys.map((k) => [k.id, k]));
     for (const u of this.store.loadUsage()) {
-      const { keyId, model, requests, errors, promptTokens, completionTokens } = u;
-      this.totals.set(usageId(keyId, model), { keyId, model, requests, errors, promptTokens, completionTokens });
+      const { keyId, model, requests, errors, cancelled, promptTokens, completionTokens } = u;
+      this.totals.set(usageId(keyId, model), { keyId, model, requests, errors, cancelled, promptTokens, completionTokens });
     }
     this.flushTimer = setInterval(() => this.flushUsage(), 2000);
     this.flushTimer.unref();
@@ -148,16 +148,17 @@ export class KeyRing {
   }
 
   /** Adds to a key's usage; written to the store in batches, off the request path. */
-  recordUsage(keyId: string, model: string, u: { promptTokens?: number; completionTokens?: number; error?: boolean }): void {
+  recordUsage(keyId: string, model: string, u: { promptTokens?: number; completionTokens?: number; error?: boolean; cancelled?: boolean }): void {
     const id = usageId(keyId, model);
     for (const map of [this.usage, this.totals]) {
       let d = map.get(id);
       if (!d) {
-        d = { keyId, model, requests: 0, errors: 0, promptTokens: 0, completionTokens: 0 };
+        d = { keyId, model, requests: 0, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0 };
         map.set(id, d);
       }
       d.requests++;
       if (u.error) d.errors++;
+      if (u.cancelled) d.cancelled++;
       d.promptTokens += u.promptTokens ?? 0;
       d.completionTokens += u.completionTokens ?? 0;
     }
@@ -188,6 +189,7 @@ export class KeyRing {
       model: u.model,
       requests: u.requests,
       errors: u.errors,
+      cancelled: u.cancelled,
       prompt_tokens: u.promptTokens,
       completion_tokens: u.completionTokens,
     }));

@@ -92,7 +92,7 @@ describe('a client that leaves mid-stream', () => {
     await closed;
     await sleep(20);
     keys.flushUsage();
-    expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, promptTokens: 0, completionTokens: n })]);
+    expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, cancelled: 1, promptTokens: 0, completionTokens: n })]);
     const scraped = await metrics.registry.metrics();
     expect(scraped).toContain(`llmgw_tokens_total{model="m",direction="completion"} ${n}`);
     expect(scraped).toContain(`llmgw_client_cancelled_tokens_total{model="m"} ${n}`);

@@ -54,7 +54,7 @@ export class UsageMeter {
     const usage = s.usage === 'bad' ? undefined : s.usage;
     const promptTokens = usage?.prompt_tokens ?? 0;
     const completionTokens = usage?.completion_tokens ?? s.relayed ?? 0;
-    this.keys.recordUsage(key.id, model, { promptTokens, completionTokens, ...(s.failed ? { error: true } : {}) });
+    this.keys.recordUsage(key.id, model, { promptTokens, completionTokens, cancelled: s.cancelled === true, ...(s.failed ? { error: true } : {}) });
     if (promptTokens) this.metrics.countTokens(model, 'prompt', promptTokens);
     if (completionTokens) this.metrics.countTokens(model, 'completion', completionTokens);
     if (s.cancelled) this.metrics.cancelledTokens.inc({ model }, completionTokens);

@@ -13,7 +13,7 @@ export const BAD_STORES: Record<string, { write(dir: string): void; says: RegExp
     // A real store with usage spread over many pages, one of which is then overwritten.
     write(dir) {
       const s = new SqliteStore(dir);
-      s.addUsage(Array.from({ length: 3000 }, (_, i) => ({ keyId: `key-${i}`, model: 'm', requests: 1, errors: 0, promptTokens: 1, completionTokens: 1 })));
+      s.addUsage(Array.from({ length: 3000 }, (_, i) => ({ keyId: `key-${i}`, model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 1, completionTokens: 1 })));
       s.close();
       const fd = fs.openSync(path.join(dir, 'llmgw.db'), 'r+');
       fs.writeSync(fd, Buffer.alloc(4096, 0x5a), 0, 4096, 4096 * 3);

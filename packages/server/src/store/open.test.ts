@@ -47,6 +47,25 @@ describe('opening the store', () => {
     expect(() => new SqliteStore(dir)).toThrow(`has schema version ${SCHEMA_VERSION + 1}, newer than this llmgw-server knows (${SCHEMA_VERSION})`);
   });
 
+  it('brings a store from the previous schema version up, its usage rows counting no cancelled requests', () => {
+    const dir = dataDir();
+    new SqliteStore(dir).close();
+    // Roll the newest step back: the usage table as the previous version had it.
+    const db = new Database(path.join(dir, 'llmgw.db'));
+    db.exec('ALTER TABLE usage DROP COLUMN cancelled');
+    db.prepare("INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens) VALUES ('key-1', 'm', 3, 1, 10, 4)").run();
+    db.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    db.close();
+    const s = new SqliteStore(dir);
+    expect(s.loadUsage()).toEqual([{ keyId: 'key-1', keyName: 'key-1', model: 'm', requests: 3, errors: 1, cancelled: 0, promptTokens: 10, completionTokens: 4 }]);
+    s.addUsage([{ keyId: 'key-1', model: 'm', requests: 1, errors: 0, cancelled: 1, promptTokens: 0, completionTokens: 2 }]);
+    expect(s.loadUsage()).toEqual([expect.objectContaining({ requests: 4, cancelled: 1, completionTokens: 6 })]);
+    s.close();
+    const db2 = new Database(path.join(dir, 'llmgw.db'));
+    expect(db2.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    db2.close();
+  });
+
   it('creates a store where there is none, even over the leftovers of an interrupted creation', () => {
     const dir = dataDir();
     fs.writeFileSync(path.join(dir, 'llmgw.db.new'), '');

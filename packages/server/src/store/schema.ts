@@ -41,6 +41,7 @@ const MIGRATIONS = [
      PRIMARY KEY (key_id, model)
    );`,
   `ALTER TABLE nodes ADD COLUMN admin_drain TEXT;`,
+  `ALTER TABLE usage ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */

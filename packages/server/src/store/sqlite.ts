@@ -124,10 +124,10 @@ export class SqliteStore implements Store {
 
   addUsage(deltas: UsageDelta[]): void {
     const stmt = this.db.prepare(
-      `INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens)
-       VALUES (@keyId, @model, @requests, @errors, @promptTokens, @completionTokens)
+      `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
+       VALUES (@keyId, @model, @requests, @errors, @cancelled, @promptTokens, @completionTokens)
        ON CONFLICT(key_id, model) DO UPDATE SET requests = requests + excluded.requests,
-         errors = errors + excluded.errors, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         errors = errors + excluded.errors, cancelled = cancelled + excluded.cancelled, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
          completion_tokens = completion_tokens + excluded.completion_tokens`,
     );
     this.db.transaction((ds: UsageDelta[]) => {
@@ -138,12 +138,12 @@ export class SqliteStore implements Store {
   loadUsage(): StoredUsage[] {
     const rows = this.db
       .prepare(
-        `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.prompt_tokens, u.completion_tokens
+        `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
          FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY key_name, u.model`,
       )
-      .all() as { key_id: string; key_name: string; model: string; requests: number; errors: number; prompt_tokens: number; completion_tokens: number }[];
+      .all() as { key_id: string; key_name: string; model: string; requests: number; errors: number; cancelled: number; prompt_tokens: number; completion_tokens: number }[];
     return rows.map((r) => ({
-      keyId: r.key_id, keyName: r.key_name, model: r.model, requests: r.requests, errors: r.errors,
+      keyId: r.key_id, keyName: r.key_name, model: r.model, requests: r.requests, errors: r.errors, cancelled: r.cancelled,
       promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     }));
   }

@@ -21,6 +21,8 @@ export interface UsageDelta {
   model: string;
   requests: number;
   errors: number;
+  /** Requests the client left mid-stream; their streamed tokens are in the token counts. */
+  cancelled: number;
   promptTokens: number;
   completionTokens: number;
 }
