@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { closeAll, reply, setup, sleep, sse, post, type Upstream } from './testing.js';
+import { closeAll, openStream, reply, setup, sleep, sse, post, type Upstream } from './testing.js';
 
 afterEach(closeAll);
 
@@ -105,18 +105,11 @@ describe('gateway client abort', () => {
         });
       });
     });
-    const ac = new AbortController();
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}` },
-      body: JSON.stringify({ model: 'm', stream: true, messages: [] }),
-      signal: ac.signal,
-    });
-    const reader = res.body!.getReader();
+    const { reader, abort } = await openStream(url, secret);
     await reader.read();
     expect(gw.inFlight('r-1')).toBe(1);
     expect(gw.load('m').inFlight).toBe(1);
-    ac.abort();
+    abort();
     await closed;
     await sleep(50);
     expect(gw.inFlight('r-1')).toBe(0);

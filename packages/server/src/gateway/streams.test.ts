@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { closeAll, post, reply, setup, sleep, type Upstream } from './testing.js';
+import { closeAll, openStream, post, reply, setup, sleep, type Upstream } from './testing.js';
 
 // Streams an engine or a client does not finish: an engine silent past the idle timeout
 // is cut off with an error event; a client that leaves is charged for what it got.
@@ -78,17 +78,10 @@ describe('a client that leaves mid-stream', () => {
     const closed = new Promise<void>((r) => (engineClosed = r));
     const events = [role, ...Array.from({ length: n }, (_, i) => token(`t${i}`))];
     const { url, secret, keys, store, metrics } = await setup(stallAfter(events, engineClosed));
-    const ac = new AbortController();
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${secret}` },
-      body: JSON.stringify({ model: 'm', stream: true, messages: [] }),
-      signal: ac.signal,
-    });
-    const reader = res.body!.getReader();
+    const { reader, abort } = await openStream(url, secret);
     let text = '';
     while (text.split('"content":"t').length - 1 < n) text += Buffer.from((await reader.read()).value!).toString('utf8');
-    ac.abort();
+    abort();
     await closed;
     await sleep(20);
     keys.flushUsage();

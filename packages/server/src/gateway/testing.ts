@@ -117,3 +117,15 @@ export function json(status: number, body: string): Upstream {
     });
   };
 }
+
+/** Starts a streamed chat request the test can abandon: `abort()` is the client leaving. */
+export async function openStream(url: string, secret: string): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; abort: () => void }> {
+  const ac = new AbortController();
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}` },
+    body: JSON.stringify({ model: 'm', stream: true, messages: [] }),
+    signal: ac.signal,
+  });
+  return { reader: res.body!.getReader(), abort: () => ac.abort() };
+}
