@@ -5,6 +5,7 @@ import type { FixedExplanation, Fleet, ProfileView } from './fleet.js';
 import { poolOf } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
 import type { ProfileTally, ReasonCount } from './summary.js';
+import { fitsNow } from './select.js';
 
 /**
  * Explaining is a separate, slower pass, run only for a profile that does not fit (or
@@ -119,8 +120,12 @@ export function explainProfile(
     next = i + 1;
     const node = nodes[i];
     if (node === undefined) continue;
-    const d = detailFor(view, node, rejections);
-    if (evaluate(node, fleet.usage[i], view, d)) {
+    // A candidate passed the static checks, and its columns say whether it passes the
+    // dynamic ones now: the same verdict `evaluate` reaches, without running every check
+    // again. Only a failing node is evaluated, for its reasons.
+    const c = view.candAt[i] ?? -1;
+    const d = c >= 0 && fitsNow(view, c) ? undefined : detailFor(view, node, rejections);
+    if (d === undefined || evaluate(node, fleet.usage[i], view, d)) {
       fit++;
       fitting.add(i);
       if (sharded) poolFit.set(poolOf(node), (poolFit.get(poolOf(node)) ?? 0) + 1);

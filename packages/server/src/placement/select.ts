@@ -123,9 +123,10 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
     const mem = mems[c]!;
     const pack = packs[c]!;
     fit++;
-    const node = nodes[pos]!;
-    const a = avoid !== undefined && avoid.has(node.id) ? 1 : 0;
-    const e = existing !== undefined ? existing.get(node.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
+    // The node object is read only when a rule needs its id: loading one per candidate
+    // is a cache miss per node on a large fleet.
+    const a = avoid !== undefined && avoid.has(nodes[pos]!.id) ? 1 : 0;
+    const e = existing !== undefined ? existing.get(nodes[pos]!.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
     if (best >= 0) {
       if (a !== bAvoid) {
         if (a > bAvoid) continue;
@@ -135,7 +136,7 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
         if (pack > bPack) continue;
       } else if (mem !== bMem) {
         if (mem > bMem) continue;
-      } else if (idRank !== undefined ? idRank[pos]! > idRank[cand[best]!]! : !(node.id < nodes[cand[best]!]!.id)) {
+      } else if (idRank !== undefined ? idRank[pos]! > idRank[cand[best]!]! : !(nodes[pos]!.id < nodes[cand[best]!]!.id)) {
         continue;
       }
     }
