@@ -347,14 +347,16 @@ export class Controller {
     return port;
   }
 
-  /** Shards the node should run, from the specs frozen on its replicas. */
-  assignmentsFor(nodeId: string): ShardAssignment[] {
-    return assignmentsFor(nodeId, this.listReplicas(), (id) => this.inventory.get(id)?.report?.mgmt_addr);
+  /** Shards the node should run, from the specs frozen on its replicas (`replicas`: a list already taken this pass). */
+  assignmentsFor(nodeId: string, replicas: readonly Replica[] = this.listReplicas()): ShardAssignment[] {
+    return assignmentsFor(nodeId, replicas, (id) => this.inventory.get(id)?.report?.mgmt_addr);
   }
 
   private refreshAssignments(): void {
+    // One sorted list for every node, not one per node.
+    const replicas = this.listReplicas();
     for (const node of this.inventory.list()) {
-      const json = JSON.stringify(this.assignmentsFor(node.id));
+      const json = JSON.stringify(this.assignmentsFor(node.id, replicas));
       if (this.assignmentJson.get(node.id) === json) continue;
       this.assignmentJson.set(node.id, json);
       this.versions.set(node.id, (this.versions.get(node.id) ?? this.versionBase) + 1);

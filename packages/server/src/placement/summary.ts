@@ -79,10 +79,11 @@ export function summarize(modelName: string, tallies: readonly ProfileTally[], p
 
 /**
  * The summary's node counts as data, by code: what `ExplainView.reasons` carries so that
- * programs need not parse the sentence. Empty when placed.
+ * programs need not parse the sentence. Only for a model that was not placed (a placed
+ * outcome carries none).
  */
-export function reasonCounts(tallies: readonly ProfileTally[], placement?: Placement): RejectionCount[] {
-  const best = placement === undefined ? closest(tallies) : undefined;
+export function reasonCounts(tallies: readonly ProfileTally[]): RejectionCount[] {
+  const best = closest(tallies);
   if (best === undefined) return [];
   const out: RejectionCount[] = [];
   for (const r of best.reasons) {

@@ -52,10 +52,6 @@ export class Plan {
     return this.created;
   }
 
-  isRemoved(id: string): boolean {
-    return this.removed.has(id);
-  }
-
   remove(r: Replica, code: RemoveCode, reason: string): void {
     if (this.removed.has(r.id)) return;
     this.removed.add(r.id);
