@@ -85,6 +85,11 @@ describe('routing', () => {
     expect([other.status, ((await other.json()) as { error: { code: string } }).error.code]).toEqual([404, 'model_not_found']);
   });
 
+  it('answers a model path with a bad %-escape 404, not 500', async () => {
+    const bad = await fetch(`${url}/v1/models/%E0%A4%A`, { headers: auth });
+    expect([bad.status, ((await bad.json()) as { error: { code: string } }).error.code]).toEqual([404, 'model_not_found']);
+  });
+
   it('answers unknown paths 404 and wrong methods 405 with Allow', async () => {
     expect((await fetch(`${url}/v2/x`)).status).toBe(404);
     expect((await post('/v1/nothing', {})).status).toBe(404);

@@ -94,8 +94,9 @@ export function createEngineHttp(options: EngineHttpOptions): EngineHttp {
     }
     if (path.startsWith('/v1/models/')) {
       allowOnly(r, ['GET']);
-      const name = decodeURIComponent(path.slice('/v1/models/'.length));
-      if (name !== options.servedName) throw new EngineError('model_not_found', `The model \`${name}\` does not exist.`, { param: 'model' });
+      const raw = path.slice('/v1/models/'.length);
+      const name = decodeName(raw);
+      if (name !== options.servedName) throw new EngineError('model_not_found', `The model \`${(name ?? raw).slice(0, 64)}\` does not exist.`, { param: 'model' });
       return r.json(200, b.model());
     }
     const handler = INFERENCE.get(path);
@@ -143,4 +144,13 @@ export function createEngineHttp(options: EngineHttpOptions): EngineHttp {
     },
     isLoaded: () => backend !== null,
   };
+}
+
+/** A model name from the path; a bad `%`-escape names no model (404), not an engine fault. */
+function decodeName(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
 }
