@@ -1,5 +1,6 @@
 import express, { type Router } from 'express';
 import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
+import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import type { Controller } from '../controller/controller.js';
 import { DomainError, badRequest, echo, notFound } from '../errors.js';
 import { jsonBody, methodNotAllowed, parseBody } from './http.js';
@@ -88,9 +89,7 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
   return r;
 }
 
-/** Longer names are never a model: no lookup, and no suggestion (edit distance grows with the name). */
-const MAX_MODEL_NAME = 256;
-
+/** A name over MAX_MODEL_NAME is never a model: no lookup, and no suggestion (edit distance grows with the name). */
 function resolveModel(ctl: Controller, nameOrAlias: string): string {
   const m = nameOrAlias.length <= MAX_MODEL_NAME ? ctl.catalogView.resolve(nameOrAlias) : undefined;
   if (m) return m.name;

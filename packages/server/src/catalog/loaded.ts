@@ -1,6 +1,12 @@
 import type { Model, Profile } from '@llmgw/shared';
 import { editDistance } from './suggest.js';
 
+/**
+ * Longest model name or alias looked up: every surface (gateway, admin API, dashboard)
+ * refuses longer ones before `resolve` or `suggest`, whose cost grows with the input.
+ */
+export const MAX_MODEL_NAME = 256;
+
 /** A profile as the loader hands it out: the optional lists and counts filled in. */
 export type CatalogProfile = Profile & {
   gpus: number;

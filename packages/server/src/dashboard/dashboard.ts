@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ErrorCode, NodeAdminState } from '@llmgw/shared';
+import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import type { Controller } from '../controller/controller.js';
 import { secretEquals } from '../api/tokens.js';
 import { echo, httpStatus, toDomainError } from '../errors.js';
@@ -154,9 +155,9 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string): R
   r.route('/models/:name').get(authed((req, res, s) => {
     const asked = String(req.params.name);
     // Longer names are never a model: no lookup and no suggestion (edit distance grows with the name).
-    const m = asked.length <= 256 ? ctl.catalogView.resolve(asked) : undefined;
+    const m = asked.length <= MAX_MODEL_NAME ? ctl.catalogView.resolve(asked) : undefined;
     if (!m) {
-      const close = asked.length <= 256 ? ctl.catalogView.suggest(asked) : [];
+      const close = asked.length <= MAX_MODEL_NAME ? ctl.catalogView.suggest(asked) : [];
       refuse(req, res, 'model_not_found', messagePage('No such model', `"${echo(asked)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, { href: '/models', label: 'All models' }), s);
       return;
     }

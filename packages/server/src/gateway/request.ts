@@ -1,13 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { Model } from '@llmgw/shared';
 import type { CatalogView } from '../controller/controller.js';
+import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import { DomainError } from '../errors.js';
 
 /** The OpenAI endpoints the gateway forwards; everything else but /healthz and /v1/models is a 404. */
 export const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 
-/** Longest model name or alias accepted; longer ones are refused before any lookup. */
-export const MAX_MODEL_NAME = 256;
 
 /** At most `max` characters of client input for an error message, with `…` when cut. */
 export function clip(s: string, max = 64): string {
