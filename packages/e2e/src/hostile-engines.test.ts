@@ -19,7 +19,9 @@ ${FAULTS.map((f) => `  - name: ${f}\n    source: test\n    profiles:\n      - { 
   - name: slow
     source: test
     profiles:
-      - { name: cpu, engine: command, command: ${engine(['--token-delay-ms', '30', '--max-tokens-default', '400'])} }
+      # 200 ms between tokens: time enough, on a busy 2-core machine, for the client to
+      # read token N and leave before token N+1 is relayed, so exactly N are charged.
+      - { name: cpu, engine: command, command: ${engine(['--token-delay-ms', '200', '--max-tokens-default', '400'])} }
 `;
 
 let server: ServerProc;
