@@ -36,15 +36,16 @@ export class Fallbacks {
       const model = modelName === ex.model.name ? ex.model : this.ctl.catalogView.resolve(modelName);
       if (!model) continue;
       let targets = this.ctl.routes(model.name);
+      // Why a cold start gave up, when one was tried; else the replicas' state says it.
+      let why = '';
       if (targets.length === 0 && this.coldStart.needed(model)) {
         if (ex.stream && !res.headersSent) this.coldStart.openStream(res, model.name);
-        const why = await this.coldStart.wait(model, res, ex.stream, ex.signal);
+        why = await this.coldStart.wait(model, res, ex.stream, ex.signal);
         if (ex.signal.aborted) return;
         targets = this.ctl.routes(model.name);
-        if (targets.length === 0) failures.push(`${model.name}: ${why}`);
       }
       if (targets.length === 0) {
-        if (!failures.some((f) => f.startsWith(`${model.name}:`))) failures.push(`${model.name}: ${notReadyReason(this.ctl, model.name)}`);
+        failures.push(`${model.name}: ${why || notReadyReason(this.ctl, model.name)}`);
         continue;
       }
       const payload = bodyFor(ex, model.name);
