@@ -9,7 +9,14 @@ import { createNodeResolver, importX } from "eslint-plugin-import-x";
 
 export default defineConfig(
   {
-    ignores: ["**/dist/**", "**/dist-bench/**", "**/node_modules/**", "**/test-artifacts/**"],
+    ignores: [
+      "**/dist/**", "**/dist-bench/**", "**/node_modules/**", "**/test-artifacts/**",
+      // tsup bundles its config to `tsup.config.bundled_<random>.mjs` beside it and
+      // deletes it once loaded. A package whose build and lint start together (one with
+      // no workspace dependencies) would otherwise list that file and then fail to read
+      // it: ESLint exits 2 on ENOENT, which is how a CI run failed.
+      "**/*.bundled_*.mjs",
+    ],
   },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
