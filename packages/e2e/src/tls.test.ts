@@ -105,4 +105,16 @@ describe('TLS pinned by the join token', () => {
     await eventually(ready(again.adminUrl, 'elsewhere'), 20_000, 'the agent on the other address joined');
     expect((await ctl(other, ['nodes'], { LLMGW_CA: again.caFile! })).code).toBe(0);
   });
+
+  it('serves plain HTTP only when asked with --insecure-http, and says so in the log and on the dashboard', async () => {
+    const server = await startServer({ args: ['--insecure-http'] });
+    expect(server.adminUrl).toMatch(/^http:\/\//);
+    expect(server.output()).toContain('--insecure-http: the admin listener serves plain HTTP');
+    const login = await exec('curl', ['-sS', `${server.adminUrl}/login`]);
+    expect(login.stdout).toContain('This server runs with --insecure-http');
+    // Nothing to pin: the file holds the bare secret, and loopback http needs no flag.
+    expect(server.joinToken).toBe('test-join-token');
+    startAgent({ server: server.adminUrl, nodeId: 'plain' });
+    await eventually(ready(server.adminUrl, 'plain'), 20_000, 'the agent joined over loopback http');
+  });
 });
