@@ -30,7 +30,9 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(() => server.close());
+afterAll(() => {
+  server.close();
+});
 
 const changeOneDigit = (token: string) => token.replace(/^K10(.)/, (_m, d: string) => `K10${d === '0' ? '1' : '0'}`);
 
