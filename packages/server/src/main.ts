@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.js';
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
+import { JOIN_APPROVALS, type JoinApproval } from './credentials/membership.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 const opt = (flags: string, description: string, env: string, def?: string) => {
@@ -37,10 +38,12 @@ const program = new Command('llmgw-server')
   .addOption(opt('--request-timeout <seconds>', 'longest wait for a whole request, headers and body, before a 408 and close (both listeners; long-polls and streams are responses, so not cut)', 'LLMGW_REQUEST_TIMEOUT', String(CONNECTION_DEFAULTS.requestTimeoutS)))
   .addOption(opt('--idle-timeout <seconds>', 'how long a kept-alive connection may sit idle between requests (both listeners)', 'LLMGW_IDLE_TIMEOUT', String(CONNECTION_DEFAULTS.keepAliveTimeoutS)))
   .addOption(opt('--max-connections <n>', 'connections open at once per listener; more are closed as they arrive', 'LLMGW_MAX_CONNECTIONS', String(CONNECTION_DEFAULTS.maxConnections)))
+  .addOption(opt('--join-approval <mode>', 'auto: a node that joins takes work at once; manual: it waits as pending-approval until ctl nodes approve', 'LLMGW_JOIN_APPROVAL', 'auto').choices(JOIN_APPROVALS))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addHelpText(
     'after',
     '\nSecrets come from the environment, never flags: LLMGW_ADMIN_TOKEN (ctl, dashboard) and LLMGW_JOIN_TOKEN (agents).\nWhen unset, each is generated once and kept in the data directory (files admin-token and join-token).' +
+      '\nThe join token only joins: each agent trades it once for its own node credential. ctl join-token rotate replaces a generated one\n(the file is rewritten); one set by LLMGW_JOIN_TOKEN is changed there, with a restart.' +
       '\n\nThe store is <data-dir>/llmgw.db. A file there that is empty, not SQLite, not an llmgw store or corrupt is refused at start (exit 2).' +
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.',
   )
@@ -97,6 +100,8 @@ const program = new Command('llmgw-server')
           adminAddr: o.adminAddr!,
           adminToken: admin.token,
           joinToken: join.token,
+          ...(join.file ? { joinTokenFile: join.file } : {}),
+          joinApproval: o.joinApproval as JoinApproval,
           dataDir,
           notReadyAfterS: num('not-ready-after', o.notReadyAfter),
           lostAfterS: num('lost-after', o.lostAfter),

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { parseCatalog } from '../src/catalog/parse.js';
 import { startServer, type ConnectionLimits, type RunningServer } from '../src/server.js';
+import { SqliteStore } from '../src/store/sqlite.js';
+import { nodeAuth, seedCredential } from './credentials.js';
 import { makeServerSettings } from './factories.js';
 
 /**
@@ -55,7 +57,7 @@ export function send(base: string, r: RawRequest): Promise<Reply> {
 }
 
 export const adminAuth = { authorization: `Bearer ${ADMIN}` };
-export const joinAuth = { authorization: `Bearer ${JOIN}` };
+export { nodeAuth };
 
 /** A heartbeat a real agent could send. */
 export function heartbeat(nodeId = 'node-a', extra: Record<string, unknown> = {}) {
@@ -79,6 +81,10 @@ export interface LiveServer {
 
 export async function liveServer(connections: Partial<ConnectionLimits> = {}): Promise<LiveServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-live-'));
+  // node-a has joined: the agent API takes its credential (nodeAuth), not the join token.
+  const seed = new SqliteStore(dataDir);
+  seedCredential(seed, 'node-a');
+  seed.close();
   const running = await startServer(
     makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections }),
     parseCatalog(CATALOG, 'catalog.yaml'),
@@ -86,7 +92,7 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   );
   const admin = running.adminUrl;
   const json = { 'content-type': 'application/json' };
-  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...joinAuth, ...json }, body: JSON.stringify(heartbeat()) });
+  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, ...json }, body: JSON.stringify(heartbeat()) });
   if (hb.status !== 200) throw new Error(`setup heartbeat: ${hb.status} ${hb.body}`);
   const key = await send(admin, { method: 'POST', path: '/api/v1/keys', headers: { ...adminAuth, ...json }, body: JSON.stringify({ name: 'k' }) });
   const apiKey = (JSON.parse(key.body) as { secret: string }).secret;
