@@ -110,7 +110,8 @@ export interface ServerProc extends Proc {
   dataDir: string;
 }
 
-export async function startServer(opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string } = {}): Promise<ServerProc> {
+/** `env` adds to or overrides the server's environment (`LLMGW_JOIN_TOKEN: ''` lets it generate one). */
+export async function startServer(opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string; env?: Record<string, string> } = {}): Promise<ServerProc> {
   const dataDir = opts.dataDir ?? tmpDir('llmgw-server-');
   const p = run(
     bins.server,
@@ -123,7 +124,7 @@ export async function startServer(opts: { dataDir?: string; catalog?: string; ar
       ...(opts.catalog ? ['--catalog', opts.catalog] : []),
       ...(opts.args ?? []),
     ],
-    { LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN },
+    { LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN, ...opts.env },
   );
   const m = await p.waitFor(/"admin":"(http:\/\/[^"]+)","client":"(http:\/\/[^"]+)"/);
   return { ...p, adminUrl: m[1]!, clientUrl: m[2]!, dataDir };
