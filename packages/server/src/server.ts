@@ -3,9 +3,14 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
+import { fullJoinToken } from '@llmgw/shared';
 import { adminApi } from './api/admin.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
+import { membershipApi } from './credentials/admin-routes.js';
+import { JoinToken } from './credentials/join-token.js';
+import { Membership, type JoinApproval } from './credentials/membership.js';
+import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway/gateway.js';
 import { adminErrors, methodNotAllowed, requireToken } from './api/http.js';
@@ -22,6 +27,10 @@ export interface ServerSettings {
   adminAddr: string;
   adminToken: string;
   joinToken: string;
+  /** Where a generated join token is kept (rotation rewrites it); absent when LLMGW_JOIN_TOKEN sets it. */
+  joinTokenFile?: string;
+  /** `manual`: new nodes wait as pending-approval until `ctl nodes approve`. Default `auto`. */
+  joinApproval?: JoinApproval;
   dataDir: string;
   notReadyAfterS: number;
   lostAfterS: number;
@@ -176,8 +185,9 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Unauthenticated on purpose: an agent fetches it before it trusts anything, and
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
-  admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
-  admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller, keys));
+  const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => (caPem ? fullJoinToken(secret, caPem) : secret)), settings.joinApproval ?? 'auto', log);
+  admin.use('/agent/v1', agentApi(controller, membership));
+  admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller, keys), membershipApi(membership));
   admin.route('/metrics').get(requireToken(settings.adminToken, 'admin token'), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);

@@ -42,6 +42,13 @@ const MIGRATIONS = [
    );`,
   `ALTER TABLE nodes ADD COLUMN admin_drain TEXT;`,
   `ALTER TABLE usage ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;`,
+  // Issue 12: each node's own credential, only as its SHA-256. A node without a row here
+  // (every node of a database from before this step) is claimed by the first join.
+  `CREATE TABLE node_credentials (
+     node_id TEXT PRIMARY KEY,
+     hash TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL
+   );`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
@@ -49,7 +56,12 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** The tables a database at `version` has: how an llmgw store is told from another SQLite file. */
 export function tablesAt(version: number): string[] {
-  return [...(version >= 1 ? ['nodes', 'replicas'] : []), ...(version >= 2 ? ['api_keys', 'usage'] : [])];
+  return [
+    ...(version >= 1 ? ['nodes', 'replicas'] : []),
+    ...(version >= 2 ? ['api_keys', 'usage'] : []),
+    // The step that creates node_credentials is the fifth (index 4 in MIGRATIONS).
+    ...(version >= 5 ? ['node_credentials'] : []),
+  ];
 }
 
 /** Brings a database up to the newest schema, each step in its own transaction. */

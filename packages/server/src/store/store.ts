@@ -31,6 +31,13 @@ export interface StoredUsage extends UsageDelta {
   keyName: string;
 }
 
+/** A node's credential as stored: the secret only as its SHA-256 (hex). */
+export interface StoredCredential {
+  nodeId: string;
+  hash: string;
+  createdAt: string;
+}
+
 export interface StoredNode {
   id: string;
   admin: AdminState;
@@ -47,6 +54,11 @@ export interface Store {
   loadNodes(): StoredNode[];
   saveNodeAdmin(id: string, admin: AdminState): void;
   saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void;
+  /** Forgets a node: its row and its credential (`ctl nodes delete`). */
+  deleteNode(id: string): void;
+  loadCredentials(): StoredCredential[];
+  /** Adds or replaces the credential of `c.nodeId`. */
+  saveCredential(c: StoredCredential): void;
   loadReplicas(): Replica[];
   saveReplica(replica: Replica): void;
   deleteReplica(id: string): void;
