@@ -104,6 +104,7 @@ export const RejectionCodes = [
   'cordoned',
   'draining',
   'label',
+  'command_engine',
   'fabric',
   'memory',
   'cpu_cores',
