@@ -1,7 +1,8 @@
 import os from 'node:os';
 import got, { HTTPError, RequestError } from 'got';
 import type { Logger } from 'pino';
-import type { AssignmentsReply, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
+import { AssignmentsReplySchema, formatFailure, HeartbeatReplySchema, validate } from '@llmgw/shared';
+import type { AssignmentsReply, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus, TSchema, Static } from '@llmgw/shared';
 import type { MachineProbe } from './probe/index.js';
 
 /** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
@@ -19,6 +20,8 @@ export interface AgentSettings {
   heartbeatIntervalS: number;
   /** GPUs and memory are probed at most this often; nvidia-smi is not free. */
   probeIntervalS: number;
+  /** Told to the server so that placement keeps `engine: command` profiles off a node that refuses them. */
+  allowCommandEngine?: boolean;
 }
 
 /** What the agent needs from the process supervisor. */
@@ -54,6 +57,8 @@ export class Agent {
   private estimateSources: string[] = [];
   /** Log tails the server has acknowledged, so each is sent once per change. */
   private sentTails = new Map<string, string>();
+  /** The last bad reply's line per channel, so a server that keeps sending it is logged once, not per poll. */
+  private readonly lastBadReply = new Map<string, string>();
 
   constructor(
     private readonly settings: AgentSettings,
@@ -137,6 +142,7 @@ export class Agent {
       ...(p.gpuError ? { gpu_error: p.gpuError } : {}),
       estimated_sources: [...this.estimateSources],
       ...(estimates.length ? { source_estimates: estimates } : {}),
+      allow_command_engine: this.settings.allowCommandEngine === true,
     };
   }
 
@@ -158,10 +164,11 @@ export class Agent {
           retry: { limit: 0 },
           signal: this.abort.signal,
         })
-        .json<HeartbeatReply>();
+        .json<unknown>();
       this.sentTails = tails;
       this.recovered();
-      this.acknowledged(reply);
+      const checked = this.checked(HeartbeatReplySchema, reply, 'heartbeat reply');
+      if (checked) this.acknowledged(checked);
     } catch (err) {
       if (this.stopped) return;
       this.failed(err);
@@ -191,8 +198,13 @@ export class Agent {
         timeout: { request: 35_000 },
         retry: { limit: 0 },
         signal: this.abort.signal,
-      }).json<AssignmentsReply>();
-      if (!this.stopped) this.converge(reply);
+      }).json<unknown>();
+      if (this.stopped) return true;
+      const checked = this.checked(AssignmentsReplySchema, reply, 'assignments reply');
+      // A reply that does not parse is not a reason to stop engines either: keep what runs,
+      // and wait before asking again, as after a failed poll, so a broken server is not hammered.
+      if (!checked) return false;
+      this.converge(checked);
       return true;
     } catch {
       return false;
@@ -206,6 +218,26 @@ export class Agent {
       if (this.stopped) return;
       await new Promise((r) => setTimeout(r, Math.max(1000, this.settings.heartbeatIntervalS * 1000)));
     }
+  }
+
+  /**
+   * The reply when it matches the shared schema, else undefined after one log line naming
+   * the field at fault. The server is trusted for nothing it did not say in the agreed
+   * shape: a reply an attacker or a broken server bent is ignored, and nothing is started
+   * or stopped because of it. A reply for another node is just as wrong.
+   */
+  private checked<S extends TSchema>(schema: S, reply: unknown, what: string): Static<S> | undefined {
+    const v = validate(schema, reply);
+    const nodeId = v.ok ? (v.value as { node_id: string }).node_id : undefined;
+    const problem = !v.ok ? formatFailure(v.error) : nodeId !== this.settings.nodeId ? `node_id is "${nodeId}", not ${this.settings.nodeId}` : undefined;
+    if (problem === undefined) {
+      this.lastBadReply.delete(what);
+      return v.ok ? v.value : undefined;
+    }
+    const line = `ignored a bad ${what} from ${this.settings.server}: ${problem}; nothing was started or stopped because of it`;
+    if (line !== this.lastBadReply.get(what)) this.log.error(line);
+    this.lastBadReply.set(what, line);
+    return undefined;
   }
 
   private recovered(): void {
