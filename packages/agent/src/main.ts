@@ -1,10 +1,12 @@
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { probeMachine } from './probe/index.js';
-import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
+import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSwitch } from './settings.js';
+import { DEFAULT_ENGINE_USER, resolveEngineUser, type EngineUser } from './engine-user.js';
 import { installService } from './service.js';
 import { estimateForSource, writeTestModel } from '@llmgw/gguf';
 import { findEnginePrograms } from './engine-programs.js';
@@ -13,7 +15,7 @@ import { Supervisor } from './supervisor/index.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** Every option of `run` is a string but the one boolean switch. */
-type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean };
+type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean; allowCommandEngine?: boolean };
 
 const program = new Command('llmgw-agent')
   .description('Runs on each machine: reports it to the llmgw server and runs the engines assigned to it.')
@@ -46,6 +48,8 @@ program
   .addOption(opt('--max-restarts <n>', 'engine restarts within 10 minutes before a shard is reported failed', 'LLMGW_MAX_RESTARTS', '5'))
   .addOption(opt('--restart-backoff <seconds>', 'first wait before restarting a crashed engine (doubles each time, up to 30 s)', 'LLMGW_RESTART_BACKOFF', '1'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
+  .addOption(new Option('--allow-command-engine', 'run `engine: command` profiles, whose argv the server names (off: such shards are reported failed; like Nomad\'s raw_exec). Env LLMGW_ALLOW_COMMAND_ENGINE=1'))
+  .addOption(opt('--engine-user <name>', `account engines run as when the agent is root (default: ${DEFAULT_ENGINE_USER}; not root: engines run as the agent's own user)`, 'LLMGW_ENGINE_USER'))
   .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
   .addHelpText('after', '\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps).')
   .action(async (o: RunOptions) => {
@@ -67,6 +71,14 @@ program
     const backoffS = Number(o.restartBackoff);
     if (!Number.isInteger(maxRestarts) || maxRestarts < 0) fail(`invalid --max-restarts "${o.maxRestarts}": want a whole number >= 0`);
     if (!(backoffS > 0)) fail(`invalid --restart-backoff "${o.restartBackoff}": want a number of seconds > 0`);
+    let allowCommandEngine = false;
+    let engineUser: EngineUser | undefined;
+    try {
+      allowCommandEngine = o.allowCommandEngine === true || parseSwitch('LLMGW_ALLOW_COMMAND_ENGINE', process.env.LLMGW_ALLOW_COMMAND_ENGINE);
+      engineUser = resolveEngineUser(o.engineUser || undefined);
+    } catch (e) {
+      fail((e as Error).message);
+    }
     const server = o.server!.replace(/\/+$/, '');
     const stateDir = path.resolve(o.stateDir!);
     const programs = findEnginePrograms();
@@ -84,6 +96,8 @@ program
       },
       maxRestarts,
       backoffBaseMs: backoffS * 1000,
+      allowCommandEngine,
+      ...(engineUser ? { engineUser } : {}),
       log,
     });
     await supervisor.adopt();
@@ -98,6 +112,7 @@ program
         advertiseAddr: o.advertiseAddr || defaultAdvertiseAddr(server),
         heartbeatIntervalS: interval,
         probeIntervalS: Math.max(interval, 10),
+        allowCommandEngine,
       },
       () => probeMachine({ nvidiaSmi: o.nvidiaSmi!, procRoot: o.procRoot!, sysRoot: o.sysRoot!, extraFabrics }),
       {
@@ -114,7 +129,10 @@ program
         return { source, memory_mb: mb(e.totalMb), weights_mb: mb(e.weightsMb), kv_cache_mb: mb(e.kvCacheMb), context_length: e.contextLength };
       },
     );
-    log.info({ server, node: o.nodeId || defaultNodeId(), stateDir }, 'llmgw-agent starting');
+    log.info(
+      { server, node: o.nodeId || defaultNodeId(), stateDir, engineUser: engineUser?.name ?? os.userInfo().username, allowCommandEngine },
+      'llmgw-agent starting',
+    );
     // By default engines keep running when the agent stops: an upgrade must not take
     // models down. The new agent re-adopts them.
     const stopEngines = Boolean(o.stopEnginesOnExit);

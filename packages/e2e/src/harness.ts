@@ -156,6 +156,11 @@ export function startAgent(o: AgentOpts): Proc & { stateDir: string } {
       '--state-dir', stateDir,
       '--heartbeat-interval', '1',
       '--engine-host', '127.0.0.1',
+      // Journeys run their engines through `engine: command`, and as the user running the
+      // tests: CI runs as root, where the default would need an `llmgw` account. The
+      // engine-user journey overrides this (the last --engine-user wins).
+      '--allow-command-engine',
+      '--engine-user', os.userInfo().username,
       ...(o.labels ? ['--labels', o.labels] : []),
       ...(o.pool ? ['--pool', o.pool] : []),
       ...(o.args ?? []),
