@@ -154,10 +154,12 @@ program
   .option('--node-id <id>', 'stable node id (default: the hostname)')
   .option('--labels <k=v,...>', 'labels for node_selector matching')
   .option('--pool <name>', 'pool for sharded placement')
-  .option('--root <dir>', 'write under this prefix instead of / (for packaging)', '/')
+  .option('--engine-user <name>', `the unprivileged account engines run as; created (a system user in the video and render groups) when missing`, DEFAULT_ENGINE_USER)
+  .option('--allow-command-engine', 'let this node run `engine: command` profiles (LLMGW_ALLOW_COMMAND_ENGINE=1 in the env file)')
+  .option('--root <dir>', 'write under this prefix instead of / (for packaging; then no user is created)', '/')
   .option('--no-enable', 'write the files but do not enable and start the service')
   .addHelpText('after', '\nReads the join token from LLMGW_JOIN_TOKEN and stores it in /etc/llmgw/agent.env (mode 0600).')
-  .action((o: { server: string; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean }) => {
+  .action((o: { server: string; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean; engineUser: string; allowCommandEngine?: boolean }) => {
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
     if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token first");
     try {
@@ -170,6 +172,8 @@ program
     if (o.nodeId) env.LLMGW_NODE_ID = o.nodeId;
     if (o.labels) env.LLMGW_LABELS = o.labels;
     if (o.pool) env.LLMGW_POOL = o.pool;
+    env.LLMGW_ENGINE_USER = o.engineUser;
+    if (o.allowCommandEngine) env.LLMGW_ALLOW_COMMAND_ENGINE = '1';
     try {
       const r = installService({ root: o.root, env, enable: o.enable, node: process.execPath, main: path.join(here, 'main.js') });
       process.stdout.write(`wrote ${r.unitPath}\nwrote ${r.envPath}\n${o.enable ? 'enabled and started llmgw-agent.service\n' : ''}`);
