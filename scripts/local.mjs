@@ -78,6 +78,9 @@ while (!(await healthy())) {
 const joinToken = fs.readFileSync(path.join(serverDir, 'join-token'), 'utf8').trim();
 agent = start('agent', 'packages/agent/dist/main.js', [
   '--server', `https://${adminAddr}`, '--state-dir', path.join(home, 'agent'), '--engine-host', '127.0.0.1', '--stop-engines-on-exit',
+  // Engines run as you, on your own machine (even as root, where a service would default
+  // to the llmgw account); and a catalog you edit here may use `engine: command`.
+  '--allow-command-engine', '--engine-user', os.userInfo().username,
 ], { LLMGW_JOIN_TOKEN: joinToken });
 
 console.log(`llmgw is running on this machine.

@@ -154,3 +154,85 @@ describe('Agent: one channel for assignments', () => {
     expect(converged).toEqual([['b-0']]);
   });
 });
+
+describe('Agent: replies are checked before they are acted on', () => {
+  /** A server whose replies the test scripts: each poll takes the next one, the last repeats. */
+  async function serverSending(polls: unknown[], heartbeat: unknown) {
+    let n = 0;
+    const reports: { allow_command_engine?: boolean }[] = [];
+    const server = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += String(c)));
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        if (req.url!.startsWith('/agent/v1/heartbeat')) {
+          reports.push((JSON.parse(raw) as { report: { allow_command_engine?: boolean } }).report);
+          return res.end(JSON.stringify(heartbeat));
+        }
+        const body = polls[Math.min(n++, polls.length - 1)];
+        res.end(JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    });
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, reports, polls: () => n };
+  }
+
+  function agentFor(url: string, lines: string[], converged: string[][], estimated: string[] = []) {
+    const log = pino({ level: 'error' }, { write: (l: string) => void lines.push((JSON.parse(l) as { msg: string }).msg) });
+    const agent = new Agent(
+      { server: url, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.05, probeIntervalS: 60 },
+      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
+      log,
+      (source) => {
+        estimated.push(source);
+        return Promise.resolve(undefined);
+      },
+    );
+    cleanups.push(() => agent.stop());
+    return agent;
+  }
+
+  it('ignores an assignments reply that breaks the schema, logs its field once, and converges on the next good one', async () => {
+    const bad = { node_id: 'n1', version: 3, assignments: [{ ...assignment('evil-0'), command: 'rm -rf /' }] };
+    const srv = await serverSending([bad, bad, bad, reply(4, ['good-0'])], ack);
+    const lines: string[] = [];
+    const converged: string[][] = [];
+    await agentFor(srv.url, lines, converged).start();
+    expect(converged).toEqual([]);
+    // Bad polls are retried after a pause (1 s), like failed ones; the fourth is good.
+    for (let i = 0; i < 60 && converged.length === 0; i++) await sleep(100);
+    expect(srv.polls()).toBeGreaterThanOrEqual(4);
+    expect(converged).toEqual([['good-0']]);
+    const bads = lines.filter((l) => l.includes('assignments reply'));
+    expect(bads).toEqual([
+      `ignored a bad assignments reply from ${srv.url}: assignments[0].command must be array; nothing was started or stopped because of it`,
+    ]);
+  });
+
+  it('ignores assignments addressed to another node', async () => {
+    const srv = await serverSending([{ ...reply(3, ['other-0']), node_id: 'n2' }], ack);
+    const lines: string[] = [];
+    const converged: string[][] = [];
+    await agentFor(srv.url, lines, converged).start();
+    await sleep(100);
+    expect(converged).toEqual([]);
+    expect(lines).toContain(`ignored a bad assignments reply from ${srv.url}: node_id is "n2", not n1; nothing was started or stopped because of it`);
+  });
+
+  it('ignores a heartbeat reply that breaks the schema, and reports whether it runs command engines', async () => {
+    const srv = await serverSending([reply(1, [])], { node_id: 'n1', estimate_sources: 'a.gguf' });
+    const lines: string[] = [];
+    const estimated: string[] = [];
+    await agentFor(srv.url, lines, [], estimated).start();
+    await sleep(300);
+    expect(srv.reports.length).toBeGreaterThan(2);
+    expect(estimated).toEqual([]);
+    expect(lines).toEqual([`ignored a bad heartbeat reply from ${srv.url}: estimate_sources must be array; nothing was started or stopped because of it`]);
+    expect(srv.reports[0]?.allow_command_engine).toBe(false);
+  });
+});

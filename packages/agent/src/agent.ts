@@ -1,7 +1,8 @@
 import os from 'node:os';
 import got, { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
-import { tlsFailureHint, type AssignmentsReply, type HeartbeatReply, type NodeReport, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
+import { AssignmentsReplySchema, formatFailure, HeartbeatReplySchema, tlsFailureHint, validate } from '@llmgw/shared';
+import type { AssignmentsReply, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus, TSchema, Static } from '@llmgw/shared';
 import type { AgentAuth } from './credential.js';
 import type { MachineProbe } from './probe/index.js';
 
@@ -29,6 +30,8 @@ export interface AgentSettings {
    * tests against a fake server leave it out.
    */
   auth?: AgentAuth;
+  /** Told to the server so that placement keeps `engine: command` profiles off a node that refuses them. */
+  allowCommandEngine?: boolean;
 }
 
 /** What the agent needs from the process supervisor. */
@@ -66,6 +69,8 @@ export class Agent {
   private sentTails = new Map<string, string>();
   /** Every request to the server: verified against `settings.ca` alone when there is one. */
   private readonly http: Got;
+  /** The last bad reply's line per channel, so a server that keeps sending it is logged once, not per poll. */
+  private readonly lastBadReply = new Map<string, string>();
 
   constructor(
     private readonly settings: AgentSettings,
@@ -150,6 +155,7 @@ export class Agent {
       ...(p.gpuError ? { gpu_error: p.gpuError } : {}),
       estimated_sources: [...this.estimateSources],
       ...(estimates.length ? { source_estimates: estimates } : {}),
+      allow_command_engine: this.settings.allowCommandEngine === true,
     };
   }
 
@@ -173,10 +179,11 @@ export class Agent {
           retry: { limit: 0 },
           signal: this.abort.signal,
         })
-        .json<HeartbeatReply>();
+        .json<unknown>();
       this.sentTails = tails;
       this.recovered();
-      this.acknowledged(reply);
+      const checked = this.checked(HeartbeatReplySchema, reply, 'heartbeat reply');
+      if (checked) this.acknowledged(checked);
     } catch (err) {
       if (this.stopped) return;
       if (this.settings.auth && authorization && err instanceof HTTPError && err.response.statusCode === 401) {
@@ -217,8 +224,13 @@ export class Agent {
         timeout: { request: 35_000 },
         retry: { limit: 0 },
         signal: this.abort.signal,
-      }).json<AssignmentsReply>();
-      if (!this.stopped) this.converge(reply);
+      }).json<unknown>();
+      if (this.stopped) return true;
+      const checked = this.checked(AssignmentsReplySchema, reply, 'assignments reply');
+      // A reply that does not parse is not a reason to stop engines either: keep what runs,
+      // and wait before asking again, as after a failed poll, so a broken server is not hammered.
+      if (!checked) return false;
+      this.converge(checked);
       return true;
     } catch {
       return false;
@@ -232,6 +244,26 @@ export class Agent {
       if (this.stopped) return;
       await new Promise((r) => setTimeout(r, Math.max(1000, this.settings.heartbeatIntervalS * 1000)));
     }
+  }
+
+  /**
+   * The reply when it matches the shared schema, else undefined after one log line naming
+   * the field at fault. The server is trusted for nothing it did not say in the agreed
+   * shape: a reply an attacker or a broken server bent is ignored, and nothing is started
+   * or stopped because of it. A reply for another node is just as wrong.
+   */
+  private checked<S extends TSchema>(schema: S, reply: unknown, what: string): Static<S> | undefined {
+    const v = validate(schema, reply);
+    const nodeId = v.ok ? (v.value as { node_id: string }).node_id : undefined;
+    const problem = !v.ok ? formatFailure(v.error) : nodeId !== this.settings.nodeId ? `node_id is "${nodeId}", not ${this.settings.nodeId}` : undefined;
+    if (problem === undefined) {
+      this.lastBadReply.delete(what);
+      return v.ok ? v.value : undefined;
+    }
+    const line = `ignored a bad ${what} from ${this.settings.server}: ${problem}; nothing was started or stopped because of it`;
+    if (line !== this.lastBadReply.get(what)) this.log.error(line);
+    this.lastBadReply.set(what, line);
+    return undefined;
   }
 
   private recovered(): void {

@@ -3,7 +3,7 @@ import type { ShardAssignment } from '@llmgw/shared';
 import { buildCommand, engineEnv, type EngineBins } from './engines.js';
 
 const bins: EngineBins = { vllm: '/opt/vllm/bin/vllm', sglangPython: '/opt/sg/bin/python3', llamaServer: '/usr/bin/llama-server', nodeLlamaCpp: '/opt/llmgw/nlc.js' };
-const ctx = { host: '0.0.0.0', port: 40001, bins: { ...bins, programs: new Map([['llmgw-test-engine', '/opt/llmgw/test-engine.js']]) } };
+const ctx = { host: '0.0.0.0', port: 40001, bins: { ...bins, programs: new Map([['llmgw-test-engine', '/opt/llmgw/test-engine.js']]) }, allowCommandEngine: true };
 const GPUS = ['GPU-aaaa', 'GPU-bbbb'];
 
 function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {
@@ -130,6 +130,12 @@ describe('command', () => {
     expect(cmd.argv).toEqual([process.execPath, '/opt/llmgw/test-engine.js', '--port', '40001']);
     const noBin = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine'] }), { ...ctx, bins });
     expect(noBin.argv).toEqual(['llmgw-test-engine']);
+  });
+
+  it('is refused on an agent started without --allow-command-engine, saying how to allow it', () => {
+    const a = shard({ engine: 'command', command: ['my-engine', '--port', '{port}'] });
+    expect(() => buildCommand(a, { ...ctx, allowCommandEngine: false })).toThrow('this agent does not allow engine: command (start it with --allow-command-engine, or LLMGW_ALLOW_COMMAND_ENGINE=1)');
+    expect(() => buildCommand(a, { host: ctx.host, port: ctx.port, bins })).toThrow(/--allow-command-engine/);
   });
 
   it('needs a template', () => {

@@ -26,6 +26,11 @@ export interface CommandContext {
   host: string;
   port: number;
   bins: EngineBins;
+  /**
+   * `engine: command` runs any argv the server names, so an agent runs it only when its
+   * operator said so (`--allow-command-engine`), as Nomad's raw_exec must be enabled.
+   */
+  allowCommandEngine?: boolean;
 }
 
 /** A launchable engine: argv[0] is the program, `env` is added to the agent's environment. */
@@ -35,6 +40,9 @@ export interface EngineCommand {
   /** False for followers of a multi-node replica: they serve no HTTP, alive = ready. */
   http: boolean;
 }
+
+/** A refused `engine: command` shard's failed reason, in `ctl replicas` and explain. */
+export const COMMAND_REFUSED = 'this agent does not allow engine: command (start it with --allow-command-engine, or LLMGW_ALLOW_COMMAND_ENGINE=1)';
 
 /**
  * The command line for one shard.
@@ -71,6 +79,7 @@ export function buildCommand(a: ShardAssignment, ctx: CommandContext): EngineCom
     case 'node-llama-cpp':
       return { argv: [...nodeLlamaCppArgv(a, ctx), ...a.args], env, http: true };
     case 'command':
+      if (ctx.allowCommandEngine !== true) throw new Error(COMMAND_REFUSED);
       return { argv: [...expandTemplate(a, ctx), ...a.args], env, http: a.rank === 0 };
     default:
       throw new Error(`unknown engine "${a.engine}" (want vllm, sglang, llama.cpp, node-llama-cpp or command)`);

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
@@ -5,7 +6,8 @@ import { pino } from 'pino';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
-import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
+import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSwitch } from './settings.js';
+import { DEFAULT_ENGINE_USER, resolveEngineUser, type EngineUser } from './engine-user.js';
 import { installService } from './service.js';
 import { estimateForSource, writeTestModel } from '@llmgw/gguf';
 import { findEnginePrograms } from './engine-programs.js';
@@ -15,7 +17,7 @@ import { checkServerUrl, establishTrust } from './trust.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** Every option of `run` is a string but the one boolean switch. */
-type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean; insecureHttp?: string | boolean };
+type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean; insecureHttp?: string | boolean; allowCommandEngine?: boolean };
 
 const program = new Command('llmgw-agent')
   .description('Runs on each machine: reports it to the llmgw server and runs the engines assigned to it.')
@@ -50,6 +52,8 @@ program
   .addOption(opt('--max-restarts <n>', 'engine restarts within 10 minutes before a shard is reported failed', 'LLMGW_MAX_RESTARTS', '5'))
   .addOption(opt('--restart-backoff <seconds>', 'first wait before restarting a crashed engine (doubles each time, up to 30 s)', 'LLMGW_RESTART_BACKOFF', '1'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
+  .addOption(new Option('--allow-command-engine', 'run `engine: command` profiles, whose argv the server names (off: such shards are reported failed; like Nomad\'s raw_exec). Env LLMGW_ALLOW_COMMAND_ENGINE=1'))
+  .addOption(opt('--engine-user <name>', `account engines run as when the agent is root (default: ${DEFAULT_ENGINE_USER}; not root: engines run as the agent's own user)`, 'LLMGW_ENGINE_USER'))
   .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
   .addHelpText(
     'after',
@@ -75,6 +79,14 @@ program
     const backoffS = Number(o.restartBackoff);
     if (!Number.isInteger(maxRestarts) || maxRestarts < 0) fail(`invalid --max-restarts "${o.maxRestarts}": want a whole number >= 0`);
     if (!(backoffS > 0)) fail(`invalid --restart-backoff "${o.restartBackoff}": want a number of seconds > 0`);
+    let allowCommandEngine = false;
+    let engineUser: EngineUser | undefined;
+    try {
+      allowCommandEngine = o.allowCommandEngine === true || parseSwitch('LLMGW_ALLOW_COMMAND_ENGINE', process.env.LLMGW_ALLOW_COMMAND_ENGINE);
+      engineUser = resolveEngineUser(o.engineUser || undefined);
+    } catch (e) {
+      fail((e as Error).message);
+    }
     const server = o.server!.replace(/\/+$/, '');
     // Before anything is sent: a token whose pin the server's CA does not match stops here.
     let trust: Awaited<ReturnType<typeof establishTrust>> = { secret: '' };
@@ -99,6 +111,8 @@ program
       },
       maxRestarts,
       backoffBaseMs: backoffS * 1000,
+      allowCommandEngine,
+      ...(engineUser ? { engineUser } : {}),
       log,
     });
     await supervisor.adopt();
@@ -129,6 +143,7 @@ program
         advertiseAddr: o.advertiseAddr || defaultAdvertiseAddr(server),
         heartbeatIntervalS: interval,
         probeIntervalS: Math.max(interval, 10),
+        allowCommandEngine,
       },
       () => probeMachine({ nvidiaSmi: o.nvidiaSmi!, procRoot: o.procRoot!, sysRoot: o.sysRoot!, extraFabrics }),
       {
@@ -145,7 +160,10 @@ program
         return { source, memory_mb: mb(e.totalMb), weights_mb: mb(e.weightsMb), kv_cache_mb: mb(e.kvCacheMb), context_length: e.contextLength };
       },
     );
-    log.info({ server, node: o.nodeId || defaultNodeId(), stateDir }, 'llmgw-agent starting');
+    log.info(
+      { server, node: o.nodeId || defaultNodeId(), stateDir, engineUser: engineUser?.name ?? os.userInfo().username, allowCommandEngine },
+      'llmgw-agent starting',
+    );
     // By default engines keep running when the agent stops: an upgrade must not take
     // models down. The new agent re-adopts them.
     const stopEngines = Boolean(o.stopEnginesOnExit);
@@ -169,10 +187,12 @@ program
   .option('--node-id <id>', 'stable node id (default: the hostname)')
   .option('--labels <k=v,...>', 'labels for node_selector matching')
   .option('--pool <name>', 'pool for sharded placement')
-  .option('--root <dir>', 'write under this prefix instead of / (for packaging)', '/')
+  .option('--engine-user <name>', `the unprivileged account engines run as; created (a system user in the video and render groups) when missing`, DEFAULT_ENGINE_USER)
+  .option('--allow-command-engine', 'let this node run `engine: command` profiles (LLMGW_ALLOW_COMMAND_ENGINE=1 in the env file)')
+  .option('--root <dir>', 'write under this prefix instead of / (for packaging; then no user is created)', '/')
   .option('--no-enable', 'write the files but do not enable and start the service')
   .addHelpText('after', '\nReads the join token from LLMGW_JOIN_TOKEN and stores it in /etc/llmgw/agent.env (mode 0600).')
-  .action((o: { server: string; ca?: string; insecureHttp?: boolean; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean }) => {
+  .action((o: { server: string; ca?: string; insecureHttp?: boolean; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean; engineUser: string; allowCommandEngine?: boolean }) => {
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
     if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token first");
     try {
@@ -187,6 +207,8 @@ program
     if (o.nodeId) env.LLMGW_NODE_ID = o.nodeId;
     if (o.labels) env.LLMGW_LABELS = o.labels;
     if (o.pool) env.LLMGW_POOL = o.pool;
+    env.LLMGW_ENGINE_USER = o.engineUser;
+    if (o.allowCommandEngine) env.LLMGW_ALLOW_COMMAND_ENGINE = '1';
     try {
       const r = installService({ root: o.root, env, enable: o.enable, node: process.execPath, main: path.join(here, 'main.js') });
       process.stdout.write(`wrote ${r.unitPath}\nwrote ${r.envPath}\n${o.enable ? 'enabled and started llmgw-agent.service\n' : ''}`);

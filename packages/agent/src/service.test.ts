@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { installService, renderEnv, renderUnit } from './service.js';
+import { engineUserCommands, installService, renderEnv, renderUnit } from './service.js';
 
 const hasAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
 
@@ -16,6 +16,24 @@ describe('systemd unit', () => {
     expect(unit).toMatch(/^KillMode=process$/m);
     expect(unit).toMatch(/^EnvironmentFile=\/etc\/llmgw\/agent\.env$/m);
     expect(unit).not.toMatch(/^MemoryMax=/m);
+  });
+
+  it('is hardened without taking away what a root agent needs: GPUs, /proc, /sys, user switching', () => {
+    for (const line of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'StateDirectory=llmgw-agent', 'StateDirectoryMode=0711', 'UMask=0077', 'ProtectHome=read-only', 'PrivateTmp=yes', 'ProtectKernelTunables=yes', 'ProtectControlGroups=yes']) {
+      expect(unit.split('\n')).toContain(line);
+    }
+    // Each of these would hide the GPUs or stop the switch to the engine user.
+    for (const key of ['PrivateDevices', 'DevicePolicy', 'DeviceAllow', 'ProtectClock', 'User', 'CapabilityBoundingSet', 'PrivateUsers', 'MemoryDenyWriteExecute']) {
+      expect(unit).not.toMatch(new RegExp(`^${key}=`, 'm'));
+    }
+  });
+
+  it('makes the engine user a system account without a login, its home under the state dir, in the GPU groups', () => {
+    expect(engineUserCommands('llmgw', false, ['video', 'render'])).toEqual([
+      ['useradd', '--system', '--user-group', '--home-dir', '/var/lib/llmgw-agent/engine', '--no-create-home', '--shell', '/usr/sbin/nologin', 'llmgw'],
+      ['usermod', '--append', '--groups', 'video,render', 'llmgw'],
+    ]);
+    expect(engineUserCommands('llmgw', true, [])).toEqual([]);
   });
 
   // systemd-analyze exits 0 on unknown keys and bad values, so any output is a failure.

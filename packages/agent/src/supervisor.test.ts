@@ -37,6 +37,8 @@ function supervisor(stateDir: string, over: Partial<SupervisorOptions> = {}): Su
     backoffBaseMs: 50,
     maxRestarts: 3,
     stopGraceMs: 2000,
+    // These tests run the test engine through `engine: command`.
+    allowCommandEngine: true,
     ...over,
   });
   s.events.on('change', () => {
@@ -242,5 +244,17 @@ describe('Supervisor failure handling', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(readProcStat(pid)?.startTime).toBe(startTime); // untouched
     process.kill(-pid, 'SIGKILL');
+  });
+});
+
+describe('Supervisor without --allow-command-engine', () => {
+  it('launches no command engine and reports the shard failed with the way out', async () => {
+    const dir = tmp();
+    const s = supervisor(dir, { allowCommandEngine: false });
+    s.converge([testEngine('cmd')]);
+    const st = await waitFor('failed', () => only(s).state === 'failed' && only(s));
+    expect(st.error).toBe('this agent does not allow engine: command (start it with --allow-command-engine, or LLMGW_ALLOW_COMMAND_ENGINE=1)');
+    expect(st.pid).toBeUndefined();
+    expect(fs.existsSync(path.join(dir, 'logs', 'cmd.log'))).toBe(false);
   });
 });

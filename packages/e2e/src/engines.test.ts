@@ -128,12 +128,13 @@ describe('engines on a node', () => {
         shards: 2
         fabric: infiniband
         startup_timeout_s: 20
+        # Through the profile: engines do not inherit the agent's environment.
+        env: { FAKE_ENGINE_RECORD_DIR: ${JSON.stringify(record)} }
 `);
     const server = await startServer({ catalog: file });
     const common = { server: server.adminUrl, nvidiaSmi: 'rtx4090x2', proc: 'cpu-32gb', sys: 'ib', pool: 'rack-a', args: ['--vllm-bin', fakeVllm, '--stop-engines-on-exit'] };
-    const env = { FAKE_ENGINE_RECORD_DIR: record };
-    startAgentWithEnv({ ...common, nodeId: 'gpu-a' }, env);
-    startAgentWithEnv({ ...common, nodeId: 'gpu-b' }, env);
+    startAgent({ ...common, nodeId: 'gpu-a' });
+    startAgent({ ...common, nodeId: 'gpu-b' });
 
     const replica = await eventually(async () => {
       const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'big']))[0];
@@ -161,13 +162,3 @@ describe('engines on a node', () => {
     expect(rank0.cuda_device_order).toBe('PCI_BUS_ID');
   });
 });
-
-function startAgentWithEnv(o: Parameters<typeof startAgent>[0], env: Record<string, string>) {
-  const saved = { ...process.env };
-  Object.assign(process.env, env);
-  try {
-    return startAgent(o);
-  } finally {
-    for (const k of Object.keys(env)) if (saved[k] === undefined) delete process.env[k];
-  }
-}

@@ -164,6 +164,8 @@ export interface AgentOpts {
   pool?: string;
   stateDir?: string;
   token?: string;
+  /** False: started without --allow-command-engine, as an operator who did not enable it. */
+  allowCommandEngine?: boolean;
   args?: string[];
 }
 
@@ -181,6 +183,11 @@ export function startAgent(o: AgentOpts): Proc & { stateDir: string } {
       '--state-dir', stateDir,
       '--heartbeat-interval', '1',
       '--engine-host', '127.0.0.1',
+      // Journeys run their engines through `engine: command`, and as the user running the
+      // tests: CI runs as root, where the default would need an `llmgw` account. The
+      // engine-user journey overrides this (the last --engine-user wins).
+      ...(o.allowCommandEngine === false ? [] : ['--allow-command-engine']),
+      '--engine-user', os.userInfo().username,
       ...(o.labels ? ['--labels', o.labels] : []),
       ...(o.pool ? ['--pool', o.pool] : []),
       ...(o.args ?? []),

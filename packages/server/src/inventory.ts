@@ -176,6 +176,7 @@ function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSn
     ...(r?.cpu_cores !== undefined ? { cpuCores: r.cpu_cores } : {}),
     gpus: r?.gpus ?? [],
     fabrics: r?.fabrics ?? [],
+    ...(r?.allow_command_engine === false ? { allowsCommandEngine: false } : {}),
     ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drainDeadlineMs: Date.parse(n.admin.drainDeadline) } : {}),
     ...(n.admin.state === 'draining' && n.admin.force ? { drainForce: true } : {}),
   };

@@ -20,6 +20,8 @@ export interface NodeSnapshot {
   cpuCores?: number;
   gpus: GpuReport[];
   fabrics: string[];
+  /** False when its agent refuses `engine: command` (no --allow-command-engine); absent from older agents, which run it. */
+  allowsCommandEngine?: boolean;
   /** Draining only: when to stop waiting for replacements, and whether to skip them. */
   drainDeadlineMs?: number;
   drainForce?: boolean;

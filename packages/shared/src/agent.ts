@@ -64,6 +64,12 @@ export const NodeReportSchema = Type.Object({
       }),
     ),
   ),
+  /**
+   * Whether this agent runs `engine: command` profiles (`--allow-command-engine`). Absent
+   * from agents older than the flag, which ran them unasked; placement treats absent as
+   * allowed and only `false` as a refusal.
+   */
+  allow_command_engine: Type.Optional(Type.Boolean()),
 });
 export type NodeReport = Static<typeof NodeReportSchema>;
 

@@ -106,6 +106,7 @@ export const RejectionCodes = [
   'cordoned',
   'draining',
   'label',
+  'command_engine',
   'fabric',
   'memory',
   'cpu_cores',

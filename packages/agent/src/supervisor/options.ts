@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { EngineBins } from '../engines.js';
+import type { EngineUser } from '../engine-user.js';
 import type { RestartPolicy } from './state-machine.js';
 
 /** Construction options; everything but the first five has a production default. */
@@ -12,6 +13,10 @@ export interface SupervisorOptions {
   bindHost: string;
   bins: EngineBins;
   log: Logger;
+  /** The account engines run as (`resolveEngineUser`); none: as the agent itself. */
+  engineUser?: EngineUser;
+  /** Run `engine: command` shards; without it they are reported failed. Default false. */
+  allowCommandEngine?: boolean;
   /** SIGTERM → SIGKILL grace for a process group. Default 10 s. */
   stopGraceMs?: number;
   /** When the assignment has no `startup_timeout_s`. Default 600 s. */
@@ -28,8 +33,8 @@ export interface SupervisorOptions {
   healthIntervalMs?: number;
 }
 
-/** The options with every default filled in. */
-export type ResolvedOptions = Required<SupervisorOptions>;
+/** The options with every default filled in (the engine user has none: absent means the agent's own). */
+export type ResolvedOptions = Required<Omit<SupervisorOptions, 'engineUser'>> & Pick<SupervisorOptions, 'engineUser'>;
 
 /** Fills in the production defaults; tests shorten the intervals. */
 export function withDefaults(options: SupervisorOptions): ResolvedOptions {
@@ -41,6 +46,7 @@ export function withDefaults(options: SupervisorOptions): ResolvedOptions {
     backoffBaseMs: 1_000,
     logMaxBytes: 5 * 1024 * 1024,
     healthIntervalMs: 1_000,
+    allowCommandEngine: false,
     ...options,
   };
 }

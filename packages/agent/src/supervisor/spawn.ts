@@ -1,9 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import { asEngineUser, type EngineUser } from '../engine-user.js';
 import { readProcStat } from '../proc.js';
 
-/** Engines must not see the agent's own credential. */
-const PRIVATE_ENV = ['LLMGW_JOIN_TOKEN'];
+/**
+ * The agent's variables an engine inherits: the basics a program expects, and the
+ * GPU, NCCL and model-hub stacks' own settings, which an operator may set for every
+ * engine on the node. Nothing else: the agent's environment holds its credentials
+ * (LLMGW_JOIN_TOKEN, the node credential) and settings an engine has no business with;
+ * an engine's own variables come from its profile and the agent (`extra`).
+ */
+const INHERITED = new Set(['PATH', 'LANG', 'LANGUAGE', 'TZ', 'TERM', 'TMPDIR', 'LD_LIBRARY_PATH']);
+const INHERITED_PREFIXES = ['LC_', 'CUDA_', 'NCCL_', 'NVIDIA_', 'HF_', 'HUGGINGFACE_', 'TRANSFORMERS_', 'TORCH_', 'PYTORCH_', 'TRITON_', 'OMP_', 'GLOO_', 'UCX_'];
 
 /** A running engine, launched by this agent or adopted from an earlier one. */
 export interface RunningProcess {
@@ -30,12 +39,20 @@ export interface SpawnCallbacks {
  * exits: engines outlive the agent. Undefined when the spawn failed asynchronously
  * (`onSpawnError` follows); throws when it failed at once.
  */
-export function spawnEngine(argv: readonly string[], env: Record<string, string>, logFile: string, on: SpawnCallbacks): RunningProcess | undefined {
-  const [bin = '', ...args] = argv;
+export function spawnEngine(
+  argv: readonly string[],
+  env: Record<string, string>,
+  logFile: string,
+  on: SpawnCallbacks,
+  user?: EngineUser,
+): RunningProcess | undefined {
+  const [bin = '', ...args] = asEngineUser(argv, user);
+  // Opened by the agent and handed over: an engine running as another user writes its
+  // log without being able to open (or read) anything in the agent's state directory.
   const fd = fs.openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd], env: engineEnvironment(env) });
+    child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd], env: engineEnvironment(env, user) });
   } finally {
     fs.closeSync(fd);
   }
@@ -49,11 +66,23 @@ export function spawnEngine(argv: readonly string[], env: Record<string, string>
   return { pid: child.pid, pgid: child.pid, startTime, child };
 }
 
-/** The agent's environment plus the command's, minus the agent's secrets. */
-export function engineEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
-  for (const k of PRIVATE_ENV) delete env[k];
-  return env;
+/**
+ * An engine's whole environment, built from an allow-list rather than the agent's
+ * minus a deny-list, so a credential added to the agent later cannot leak by default:
+ * the inherited basics and GPU/hub settings (see INHERITED), HOME, USER and LOGNAME of
+ * the account it runs as, then `extra` (the profile's and the agent's variables for this
+ * engine, GPU pinning and key included), which wins.
+ */
+export function engineEnvironment(extra: Record<string, string>, user?: EngineUser, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(from)) {
+    if (v !== undefined && (INHERITED.has(k) || INHERITED_PREFIXES.some((p) => k.startsWith(p)))) env[k] = v;
+  }
+  if (env.PATH === undefined) env.PATH = '/usr/local/bin:/usr/bin:/bin';
+  const name = user?.name ?? from.USER ?? os.userInfo().username;
+  const home = user?.home ?? from.HOME ?? os.userInfo().homedir;
+  Object.assign(env, { HOME: home, USER: name, LOGNAME: name });
+  return { ...env, ...extra };
 }
 
 /** "exited with code 3 (signal none)": the start of a crashed shard's failed reason. */

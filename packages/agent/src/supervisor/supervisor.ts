@@ -217,7 +217,7 @@ export class Supervisor {
     }
     let cmd: EngineCommand;
     try {
-      cmd = buildCommand(s.a, { host: this.opts.bindHost, port, bins: this.opts.bins });
+      cmd = buildCommand(s.a, { host: this.opts.bindHost, port, bins: this.opts.bins, allowCommandEngine: this.opts.allowCommandEngine });
     } catch (err) {
       // A command that cannot be built will not build on retry either.
       s.port = undefined;
@@ -242,7 +242,7 @@ export class Supervisor {
     const proc = spawnEngine(cmd.argv, cmd.env, file, {
       onExit: (how) => this.onExit(s, epoch, how),
       onSpawnError: (err) => this.onSpawnError(s, epoch, cmd.argv[0], err),
-    });
+    }, this.opts.engineUser);
     if (!proc) return; // onSpawnError follows
     s.proc = proc;
     this.apply(s, { type: 'spawned', now: Date.now(), startupTimeoutMs: this.startupTimeoutMs(s) });

@@ -68,6 +68,12 @@ describe('place: one check at a time', () => {
       ],
     },
     {
+      name: 'engine: command on an agent that does not allow it',
+      profile: { engine: 'command', command: ['my-engine'] },
+      node: makeNode({ id: 'node-3', allowsCommandEngine: false }),
+      want: [{ code: 'command_engine', reason: 'does not allow engine: command (start its agent with --allow-command-engine)' }],
+    },
+    {
       name: 'host memory',
       profile: { min_memory_gb: 24 },
       node: makeNode({ memoryTotalMb: 8 * GB }),
@@ -226,6 +232,20 @@ describe('place: every failing reason of a node is kept', () => {
       'has 16 GB of memory, needs 32',
       'has RTX-4090 GPUs, needs H100',
     ]);
+  });
+});
+
+describe('place: engine: command', () => {
+  it('goes to a node whose agent allows it (or does not say, as older agents), and is counted in the summary', () => {
+    const refusing = makeNode({ id: 'a', allowsCommandEngine: false });
+    const cmd = { engine: 'command' as const, command: ['my-engine'] };
+    expect(placeOne(cmd, [refusing, makeNode({ id: 'b', allowsCommandEngine: true })]).placement?.shards[0]?.nodeId).toBe('b');
+    expect(placeOne(cmd, [refusing, makeNode({ id: 'c' })]).placement?.shards[0]?.nodeId).toBe('c');
+    // Other engines do not care.
+    expect(placeOne({}, [refusing]).placement?.shards[0]?.nodeId).toBe('a');
+    const out = placeOne(cmd, [refusing, makeNode({ id: 'd', allowsCommandEngine: false })]);
+    expect(out.summary).toBe('0/2 nodes can run qwen-coder-14b: 2 do not allow engine: command');
+    expect(out.reasons).toEqual([{ code: 'command_engine', count: 2 }]);
   });
 });
 

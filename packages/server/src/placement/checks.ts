@@ -165,6 +165,21 @@ const labels: StaticCheck = {
   },
 };
 
+/**
+ * `engine: command` runs whatever argv the catalog names, so an agent runs it only when
+ * its operator allowed it (`--allow-command-engine`); placing such a profile elsewhere
+ * would only produce a failed replica. Agents that do not say (older ones) ran it.
+ */
+const commandEngine: StaticCheck = {
+  static: true,
+  categories: () => [{ rank: 35, code: 'command_engine', one: 'does not allow engine: command', many: 'do not allow engine: command' }],
+  applies: (req) => req.profile.engine === 'command',
+  fits: (node) => node.allowsCommandEngine !== false,
+  explain(_node, _usage, _req, d) {
+    reject(d, 0, 'does not allow engine: command (start its agent with --allow-command-engine)');
+  },
+};
+
 const fabric: StaticCheck = {
   static: true,
   categories: (req) => [{ rank: 70, code: 'fabric', one: `lacks fabric ${req.fabric ?? ''}`, many: `lack fabric ${req.fabric ?? ''}` }],
@@ -312,7 +327,7 @@ function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requ
 }
 
 /** Every check, in the order a node's reasons are listed. */
-export const CHECKS: readonly Check[] = [liveness, admin, labels, fabric, cpuCores, memory, gpus];
+export const CHECKS: readonly Check[] = [liveness, admin, labels, commandEngine, fabric, cpuCores, memory, gpus];
 
 /** The dynamic checks: one column each in a prepared fleet's profile views. */
 export const DYNAMIC: readonly DynamicCheck[] = CHECKS.filter((c): c is DynamicCheck => !c.static);
