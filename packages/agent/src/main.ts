@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
+import { LOG_REDACT } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { probeMachine } from './probe/index.js';
 import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
@@ -49,7 +50,7 @@ program
   .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
   .addHelpText('after', '\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps).')
   .action(async (o: RunOptions) => {
-    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' } });
+    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' }, redact: LOG_REDACT });
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
     if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token (see the server's data directory, file join-token)");
     const interval = Number(o.heartbeatInterval);

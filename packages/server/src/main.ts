@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
+import { LOG_REDACT } from '@llmgw/shared';
 import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.js';
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
@@ -45,7 +46,7 @@ const program = new Command('llmgw-server')
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.',
   )
   .action(async (o: Record<string, string | undefined>) => {
-    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' } });
+    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' }, redact: LOG_REDACT });
     const num = (name: string, v: string | undefined) => {
       const n = Number(v);
       if (!(n > 0)) fail(`invalid --${name} "${v}": want a number of seconds > 0`);

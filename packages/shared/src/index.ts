@@ -6,3 +6,4 @@ export * from './units.js';
 export type { Static, TSchema } from '@sinclair/typebox';
 export * from './keys.js';
 export * from './errors.js';
+export * from './redact.js';
