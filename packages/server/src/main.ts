@@ -6,6 +6,7 @@ import { LOG_REDACT } from '@llmgw/shared';
 import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.js';
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
+import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 const opt = (flags: string, description: string, env: string, def?: string) => {
@@ -85,6 +86,12 @@ const program = new Command('llmgw-server')
       }
     } else {
       log.warn('no --catalog given: no models will be placed');
+    }
+    try {
+      const had = secureDataDir(dataDir);
+      if (had !== undefined) log.warn({ dataDir, was: octal(had), now: octal(DIR_MODE) }, 'data directory was readable by others; tightened it to 0700');
+    } catch (err) {
+      fail(`cannot make the data directory ${dataDir} (${(err as Error).message}): check --data-dir, or create it as the user that runs llmgw-server`);
     }
     const admin = tokenFor(process.env.LLMGW_ADMIN_TOKEN, dataDir, 'admin-token');
     const join = tokenFor(process.env.LLMGW_JOIN_TOKEN, dataDir, 'join-token');

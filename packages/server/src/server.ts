@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import { adminApi } from './api/admin.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
+import { engineKeys } from './controller/engine-keys.js';
+import { tokenFor } from './api/tokens.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway/gateway.js';
 import { adminErrors, methodNotAllowed, requireToken } from './api/http.js';
@@ -39,6 +41,8 @@ export interface ServerSettings {
   connections?: Partial<ConnectionLimits>;
   /** Longest silence of an engine mid-stream; the stream then ends with an error event. */
   streamIdleTimeoutS: number;
+  /** What engine keys are derived from; default: `<dataDir>/engine-key-secret`, made on first start. */
+  engineKeySecret?: string;
 }
 
 /**
@@ -127,6 +131,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       minHealthyMs: settings.minHealthyS * 1000,
       drainTimeoutMs: settings.drainTimeoutS * 1000,
       maxLostFraction: settings.maxLostFraction,
+      engineKey: engineKeys(settings.engineKeySecret ?? tokenFor(undefined, settings.dataDir, 'engine-key-secret').token),
     },
     log,
   );

@@ -47,14 +47,14 @@ describe('opening the store', () => {
     expect(() => new SqliteStore(dir)).toThrow(`has schema version ${SCHEMA_VERSION + 1}, newer than this llmgw-server knows (${SCHEMA_VERSION})`);
   });
 
-  it('brings a store from the previous schema version up, its usage rows counting no cancelled requests', () => {
+  it('brings a store from before usage.cancelled up, its usage rows counting no cancelled requests', () => {
     const dir = dataDir();
     new SqliteStore(dir).close();
-    // Roll the newest step back: the usage table as the previous version had it.
+    // Roll the steps from usage.cancelled on back: the usage table as that version had it.
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec('ALTER TABLE usage DROP COLUMN cancelled');
+    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE admin_tokens');
     db.prepare("INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens) VALUES ('key-1', 'm', 3, 1, 10, 4)").run();
-    db.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    db.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
     db.close();
     const s = new SqliteStore(dir);
     expect(s.loadUsage()).toEqual([{ keyId: 'key-1', keyName: 'key-1', model: 'm', requests: 3, errors: 1, cancelled: 0, promptTokens: 10, completionTokens: 4 }]);

@@ -42,14 +42,33 @@ const MIGRATIONS = [
    );`,
   `ALTER TABLE nodes ADD COLUMN admin_drain TEXT;`,
   `ALTER TABLE usage ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;`,
+  // Engine keys are derived from <data-dir>/engine-key-secret and no longer stored;
+  // tokens with roles (admin, viewer, metrics) for the admin listener, hashed like client keys.
+  `UPDATE replicas SET data = json_remove(data, '$.apiKey');
+   CREATE TABLE admin_tokens (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     role TEXT NOT NULL,
+     hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     revoked_at TEXT
+   );`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
+/** The version from which `admin_tokens` exists (the step that creates it is the last one added with it). */
+const ADMIN_TOKENS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE admin_tokens')) + 1;
+
 /** The tables a database at `version` has: how an llmgw store is told from another SQLite file. */
 export function tablesAt(version: number): string[] {
-  return [...(version >= 1 ? ['nodes', 'replicas'] : []), ...(version >= 2 ? ['api_keys', 'usage'] : [])];
+  return [
+    ...(version >= 1 ? ['nodes', 'replicas'] : []),
+    ...(version >= 2 ? ['api_keys', 'usage'] : []),
+    ...(version >= ADMIN_TOKENS_SINCE ? ['admin_tokens'] : []),
+  ];
 }
 
 /** Brings a database up to the newest schema, each step in its own transaction. */
