@@ -3,6 +3,7 @@ import type { ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView
 import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
 import { colours } from './render.js';
+import { addTokenCommands } from './tokens-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
@@ -218,6 +219,8 @@ keys
     if (json) return printJson(k);
     print(`key/${k.id} revoked`);
   });
+
+addTokenCommands(program, { globals, print, printJson });
 
 program
   .command('usage')

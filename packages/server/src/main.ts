@@ -43,6 +43,8 @@ const program = new Command('llmgw-server')
   .addHelpText(
     'after',
     '\nSecrets come from the environment, never flags: LLMGW_ADMIN_TOKEN (ctl, dashboard) and LLMGW_JOIN_TOKEN (agents).\nWhen unset, each is generated once and kept in the data directory (files admin-token and join-token).' +
+      '\nThe admin token is the bootstrap admin; ctl tokens create makes admin, viewer (read-only) and metrics (/metrics only) tokens.' +
+      '\nThe data directory is kept 0700, llmgw.db and the secret files 0600; engine keys are derived from <data-dir>/engine-key-secret, never stored.' +
       '\n\nThe store is <data-dir>/llmgw.db. A file there that is empty, not SQLite, not an llmgw store or corrupt is refused at start (exit 2).' +
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.',
   )

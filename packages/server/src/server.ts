@@ -9,7 +9,9 @@ import { engineKeys } from './controller/engine-keys.js';
 import { tokenFor } from './api/tokens.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway/gateway.js';
+import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed, requireToken } from './api/http.js';
+import { tokensApi } from './api/tokens-api.js';
 import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
 import { KeyRing } from './gateway/keys.js';
@@ -162,11 +164,14 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     res.json(store.health());
   });
   admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
-  admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller, keys));
-  admin.route('/metrics').get(requireToken(settings.adminToken, 'admin token'), async (_req, res) => {
+  // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
+  // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
+  const access = new AccessTokens(store, settings.adminToken);
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), tokensApi(access), adminApi(controller, keys));
+  admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
-  admin.use('/', dashboard(controller, keys, settings.adminToken));
+  admin.use('/', dashboard(controller, keys, settings.adminToken, access));
   admin.use((req, _res, next) => {
     next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });

@@ -7,3 +7,4 @@ export type { Static, TSchema } from '@sinclair/typebox';
 export * from './keys.js';
 export * from './errors.js';
 export * from './redact.js';
+export * from './tokens.js';

@@ -1,4 +1,4 @@
-import type { NodeReport } from '@llmgw/shared';
+import type { NodeReport, TokenRole } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 
 /** A client API key as stored: the secret only as its SHA-256. */
@@ -38,7 +38,7 @@ export interface StoredUsage extends UsageDelta {
 export type StoredReplica = Omit<Replica, 'apiKey'> & { apiKey?: string };
 
 /** The roles a token of the admin listener may have (see api/access.ts). */
-export type TokenRole = 'admin' | 'viewer' | 'metrics';
+export type { TokenRole };
 
 /** A token of the admin listener as stored: the secret only as its SHA-256, like a client key. */
 export interface StoredToken {
