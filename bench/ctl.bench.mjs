@@ -4,12 +4,14 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { ADMIN, percentile, root, run, stopAll, table, tmp, waitFor } from './lib.mjs';
 
-const server = run(path.join(root, 'packages/server/dist/main.js'), ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', path.join(tmp('llmgw-ctl-bench-'), 'server')], {
+const dataDir = path.join(tmp('llmgw-ctl-bench-'), 'server');
+const server = run(path.join(root, 'packages/server/dist/main.js'), ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', dataDir], {
   env: { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: 'j' },
 });
 try {
-  const url = (await waitFor(async () => server.output().match(/"admin":"(http:[^"]+)"/), 'server'))[1];
-  const env = { ...process.env, LLMGW_SERVER: url, LLMGW_ADMIN_TOKEN: ADMIN, NO_COLOR: '1' };
+  const url = (await waitFor(async () => server.output().match(/"admin":"(https?:[^"]+)"/), 'server'))[1];
+  // Over TLS, as an operator's ctl talks to a default server: the handshake is part of the time.
+  const env = { ...process.env, LLMGW_SERVER: url, LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_CA: path.join(dataDir, 'tls', 'ca.pem'), NO_COLOR: '1' };
   const time = (args) => {
     const t = process.hrtime.bigint();
     execFileSync(process.execPath, args, { env, stdio: 'ignore' });

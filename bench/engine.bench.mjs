@@ -5,7 +5,7 @@
 // not take turns on one core.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { ADMIN, Pool, admin, percentile, root, run, stopAll, table, tmp, waitFor } from './lib.mjs';
+import { ADMIN, Pool, admin, percentile, root, run, serverTrust, stopAll, table, tmp, waitFor } from './lib.mjs';
 import fs from 'node:fs';
 
 const dir = tmp('llmgw-engine-bench-');
@@ -16,10 +16,11 @@ const env = { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: 'j', LLMGW_LOG_LEVEL: 
 
 try {
   const server = run(path.join(root, 'packages/server/dist/main.js'), ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', path.join(dir, 'server'), '--catalog', path.join(dir, 'catalog.yaml'), '--reconcile-interval', '1', '--log-level', 'info'], { env, core: 0 });
-  const m = await waitFor(async () => server.output().match(/"admin":"(http:[^"]+)","client":"(http:[^"]+)"/), 'server');
+  const m = await waitFor(async () => server.output().match(/"admin":"(https?:[^"]+)","client":"(https?:[^"]+)"/), 'server');
   const [adminUrl, clientUrl] = [m[1], m[2]];
+  const { joinToken } = serverTrust(path.join(dir, 'server'), adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');
-  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit'], { env, core: 1 });
+  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit'], { env: { ...env, LLMGW_JOIN_TOKEN: joinToken }, core: 1 });
 
   // Starting to ready, as an operator polling ctl replicas would see it.
   let startingAt;

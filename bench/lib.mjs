@@ -9,7 +9,8 @@ import { createRequire } from 'node:module';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(path.join(root, 'packages/server/package.json'));
-export const { Pool } = require('undici');
+const undici = require('undici');
+export const { Pool } = undici;
 
 const children = [];
 export const ADMIN = 'bench-admin';
@@ -51,8 +52,21 @@ export async function waitFor(fn, what, timeoutMs = 60_000) {
   }
 }
 
+const dispatchers = new Map();
+
+/**
+ * What a started server wrote for its agents and operators: the full join token and its
+ * CA (as ctl's LLMGW_CA); `admin()` then verifies that server against the CA alone.
+ */
+export function serverTrust(dataDir, adminUrl) {
+  const caFile = path.join(dataDir, 'tls', 'ca.pem');
+  dispatchers.set(adminUrl, new undici.Agent({ connect: { ca: fs.readFileSync(caFile, 'utf8') } }));
+  return { caFile, joinToken: fs.readFileSync(path.join(dataDir, 'join-token'), 'utf8').trim() };
+}
+
 export async function admin(url, p, init = {}) {
-  const res = await fetch(`${url}/api/v1${p}`, { ...init, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+  const dispatcher = dispatchers.get(url);
+  const res = await undici.fetch(`${url}/api/v1${p}`, { ...init, ...(dispatcher ? { dispatcher } : {}), headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
   if (!res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -63,10 +77,11 @@ export async function fleet(catalogText, { core, replicas = 1 } = {}) {
   fs.writeFileSync(path.join(dir, 'catalog.yaml'), catalogText);
   const env = { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: JOIN, LLMGW_LOG_LEVEL: 'warn' };
   const server = run(path.join(root, 'packages/server/dist/main.js'), ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', path.join(dir, 'server'), '--catalog', path.join(dir, 'catalog.yaml'), '--reconcile-interval', '1', '--log-level', 'info'], { env, core, nodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean) });
-  const m = await waitFor(async () => server.output().match(/"admin":"(http:[^"]+)","client":"(http:[^"]+)"/), 'server');
+  const m = await waitFor(async () => server.output().match(/"admin":"(https?:[^"]+)","client":"(https?:[^"]+)"/), 'server');
   const [adminUrl, clientUrl] = [m[1], m[2]];
+  const { joinToken } = serverTrust(path.join(dir, 'server'), adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');
-  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit', '--log-level', 'warn'], { env });
+  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit', '--log-level', 'warn'], { env: { ...env, LLMGW_JOIN_TOKEN: joinToken } });
   const ready = await waitFor(async () => {
     const rs = await admin(adminUrl, '/replicas?show_keys=true');
     return rs.length >= replicas && rs.every((r) => r.state === 'ready') && rs;

@@ -2,10 +2,13 @@
 // (client :8080, admin :8081) and an agent that joins it and serves a real model with
 // the built-in CPU engine (llama.cpp through node-llama-cpp) on a tiny GGUF the agent
 // writes itself, so nothing is downloaded. State lives in $LLMGW_HOME (default
-// ~/.llmgw), so `pnpm ctl ...` finds the admin token without any setup. Ctrl-C stops
-// everything, engines included.
+// ~/.llmgw), so `pnpm ctl ...` finds the admin token and the server's CA without any
+// setup. The admin listener is HTTPS, and the agent joins with the full join token
+// (which pins the server's CA) as any other machine would. Ctrl-C stops everything,
+// engines included.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,25 +50,39 @@ let stopping = false;
 const server = start('server', 'packages/server/dist/main.js', [
   '--catalog', catalog, '--admin-addr', adminAddr, '--client-addr', clientAddr, '--data-dir', path.join(home, 'server'),
 ]);
+let agent;
 
-// The server writes its join token on first start; the agent reads it from there.
-const joinFile = path.join(home, 'server', 'join-token');
+// The server (re)writes the full join token before it listens, so once its admin API
+// answers, the file pins the CA the agent will meet.
+const serverDir = path.join(home, 'server');
+const caFile = path.join(serverDir, 'tls', 'ca.pem');
+const healthy = () =>
+  new Promise((resolve) => {
+    if (!fs.existsSync(caFile)) return resolve(false);
+    const req = https.get(`https://${adminAddr}/healthz`, { ca: fs.readFileSync(caFile), timeout: 1000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('error', () => resolve(false));
+    req.on('timeout', () => req.destroy());
+  });
 const deadline = Date.now() + 15_000;
-while (!process.env.LLMGW_JOIN_TOKEN && !fs.existsSync(joinFile)) {
+while (!(await healthy())) {
   if (Date.now() > deadline) {
     console.error(`llmgw: the server did not start; see ${path.join(logs, 'server.log')}`);
-    process.exit(1);
+    stop(1);
+    await new Promise(() => {});
   }
   await new Promise((r) => setTimeout(r, 100));
 }
-const joinToken = process.env.LLMGW_JOIN_TOKEN ?? fs.readFileSync(joinFile, 'utf8').trim();
-const agent = start('agent', 'packages/agent/dist/main.js', [
-  '--server', `http://${adminAddr}`, '--state-dir', path.join(home, 'agent'), '--engine-host', '127.0.0.1', '--stop-engines-on-exit',
+const joinToken = fs.readFileSync(path.join(serverDir, 'join-token'), 'utf8').trim();
+agent = start('agent', 'packages/agent/dist/main.js', [
+  '--server', `https://${adminAddr}`, '--state-dir', path.join(home, 'agent'), '--engine-host', '127.0.0.1', '--stop-engines-on-exit',
 ], { LLMGW_JOIN_TOKEN: joinToken });
 
 console.log(`llmgw is running on this machine.
   client API (OpenAI-compatible)  http://${clientAddr}/v1
-  admin API, agents               http://${adminAddr}
+  admin API, dashboard, agents    https://${adminAddr}  (CA: ${caFile})
   catalog                         ${catalog}
   logs                            ${logs}
 
@@ -73,6 +90,7 @@ Try, in another terminal:
   pnpm ctl nodes
   pnpm ctl replicas
   pnpm ctl keys create --name me
+  curl --cacert ${caFile} https://${adminAddr}/healthz
   curl -N http://${clientAddr}/v1/chat/completions -H "Authorization: Bearer <secret>" \\
     -H 'content-type: application/json' \\
     -d '{"model":"tiny","stream":true,"messages":[{"role":"user","content":"Hello"}]}'
@@ -81,8 +99,11 @@ Ctrl-C stops the server, the agent and its engines.`);
 function stop(code = 0) {
   if (stopping) return;
   stopping = true;
-  agent.kill('SIGTERM');
-  agent.once('exit', () => server.kill('SIGTERM'));
+  if (!agent) server.kill('SIGTERM');
+  else {
+    agent.kill('SIGTERM');
+    agent.once('exit', () => server.kill('SIGTERM'));
+  }
   server.once('exit', () => process.exit(code));
   setTimeout(() => process.exit(code), 15_000).unref();
 }

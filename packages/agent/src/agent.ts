@@ -1,7 +1,7 @@
 import os from 'node:os';
-import got, { HTTPError, RequestError } from 'got';
+import got, { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
-import type { AssignmentsReply, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus } from '@llmgw/shared';
+import { tlsFailureHint, type AssignmentsReply, type HeartbeatReply, type NodeReport, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import type { MachineProbe } from './probe/index.js';
 
 /** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
@@ -11,7 +11,10 @@ export const AGENT_VERSION = '0.1.0';
 
 export interface AgentSettings {
   server: string;
+  /** The join secret (a full token's secret part; see `trust.ts`). */
   joinToken: string;
+  /** The server's CA (PEM), the only trust anchor of every request; absent over plain HTTP. */
+  ca?: string;
   nodeId: string;
   labels: Record<string, string>;
   pool?: string;
@@ -54,6 +57,8 @@ export class Agent {
   private estimateSources: string[] = [];
   /** Log tails the server has acknowledged, so each is sent once per change. */
   private sentTails = new Map<string, string>();
+  /** Every request to the server: verified against `settings.ca` alone when there is one. */
+  private readonly http: Got;
 
   constructor(
     private readonly settings: AgentSettings,
@@ -63,6 +68,7 @@ export class Agent {
     private readonly estimate: SourceEstimator = () => Promise.resolve(undefined),
   ) {
     runner.onChange(() => this.beatSoon());
+    this.http = settings.ca ? got.extend({ https: { certificateAuthority: settings.ca } }) : got;
   }
 
   /**
@@ -150,7 +156,7 @@ export class Agent {
         return this.sentTails.get(st.id) === tail ? st : { ...st, log_tail: tail };
       });
       const body = { report: await this.report(), shards };
-      const reply = await got
+      const reply = await this.http
         .post(`${this.settings.server}/agent/v1/heartbeat`, {
           json: body,
           headers: { authorization: `Bearer ${this.settings.joinToken}` },
@@ -185,7 +191,7 @@ export class Agent {
   /** One long-poll; false when it failed (the heartbeat loop reports outages). */
   private async poll(): Promise<boolean> {
     try {
-      const reply = await got(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
+      const reply = await this.http(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
         searchParams: { after: this.version, wait_ms: 25_000 },
         headers: { authorization: `Bearer ${this.settings.joinToken}` },
         timeout: { request: 35_000 },
@@ -243,6 +249,8 @@ export function describeFailure(err: unknown, server: string): string {
     if (status === 400) return `the server at ${server} rejected this node's report (400): ${detail}; retrying`;
     return `the server at ${server} answered ${status}: ${detail}; retrying`;
   }
+  const tls = err instanceof RequestError ? tlsFailureHint(err.code, server, '--ca FILE (LLMGW_CA)') : undefined;
+  if (tls) return `${tls}; retrying`;
   if (err instanceof RequestError) return `cannot reach the server at ${server} (${err.code}): check --server / LLMGW_SERVER; retrying with backoff`;
   return `heartbeat failed: ${(err as Error).message}; retrying`;
 }

@@ -10,11 +10,12 @@ import { installService } from './service.js';
 import { estimateForSource, writeTestModel } from '@llmgw/gguf';
 import { findEnginePrograms } from './engine-programs.js';
 import { Supervisor } from './supervisor/index.js';
+import { checkServerUrl, establishTrust } from './trust.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** Every option of `run` is a string but the one boolean switch. */
-type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean };
+type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean; insecureHttp?: string | boolean };
 
 const program = new Command('llmgw-agent')
   .description('Runs on each machine: reports it to the llmgw server and runs the engines assigned to it.')
@@ -28,7 +29,9 @@ const opt = (flags: string, description: string, env: string, def?: string) => {
 program
   .command('run', { isDefault: true })
   .description('join the server and run assigned engines (the default command)')
-  .addOption(opt('--server <url>', "the server's admin address", 'LLMGW_SERVER', 'http://127.0.0.1:8081'))
+  .addOption(opt('--server <url>', "the server's admin address", 'LLMGW_SERVER', 'https://127.0.0.1:8081'))
+  .addOption(opt('--ca <file>', "the server's CA (PEM); needed when the join token is only the secret, checked against its pin otherwise", 'LLMGW_CA'))
+  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
   .addOption(opt('--node-id <id>', 'stable node id (default: the hostname)', 'LLMGW_NODE_ID'))
   .addOption(opt('--labels <k=v,...>', 'labels for node_selector matching', 'LLMGW_LABELS', ''))
   .addOption(opt('--pool <name>', 'pool for sharded placement (nodes that share a fabric)', 'LLMGW_POOL'))
@@ -48,7 +51,10 @@ program
   .addOption(opt('--restart-backoff <seconds>', 'first wait before restarting a crashed engine (doubles each time, up to 30 s)', 'LLMGW_RESTART_BACKOFF', '1'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
-  .addHelpText('after', '\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps).')
+  .addHelpText(
+    'after',
+    "\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps). The full token (llmgw-server join-token)\npins the server's CA: the agent checks the CA against it before it sends anything, then trusts that CA alone.",
+  )
   .action(async (o: RunOptions) => {
     const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' }, redact: LOG_REDACT });
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
@@ -60,15 +66,21 @@ program
     try {
       labels = parseLabels(o.labels ?? '');
       portRange = parsePortRange(o.portRange ?? '');
-      new URL(o.server!);
     } catch (e) {
-      fail((e as Error).message.startsWith('Invalid URL') ? `invalid --server "${o.server}": want a URL like http://10.0.0.1:8081` : (e as Error).message);
+      fail((e as Error).message);
     }
     const maxRestarts = Number(o.maxRestarts);
     const backoffS = Number(o.restartBackoff);
     if (!Number.isInteger(maxRestarts) || maxRestarts < 0) fail(`invalid --max-restarts "${o.maxRestarts}": want a whole number >= 0`);
     if (!(backoffS > 0)) fail(`invalid --restart-backoff "${o.restartBackoff}": want a number of seconds > 0`);
     const server = o.server!.replace(/\/+$/, '');
+    // Before anything is sent: a token whose pin the server's CA does not match stops here.
+    let trust: Awaited<ReturnType<typeof establishTrust>> = { secret: '' };
+    try {
+      trust = await establishTrust({ server, joinToken, insecureHttp: Boolean(o.insecureHttp), ...(o.ca ? { caFile: path.resolve(o.ca) } : {}) }, log);
+    } catch (e) {
+      fail((e as Error).message);
+    }
     const stateDir = path.resolve(o.stateDir!);
     const programs = findEnginePrograms();
     const supervisor = new Supervisor({
@@ -92,7 +104,8 @@ program
     const agent = new Agent(
       {
         server,
-        joinToken: joinToken,
+        joinToken: trust.secret,
+        ...(trust.ca ? { ca: trust.ca } : {}),
         nodeId: o.nodeId || defaultNodeId(),
         labels,
         ...(o.pool ? { pool: o.pool } : {}),
@@ -133,23 +146,27 @@ program
 program
   .command('install-service')
   .description('install llmgw-agent as a systemd service on this machine (run as root)')
-  .requiredOption('--server <url>', "the server's admin address, e.g. http://10.0.0.1:8081")
+  .requiredOption('--server <url>', "the server's admin address, e.g. https://10.0.0.1:8081")
+  .option('--ca <file>', "the server's CA (PEM), kept as LLMGW_CA; needed only with a join token that is just the secret")
+  .option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)')
   .option('--node-id <id>', 'stable node id (default: the hostname)')
   .option('--labels <k=v,...>', 'labels for node_selector matching')
   .option('--pool <name>', 'pool for sharded placement')
   .option('--root <dir>', 'write under this prefix instead of / (for packaging)', '/')
   .option('--no-enable', 'write the files but do not enable and start the service')
   .addHelpText('after', '\nReads the join token from LLMGW_JOIN_TOKEN and stores it in /etc/llmgw/agent.env (mode 0600).')
-  .action((o: { server: string; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean }) => {
+  .action((o: { server: string; ca?: string; insecureHttp?: boolean; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean }) => {
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
     if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token first");
     try {
-      new URL(o.server);
+      checkServerUrl(o.server, Boolean(o.insecureHttp));
       if (o.labels) parseLabels(o.labels);
     } catch (e) {
-      fail((e as Error).message.startsWith('Invalid URL') ? `invalid --server "${o.server}": want a URL like http://10.0.0.1:8081` : (e as Error).message);
+      fail((e as Error).message);
     }
     const env: Record<string, string> = { LLMGW_SERVER: o.server, LLMGW_JOIN_TOKEN: joinToken };
+    if (o.ca) env.LLMGW_CA = path.resolve(o.ca);
+    if (o.insecureHttp) env.LLMGW_INSECURE_HTTP = '1';
     if (o.nodeId) env.LLMGW_NODE_ID = o.nodeId;
     if (o.labels) env.LLMGW_LABELS = o.labels;
     if (o.pool) env.LLMGW_POOL = o.pool;

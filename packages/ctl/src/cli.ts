@@ -11,12 +11,14 @@ const program = new Command('ctl')
   .version('0.1.0')
   .addOption(new Option('--server <url>', 'admin address of the llmgw server').env('LLMGW_SERVER'))
   .addOption(new Option('--token <token>', 'admin token (default: ~/.llmgw/server/admin-token when present)').env('LLMGW_ADMIN_TOKEN'))
+  .addOption(new Option('--ca <file>', "the server's CA (PEM) to verify it with (default: ~/.llmgw/server/tls/ca.pem when present, else the system's CAs)").env('LLMGW_CA'))
+  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
   .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
   .showHelpAfterError('(run ctl --help for usage)')
   .configureOutput({ outputError: (str, write) => write(str) });
 
 function globals(): { conn: Connection; json: boolean } {
-  const o = program.opts<{ server?: string; token?: string; output: string }>();
+  const o = program.opts<{ server?: string; token?: string; ca?: string; insecureHttp?: boolean; output: string }>();
   return { conn: resolveConnection(o, program.getOptionValueSource('server')), json: o.output === 'json' };
 }
 

@@ -2,11 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import got, { HTTPError, RequestError } from 'got';
+import { tlsFailureHint } from '@llmgw/shared';
 import { CtlError, asCtlError } from './failure.js';
 
 export interface Connection {
   server: string;
   token?: string;
+  /** The CA (PEM) the server's certificate must chain to, alone; absent = the system's CAs. */
+  ca?: string;
   /** Which setting supplied the server address, for the "cannot reach" hint. */
   serverFrom: string;
 }
@@ -16,9 +19,50 @@ export function defaultTokenFile(): string {
   return path.join(process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw'), 'server', 'admin-token');
 }
 
+/** Where a local server keeps the CA it generated, found like its admin token. */
+export function defaultCaFile(): string {
+  return path.join(process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw'), 'server', 'tls', 'ca.pem');
+}
+
+const LOOPBACK = /^(localhost|127\.[0-9.]+|\[::1\])$/;
+
+/**
+ * The CA to verify the server with: `--ca`/`LLMGW_CA`, else a local server's generated
+ * CA when there is one, else none (the system's CAs, for an operator's certificate).
+ * Plain http to another machine is refused unless `--insecure-http`: the admin token
+ * would cross the network in clear text.
+ */
+function trustFor(server: string, opts: { ca?: string; insecureHttp?: boolean }): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new CtlError(`invalid --server "${server}": want a URL like https://10.0.0.1:8081`, 'usage');
+  }
+  if (url.protocol === 'http:') {
+    if (!opts.insecureHttp && !LOOPBACK.test(url.hostname)) {
+      throw new CtlError(`refusing plain http to ${url.host}: the admin token would cross the network in clear text; use https://${url.host}, or --insecure-http when a proxy terminates TLS`, 'usage');
+    }
+    return undefined;
+  }
+  const file = opts.ca ?? process.env.LLMGW_CA;
+  if (file) {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new CtlError(`cannot read --ca ${file}: ${(err as Error).message}`, 'usage');
+    }
+  }
+  try {
+    return fs.readFileSync(defaultCaFile(), 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 /** `source` is where commander found --server: 'cli', 'env' or undefined. */
-export function resolveConnection(opts: { server?: string; token?: string }, source?: string): Connection {
-  const server = (opts.server ?? process.env.LLMGW_SERVER ?? 'http://127.0.0.1:8081').replace(/\/+$/, '');
+export function resolveConnection(opts: { server?: string; token?: string; ca?: string; insecureHttp?: boolean }, source?: string): Connection {
+  const server = (opts.server ?? process.env.LLMGW_SERVER ?? 'https://127.0.0.1:8081').replace(/\/+$/, '');
   const serverFrom =
     source === 'cli' ? 'set by --server' : source === 'env' || (!opts.server && process.env.LLMGW_SERVER) ? 'set by LLMGW_SERVER' : 'the default; set --server or LLMGW_SERVER';
   let token = opts.token ?? process.env.LLMGW_ADMIN_TOKEN;
@@ -29,7 +73,8 @@ export function resolveConnection(opts: { server?: string; token?: string }, sou
       /* no local token file: the request will say 401 */
     }
   }
-  return { server, serverFrom, ...(token ? { token } : {}) };
+  const ca = trustFor(server, opts);
+  return { server, serverFrom, ...(token ? { token } : {}), ...(ca ? { ca } : {}) };
 }
 
 /** Calls the admin API and turns every failure into one actionable line. */
@@ -41,6 +86,7 @@ export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE
       headers: conn.token ? { authorization: `Bearer ${conn.token}` } : {},
       timeout: { request: 15_000 },
       retry: { limit: 0 },
+      ...(conn.ca ? { https: { certificateAuthority: conn.ca } } : {}),
     }).json<T>();
   } catch (err) {
     throw toCtlError(err, conn);
@@ -61,6 +107,8 @@ function toCtlError(err: unknown, conn: Connection): CtlError {
     }
     return new CtlError(msg || `the server answered ${status}`);
   }
+  const tls = err instanceof RequestError ? tlsFailureHint(err.code, conn.server, `--ca FILE (LLMGW_CA; default ${defaultCaFile()})`) : undefined;
+  if (tls) return new CtlError(tls);
   if (err instanceof RequestError) {
     return new CtlError(`cannot reach the llmgw server at ${conn.server} (${err.code}); is it running? (address ${conn.serverFrom})`, 'unreachable');
   }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ExplainView, NodeView } from '@llmgw/shared';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { ADMIN_TOKEN, cleanup, ctl, ctlJson, eventually, removeTmp, root, rows, startAgent, startServer, tmpDir, type ServerProc } from './harness.js';
+import { ADMIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, removeTmp, root, rows, startAgent, startServer, tmpDir, type ServerProc } from './harness.js';
 
 /**
  * Journey: an operator opens the admin address in a browser, logs in with the admin
@@ -104,7 +104,9 @@ async function nodeState(id: string): Promise<string> {
       return e.rejections.some((r) => r.node === 'old-agent' && r.code === 'cordoned');
     }, 15_000, 'an explanation that sees the cordon');
     await ctl(url, ['keys', 'create', '--name', 'team-web', '--rpm', '60']);
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // The admin listener serves TLS with the server's own CA, which this throwaway browser
+    // profile does not hold; ctl, agents and adminFetch verify that CA, the browser need not.
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true });
     page = await context.newPage();
     page.on('console', (m) => {
       if (m.type() === 'error') consoleErrors.push(m.text());
@@ -112,13 +114,13 @@ async function nodeState(id: string): Promise<string> {
   }, 45_000);
 
   it('sends a visitor without a session to the login page', async () => {
-    const res = await fetch(`${url}/models`, { redirect: 'manual' });
+    const res = await adminFetch(`${url}/models`, { redirect: 'manual' });
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/login?next=%2Fmodels');
-    const frag = await fetch(`${url}/`, { headers: { 'x-fragment': 'main' }, redirect: 'manual' });
+    const frag = await adminFetch(`${url}/`, { headers: { 'x-fragment': 'main' }, redirect: 'manual' });
     expect(frag.status).toBe(401);
     // The admin API's own auth is unchanged: the dashboard is not a way around it.
-    expect((await fetch(`${url}/api/v1/nodes`)).status).toBe(401);
+    expect((await adminFetch(`${url}/api/v1/nodes`)).status).toBe(401);
 
     await page.goto(`${url}/models/coder`);
     expect(new URL(page.url()).pathname).toBe('/login');
@@ -134,7 +136,8 @@ async function nodeState(id: string): Promise<string> {
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.waitForURL(`${url}/models/coder`);
     const cookie = (await context.cookies()).find((c) => c.name === 'llmgw_session')!;
-    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/', secure: false });
+    // Secure, now that the admin listener is https by default (issue 12).
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/', secure: true });
     expect(cookie.value).not.toContain(ADMIN_TOKEN);
     expect(await page.evaluate(() => document.cookie)).toBe('');
     expect(page.url()).not.toContain(ADMIN_TOKEN);
@@ -189,7 +192,7 @@ async function nodeState(id: string): Promise<string> {
     });
     expect(crossSite.status()).toBe(403);
     // Without a session the token alone is worth nothing.
-    const noSession = await fetch(`${url}/nodes/gpu-h100/state`, {
+    const noSession = await adminFetch(`${url}/nodes/gpu-h100/state`, {
       method: 'POST',
       body: new URLSearchParams({ action: 'cordon', csrf }),
       redirect: 'manual',
@@ -245,7 +248,7 @@ async function nodeState(id: string): Promise<string> {
 
   it('runs its inline CSS and script under the CSP, with nothing else failing to load', async () => {
     expect(consoleErrors.filter((e) => !/status of 40[13]/.test(e))).toEqual([]);
-    const res = await fetch(`${url}/nope`);
+    const res = await adminFetch(`${url}/nope`);
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: 'no route GET /nope' });
   });
@@ -254,7 +257,7 @@ async function nodeState(id: string): Promise<string> {
     const old = (await context.cookies()).find((c) => c.name === 'llmgw_session')!.value;
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.waitForURL(`${url}/login`);
-    const res = await fetch(`${url}/`, { headers: { cookie: `llmgw_session=${old}` }, redirect: 'manual' });
+    const res = await adminFetch(`${url}/`, { headers: { cookie: `llmgw_session=${old}` }, redirect: 'manual' });
     expect(res.status).toBe(303);
   });
 });

@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Agent as HttpsDispatcher, fetch as undiciFetch } from 'undici';
 
 /**
  * Helpers for journeys: the built binaries as real processes on 127.0.0.1:0, temp
@@ -108,6 +109,23 @@ export interface ServerProc extends Proc {
   adminUrl: string;
   clientUrl: string;
   dataDir: string;
+  /** The full join token the server wrote, as an operator copies it to an agent. */
+  joinToken: string;
+  /** `<data-dir>/tls/ca.pem` when the server generated its CA; what ctl gets as LLMGW_CA. */
+  caFile?: string;
+}
+
+/**
+ * What each running server's admin address is trusted with, as an operator would hand
+ * it out: agents get the full join token, ctl gets the CA file, and the test's own
+ * requests (`adminFetch`) trust that CA alone.
+ */
+const trustByUrl = new Map<string, { joinToken: string; caFile?: string; dispatcher?: HttpsDispatcher }>();
+
+/** `fetch` for an admin address, verifying it against that server's CA (plain fetch for anything else). */
+export function adminFetch(url: string, init: Parameters<typeof undiciFetch>[1] = {}): ReturnType<typeof undiciFetch> {
+  const dispatcher = trustByUrl.get(new URL(url).origin)?.dispatcher;
+  return undiciFetch(url, { ...init, ...(dispatcher ? { dispatcher } : {}) });
 }
 
 export async function startServer(opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string } = {}): Promise<ServerProc> {
@@ -125,8 +143,14 @@ export async function startServer(opts: { dataDir?: string; catalog?: string; ar
     ],
     { LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN },
   );
-  const m = await p.waitFor(/"admin":"(http:\/\/[^"]+)","client":"(http:\/\/[^"]+)"/);
-  return { ...p, adminUrl: m[1]!, clientUrl: m[2]!, dataDir };
+  const m = await p.waitFor(/"admin":"(https?:\/\/[^"]+)","client":"(https?:\/\/[^"]+)"/);
+  const adminUrl = m[1]!;
+  const joinToken = fs.readFileSync(path.join(dataDir, 'join-token'), 'utf8').trim();
+  const caFile = path.join(dataDir, 'tls', 'ca.pem');
+  const generated = adminUrl.startsWith('https:') && fs.existsSync(caFile);
+  const dispatcher = generated ? new HttpsDispatcher({ connect: { ca: fs.readFileSync(caFile, 'utf8') } }) : undefined;
+  trustByUrl.set(adminUrl, { joinToken, ...(generated ? { caFile } : {}), ...(dispatcher ? { dispatcher } : {}) });
+  return { ...p, adminUrl, clientUrl: m[2]!, dataDir, joinToken, ...(generated ? { caFile } : {}) };
 }
 
 export interface AgentOpts {
@@ -160,7 +184,7 @@ export function startAgent(o: AgentOpts): Proc & { stateDir: string } {
       ...(o.pool ? ['--pool', o.pool] : []),
       ...(o.args ?? []),
     ],
-    { LLMGW_JOIN_TOKEN: o.token ?? JOIN_TOKEN },
+    { LLMGW_JOIN_TOKEN: o.token ?? trustByUrl.get(o.server)?.joinToken ?? JOIN_TOKEN },
   );
   agentStateDirs.add(stateDir);
   return { ...p, stateDir };
@@ -178,13 +202,18 @@ export function ctl(server: string, args: string[], env: Record<string, string> 
     execFile(
       process.execPath,
       [bins.ctl, ...args],
-      { env: { ...process.env, NO_COLOR: '1', LLMGW_SERVER: server, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_HOME: tmpDir('llmgw-home-'), ...env } },
+      { env: { ...process.env, NO_COLOR: '1', LLMGW_SERVER: server, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_HOME: tmpDir('llmgw-home-'), ...caEnv(server), ...env } },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
         resolve({ code, stdout, stderr });
       },
     );
   });
+}
+
+function caEnv(server: string): Record<string, string> {
+  const caFile = trustByUrl.get(server)?.caFile;
+  return caFile ? { LLMGW_CA: caFile } : {};
 }
 
 export async function ctlJson<T>(server: string, args: string[]): Promise<T> {

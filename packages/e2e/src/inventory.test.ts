@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { NodeView } from '@llmgw/shared';
-import { ADMIN_TOKEN, JOIN_TOKEN, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir, freePort } from './harness.js';
+import { ADMIN_TOKEN, JOIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir, freePort } from './harness.js';
 
 /**
  * Journey: an operator installs agents on three machines and looks at the fleet with
@@ -108,7 +108,7 @@ describe('fleet inventory through ctl', () => {
     for (const [field, mutate] of cases) {
       const body = structuredClone(good);
       mutate(body);
-      const res = await fetch(`${server.adminUrl}/agent/v1/heartbeat`, {
+      const res = await adminFetch(`${server.adminUrl}/agent/v1/heartbeat`, {
         method: 'POST',
         headers: { authorization: `Bearer ${JOIN_TOKEN}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
@@ -118,11 +118,11 @@ describe('fleet inventory through ctl', () => {
       expect(err.field).toBe(field);
       expect(err.error.startsWith(field)).toBe(true);
     }
-    const noToken = await fetch(`${server.adminUrl}/agent/v1/heartbeat`, { method: 'POST', body: JSON.stringify(good) });
+    const noToken = await adminFetch(`${server.adminUrl}/agent/v1/heartbeat`, { method: 'POST', body: JSON.stringify(good) });
     expect(noToken.status).toBe(401);
-    const adminWithJoin = await fetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${JOIN_TOKEN}` } });
+    const adminWithJoin = await adminFetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${JOIN_TOKEN}` } });
     expect(adminWithJoin.status).toBe(401);
-    const nodes = await (await fetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as NodeView[];
+    const nodes = await (await adminFetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as NodeView[];
     expect(nodes).toHaveLength(1);
     expect(nodes[0]).toMatchObject({ id: 'cpu-small', hostname: before.hostname, memory_gb: 8, agent_version: before.agent_version });
   });

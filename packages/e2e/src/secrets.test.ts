@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { KeyCreated, NodeView, ReplicaView, TokenCreated } from '@llmgw/shared';
-import { bins, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
+import { adminFetch, bins, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
 
 /**
  * Journeys for what an operator's neighbours must not see or do: engine keys on command
@@ -75,9 +75,15 @@ describe('engine keys stay secret', () => {
 
     // The store holds no engine key, and nothing in the data directory is readable by others.
     expect(mode(dataDir)).toBe(0o700);
-    for (const f of fs.readdirSync(dataDir)) {
+    for (const f of fs.readdirSync(dataDir, { recursive: true }).map(String)) {
       const file = path.join(dataDir, f);
-      expect([f, mode(file)]).toEqual([f, 0o600]);
+      if (fs.statSync(file).isDirectory()) {
+        expect([f, mode(file)]).toEqual([f, 0o700]);
+        continue;
+      }
+      // Certificates are public by design (agents and browsers are given them); private keys are not.
+      const certificate = /^tls\/[^/]*\.pem$/.test(f) && !f.includes('key');
+      if (!certificate) expect([f, mode(file)]).toEqual([f, 0o600]);
       expect([f, fs.readFileSync(file).includes(key)]).toEqual([f, false]);
     }
     // The harness gives the tokens by environment, so no token files here.
@@ -109,10 +115,10 @@ describe('tokens with roles', () => {
     const still = await ctlJson<NodeView[]>(server.adminUrl, ['nodes']);
     expect(still[0]!.state).toBe('ready');
 
-    const scrape = await fetch(`${server.adminUrl}/metrics`, { headers: { authorization: `Bearer ${metrics.secret}` } });
+    const scrape = await adminFetch(`${server.adminUrl}/metrics`, { headers: { authorization: `Bearer ${metrics.secret}` } });
     expect(scrape.status).toBe(200);
     expect(await scrape.text()).toContain('llmgw_');
-    expect((await fetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${metrics.secret}` } })).status).toBe(403);
+    expect((await adminFetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${metrics.secret}` } })).status).toBe(403);
     const asMetrics = await ctl(server.adminUrl, ['nodes'], as(metrics.secret));
     expect([asMetrics.code, asMetrics.stderr.trimEnd().split('\n')]).toEqual([1, [expect.stringContaining('metrics token "prometheus" may only scrape /metrics')]]);
 

@@ -7,6 +7,7 @@ import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.j
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
+import { collectSans, listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 const opt = (flags: string, description: string, env: string, def?: string) => {
@@ -39,16 +40,25 @@ const program = new Command('llmgw-server')
   .addOption(opt('--request-timeout <seconds>', 'longest wait for a whole request, headers and body, before a 408 and close (both listeners; long-polls and streams are responses, so not cut)', 'LLMGW_REQUEST_TIMEOUT', String(CONNECTION_DEFAULTS.requestTimeoutS)))
   .addOption(opt('--idle-timeout <seconds>', 'how long a kept-alive connection may sit idle between requests (both listeners)', 'LLMGW_IDLE_TIMEOUT', String(CONNECTION_DEFAULTS.keepAliveTimeoutS)))
   .addOption(opt('--max-connections <n>', 'connections open at once per listener; more are closed as they arrive', 'LLMGW_MAX_CONNECTIONS', String(CONNECTION_DEFAULTS.maxConnections)))
+  .addOption(opt('--tls-cert <file>', "the admin listener's certificate (PEM, chain ending with its CA) instead of the generated one", 'LLMGW_TLS_CERT'))
+  .addOption(opt('--tls-key <file>', 'the private key of --tls-cert (PEM)', 'LLMGW_TLS_KEY'))
+  .addOption(new Option('--tls-san <name>', 'another name or address the generated certificate must carry (repeat, or comma-separate)').env('LLMGW_TLS_SAN').argParser(collectSans).default([]))
+  .addOption(new Option('--insecure-http', 'serve the admin listener as plain HTTP (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
+  .addOption(opt('--client-tls-cert <file>', "the client listener's certificate (PEM); with --client-tls-key it serves HTTPS", 'LLMGW_CLIENT_TLS_CERT'))
+  .addOption(opt('--client-tls-key <file>', 'the private key of --client-tls-cert (PEM)', 'LLMGW_CLIENT_TLS_KEY'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addHelpText(
     'after',
     '\nSecrets come from the environment, never flags: LLMGW_ADMIN_TOKEN (ctl, dashboard) and LLMGW_JOIN_TOKEN (agents).\nWhen unset, each is generated once and kept in the data directory (files admin-token and join-token).' +
       '\nThe admin token is the bootstrap admin; ctl tokens create makes admin, viewer (read-only) and metrics (/metrics only) tokens.' +
       '\nThe data directory is kept 0700, llmgw.db and the secret files 0600; engine keys are derived from <data-dir>/engine-key-secret, never stored.' +
+      '\n\nThe admin listener serves HTTPS with a CA made on first start (<data-dir>/tls/ca.pem; ctl --ca, curl --cacert).' +
+      '\nThe certificate names the listen address, the hostname, every address of this machine and --tls-san; it is reissued from the same CA when that changes.' +
+      '\n<data-dir>/join-token holds the full join token (the secret pinned to the CA); `llmgw-server join-token` prints it.' +
       '\n\nThe store is <data-dir>/llmgw.db. A file there that is empty, not SQLite, not an llmgw store or corrupt is refused at start (exit 2).' +
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.',
   )
-  .action(async (o: Record<string, string | undefined>) => {
+  .action(async (o: Record<string, string | undefined> & { tlsSan: string[]; insecureHttp?: boolean }) => {
     const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' }, redact: LOG_REDACT });
     const num = (name: string, v: string | undefined) => {
       const n = Number(v);
@@ -96,9 +106,16 @@ const program = new Command('llmgw-server')
       fail(`cannot make the data directory ${dataDir} (${(err as Error).message}): check --data-dir, or create it as the user that runs llmgw-server`);
     }
     const admin = tokenFor(process.env.LLMGW_ADMIN_TOKEN, dataDir, 'admin-token');
-    const join = tokenFor(process.env.LLMGW_JOIN_TOKEN, dataDir, 'join-token');
     if (admin.file) log.info({ file: admin.file }, 'admin token (for ctl and the dashboard) is in this file');
-    if (join.file) log.info({ file: join.file }, 'join token (LLMGW_JOIN_TOKEN for agents) is in this file');
+    let tls: Awaited<ReturnType<typeof listenersTls>> = {};
+    try {
+      const f = { adminAddr: o.adminAddr!, dataDir, tlsSan: o.tlsSan, insecureHttp: Boolean(o.insecureHttp) };
+      tls = await listenersTls({ ...f, tlsCert: o.tlsCert, tlsKey: o.tlsKey, clientTlsCert: o.clientTlsCert, clientTlsKey: o.clientTlsKey }, log);
+    } catch (err) {
+      fail((err as Error).message);
+    }
+    const join = prepareJoinToken(process.env.LLMGW_JOIN_TOKEN, dataDir, tls.admin?.caPem);
+    log.info({ file: join.file }, 'join token for agents (LLMGW_JOIN_TOKEN, or `llmgw-server join-token`) is in this file');
     let running: Awaited<ReturnType<typeof startServer>> | undefined;
     try {
       running = await startServer(
@@ -106,7 +123,7 @@ const program = new Command('llmgw-server')
           clientAddr: o.clientAddr!,
           adminAddr: o.adminAddr!,
           adminToken: admin.token,
-          joinToken: join.token,
+          joinToken: join.secret,
           dataDir,
           notReadyAfterS: num('not-ready-after', o.notReadyAfter),
           lostAfterS: num('lost-after', o.lostAfter),
@@ -128,6 +145,8 @@ const program = new Command('llmgw-server')
             maxConnections: count('max-connections', o.maxConnections),
           },
           streamIdleTimeoutS: num('stream-idle-timeout', o.streamIdleTimeout),
+          ...(tls.admin ? { adminTls: tls.admin } : {}),
+          ...(tls.client ? { clientTls: tls.client } : {}),
         },
         catalog,
         log,
@@ -147,6 +166,19 @@ const program = new Command('llmgw-server')
     };
     process.on('SIGTERM', () => void shutdown('SIGTERM'));
     process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
+
+program
+  .command('join-token')
+  .description('print the full join token (the secret pinned to the CA) that agents need; reads --data-dir')
+  .action(() => {
+    // --data-dir (or LLMGW_DATA_DIR) is the server's own option, read before or after the subcommand.
+    const { dataDir } = program.opts<{ dataDir: string }>();
+    try {
+      process.stdout.write(`${readJoinToken(path.resolve(dataDir))}\n`);
+    } catch (err) {
+      fail((err as Error).message);
+    }
   });
 
 function fail(message: string): never {

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
@@ -45,6 +46,19 @@ export interface ServerSettings {
   streamIdleTimeoutS: number;
   /** What engine keys are derived from; default: `<dataDir>/engine-key-secret`, made on first start. */
   engineKeySecret?: string;
+  /**
+   * TLS of the admin listener and the CA served on `/cacerts` (see `tls/`); absent
+   * means plain HTTP, which `--insecure-http` asks for and the dashboard warns about.
+   */
+  adminTls?: ListenerTls & { caPem: string };
+  /** TLS of the client listener (`--client-tls-cert`/`--client-tls-key`); absent = plain HTTP. */
+  clientTls?: ListenerTls;
+}
+
+/** A listener's certificate (chain) and private key, PEM. */
+export interface ListenerTls {
+  cert: string;
+  key: string;
 }
 
 /**
@@ -86,11 +100,13 @@ export function parseAddr(addr: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
-function listen(app: http.RequestListener, addr: string, limits: ConnectionLimits): Promise<http.Server> {
+function listen(app: http.RequestListener, addr: string, limits: ConnectionLimits, tls?: ListenerTls): Promise<http.Server> {
   const { host, port } = parseAddr(addr);
   const headersTimeout = limits.headersTimeoutS * 1000;
   const requestTimeout = limits.requestTimeoutS * 1000;
-  const server = http.createServer(
+  // An https.Server is an http.Server underneath (same timeouts, same request events).
+  const create = (tls ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key }, l) : http.createServer) as typeof http.createServer;
+  const server = create(
     {
       // Node refuses a header timeout above the request timeout.
       headersTimeout: Math.min(headersTimeout, requestTimeout),
@@ -112,7 +128,7 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
 function urlOf(server: http.Server): string {
   const a = server.address() as AddressInfo;
   const host = a.family === 'IPv6' ? `[${a.address}]` : a.address === '0.0.0.0' ? '127.0.0.1' : a.address;
-  return `http://${host}:${a.port}`;
+  return `${server instanceof https.Server ? 'https' : 'http'}://${host}:${a.port}`;
 }
 
 /**
@@ -163,6 +179,10 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   admin.get('/healthz', (_req, res) => {
     res.json(store.health());
   });
+  const caPem = settings.adminTls?.caPem;
+  // Unauthenticated on purpose: an agent fetches it before it trusts anything, and
+  // checks it against the pin in its join token (k3s's `/cacerts`).
+  if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
   admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
@@ -171,15 +191,15 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
-  admin.use('/', dashboard(controller, keys, settings.adminToken, access));
+  admin.use('/', dashboard(controller, keys, settings.adminToken, access, { insecureHttp: !settings.adminTls }));
   admin.use((req, _res, next) => {
     next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });
   admin.use(adminErrors);
 
   const limits = { ...CONNECTION_DEFAULTS, ...settings.connections };
-  const adminServer = await listen(admin, settings.adminAddr, limits);
-  const clientServer = await listen(gateway.handle, settings.clientAddr, limits);
+  const adminServer = await listen(admin, settings.adminAddr, limits, settings.adminTls);
+  const clientServer = await listen(gateway.handle, settings.clientAddr, limits, settings.clientTls);
   controller.start();
   log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir }, 'llmgw-server listening');
 

@@ -1,6 +1,14 @@
 import net from 'node:net';
+import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { joinAuth, liveServer, send, type LiveServer } from './live-server.js';
+import { caOf, joinAuth, liveServer, send, type LiveServer } from './live-server.js';
+
+/** A raw socket to a listener; over TLS for the admin listener, so the bytes after the handshake are the same. */
+function connect(base: string, onConnect?: () => void): net.Socket {
+  const url = new URL(base);
+  const ca = caOf(base);
+  return url.protocol === 'https:' ? tls.connect({ port: Number(url.port), host: url.hostname, ...(ca ? { ca } : {}) }, onConnect) : net.connect(Number(url.port), url.hostname, onConnect);
+}
 
 /**
  * Issue 13's held connections: 2,000 sockets sent headers and never the body and stayed
@@ -16,11 +24,10 @@ const SLACK_MS = 1500;
 
 /** Opens a socket, writes `head`, and resolves with how long until the server closed it. */
 function held(base: string, head: string): Promise<{ closedAfterMs: number; reply: string }> {
-  const url = new URL(base);
   return new Promise((resolve) => {
     const started = Date.now();
     let reply = '';
-    const s = net.connect(Number(url.port), url.hostname, () => s.write(head));
+    const s = connect(base, () => s.write(head));
     s.on('data', (d: Buffer) => (reply += d.toString('latin1')));
     s.on('error', () => undefined);
     s.on('close', () => resolve({ closedAfterMs: Date.now() - started, reply }));
@@ -83,10 +90,9 @@ describe('bounded connections', () => {
   it('closes connections past the cap as they arrive', async () => {
     const capped = await liveServer({ maxConnections: 5, headersTimeoutS: 5, requestTimeoutS: 5 });
     try {
-      const url = new URL(capped.admin);
       const open = await Promise.all(
         Array.from({ length: 5 }, () => new Promise<net.Socket>((resolve) => {
-          const s = net.connect(Number(url.port), url.hostname, () => resolve(s));
+          const s = connect(capped.admin, () => resolve(s));
         })),
       );
       const extra = await held(capped.admin, '');

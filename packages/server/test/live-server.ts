@@ -1,10 +1,12 @@
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { parseCatalog } from '../src/catalog/parse.js';
 import { startServer, type ConnectionLimits, type RunningServer } from '../src/server.js';
+import { adminTls } from '../src/tls/index.js';
 import { makeServerSettings } from './factories.js';
 
 /**
@@ -36,11 +38,21 @@ export interface RawRequest {
   body?: string | Buffer;
 }
 
-/** One HTTP request with nothing normalised: any method, any path, any bytes. */
+/** The CA each live server's admin listener is verified with, by origin. */
+const caByOrigin = new Map<string, string>();
+
+/** The CA that `base`'s certificate chains to, for raw TLS sockets; undefined for plain HTTP. */
+export function caOf(base: string): string | undefined {
+  return caByOrigin.get(new URL(base).origin);
+}
+
+/** One HTTP(S) request with nothing normalised: any method, any path, any bytes. */
 export function send(base: string, r: RawRequest): Promise<Reply> {
   const url = new URL(base);
+  const ca = caOf(base);
+  const request = url.protocol === 'https:' ? (o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.request({ ...o, ...(ca ? { ca } : {}) }, cb) : http.request;
   return new Promise((resolve, reject) => {
-    const req = http.request(
+    const req = request(
       { host: url.hostname, port: url.port, method: r.method ?? 'GET', path: r.path, headers: r.headers ?? {}, agent: false },
       (res) => {
         const chunks: Buffer[] = [];
@@ -80,12 +92,12 @@ export interface LiveServer {
 
 export async function liveServer(connections: Partial<ConnectionLimits> = {}): Promise<LiveServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-live-'));
-  const running = await startServer(
-    makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections }),
-    parseCatalog(CATALOG, 'catalog.yaml'),
-    pino({ level: 'silent' }),
-  );
+  const log = pino({ level: 'silent' });
+  // TLS as a real server starts: the CA and certificate made in the data directory.
+  const tls = await adminTls({ dataDir, listenHost: '127.0.0.1', extraSans: [] }, log);
+  const running = await startServer(makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections, adminTls: tls }), parseCatalog(CATALOG, 'catalog.yaml'), log);
   const admin = running.adminUrl;
+  caByOrigin.set(new URL(admin).origin, tls.caPem);
   const json = { 'content-type': 'application/json' };
   const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...joinAuth, ...json }, body: JSON.stringify(heartbeat()) });
   if (hb.status !== 200) throw new Error(`setup heartbeat: ${hb.status} ${hb.body}`);

@@ -8,3 +8,4 @@ export * from './keys.js';
 export * from './errors.js';
 export * from './redact.js';
 export * from './tokens.js';
+export * from './join-token.js';

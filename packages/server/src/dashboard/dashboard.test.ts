@@ -4,7 +4,7 @@ import type { ExplainView, NodeView } from '@llmgw/shared';
 import { sameOrigin } from './dashboard.js';
 import { html, raw } from './html.js';
 import { fleetPage } from './fleet-page.js';
-import { layout } from './layout.js';
+import { INSECURE_BANNER, layout } from './layout.js';
 import { loginPage } from './login-page.js';
 import { explanation } from './models-page.js';
 import { LoginLimiter, SESSION_TTL_S, Sessions, cookieValue } from './session.js';
@@ -103,6 +103,12 @@ describe('pages', () => {
     expect(login).not.toContain('<script>');
     expect(login).not.toContain('/logout');
     expect(login).toMatch(/<label for="token">Admin token<\/label>\s*<input id="token" name="token" type="password"/);
+  });
+
+  it('warns on every page of a server started with --insecure-http, and only there', () => {
+    const page = loginPage({ next: '/' });
+    expect(layout(page, { insecureHttp: true }).value).toContain(`<p class="banner" role="alert">${INSECURE_BANNER}</p>`);
+    expect(layout(page, {}).value).not.toContain('class="banner"');
   });
 });
 

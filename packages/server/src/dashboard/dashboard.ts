@@ -26,8 +26,13 @@ import { CSP } from './style.js';
  * session, its CSRF token in a hidden field, and, when the browser sends them, an
  * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
  */
-export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens): Router {
+export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: { insecureHttp?: boolean } = {}): Router {
   const r = express.Router();
+  // Every page of an --insecure-http server carries the warning; `send` reads it here.
+  r.use((_req, res, next) => {
+    (res.locals as { insecureHttp?: boolean }).insecureHttp = opts.insecureHttp === true;
+    next();
+  });
   const sessions = new Sessions(adminToken);
   const limiter = new LoginLimiter();
   // Forms are small: a few short fields. The login form is read before anyone is known,
@@ -140,8 +145,8 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
     res.cookie(SESSION_COOKIE, sessions.issue(found.who.tokenId), {
       httpOnly: true,
       sameSite: 'strict',
-      // The admin listener is plain http on 127.0.0.1 by default, where a Secure cookie
-      // would never be sent back. Behind TLS (directly or at a proxy that says so in
+      // Under --insecure-http the listener is plain http, where a Secure cookie would
+      // never be sent back. Over TLS (directly or at a proxy that says so in
       // X-Forwarded-Proto) the cookie must not leak onto plain http. Trusting the header
       // unconditionally is safe here: a forged one can only make the cookie stricter.
       secure: isHttps(req),
@@ -268,7 +273,8 @@ function headers(res: Response): void {
 function send(req: Request, res: Response, page: Page, chrome: { csrf?: string }, status = 200): void {
   headers(res);
   res.status(status).type('html');
-  res.send(isFragment(req) ? page.main.value : layout(page, chrome).value);
+  const insecureHttp = (res.locals as { insecureHttp?: boolean }).insecureHttp === true;
+  res.send(isFragment(req) ? page.main.value : layout(page, { ...chrome, insecureHttp }).value);
 }
 
 /** A page that says a request failed, with the status the admin API gives the same code. */

@@ -23,7 +23,13 @@ export interface Page {
 /** What the chrome needs from the session: the logout form's CSRF token, when logged in. */
 export interface Chrome {
   csrf?: string;
+  /** The admin listener serves plain HTTP (`--insecure-http`): every page says so. */
+  insecureHttp?: boolean;
 }
+
+/** The warning under the header of a server started with `--insecure-http`. */
+export const INSECURE_BANNER =
+  'This server runs with --insecure-http: the admin token, the join token and engine keys cross the network in clear text unless a proxy in front terminates TLS.';
 
 const NAV: [Section, string, string][] = [
   ['fleet', '/', 'Fleet'],
@@ -44,6 +50,7 @@ export function layout(page: Page, chrome: Chrome): Html {
 <title>${page.title} · llmgw</title><style>${raw(CSS)}</style></head>
 <body><a class="skip" href="#main">Skip to content</a>
 <header><a class="brand" href="/">llmgw</a>${nav}</header>
+${chrome.insecureHttp ? html`<p class="banner" role="alert">${INSECURE_BANNER}</p>` : ''}
 <main id="main" tabindex="-1"${page.refresh ? raw(' data-refresh') : ''}>${page.main}</main>
 ${page.refresh ? html`<script>${raw(SCRIPT)}</script>` : ''}
 </body></html>`;

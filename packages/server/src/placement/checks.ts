@@ -63,10 +63,13 @@ export interface DynamicCheck extends Declared {
   /** What is left for `req` after `usage` (none: the node's whole capacity); Infinity when unknown. */
   left(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement): number;
   /**
-   * Whether reservation `r` can change what `left` says, so `reserve` recomputes only the
-   * columns a reservation touches (a CPU replica leaves every GPU column as it was).
+   * How much reservation `r` lowers what `left` says, given `before`, the node's usage
+   * without it. `reserve` subtracts this rather than calling `left` again, so a decision
+   * costs a few subtractions per profile, not a walk over every GPU of the node (a CPU
+   * replica takes nothing from a GPU column). Must agree with `left`: the property
+   * tests compare the two paths.
    */
-  touchedBy(r: Reservation): boolean;
+  taken(node: NodeSnapshot, r: Reservation, before: NodeUsage | undefined, req: Requirement): number;
 }
 
 export type Check = StaticCheck | DynamicCheck;
@@ -194,7 +197,7 @@ const memory: DynamicCheck = {
   applies: (req) => req.needMemMb > 0,
   need: (req) => req.needMemMb,
   left: (node, usage) => (node.memoryTotalMb ?? Infinity) - (usage === undefined ? 0 : usage.memoryMb),
-  touchedBy: (r) => r.memoryMb !== 0,
+  taken: (_node, r) => r.memoryMb,
   explain(node, usage, req, d) {
     const total = node.memoryTotalMb as number;
     const reserved = usage === undefined ? 0 : usage.memoryMb;
@@ -230,7 +233,16 @@ const gpus: DynamicCheck = {
   ],
   applies: (req) => req.gpus > 0,
   need: (req) => req.gpus,
-  touchedBy: (r) => r.gpuUuids.length > 0,
+  taken(node, r, before, req) {
+    if (r.gpuUuids.length === 0) return 0;
+    const held = before === undefined || before.gpuUuids.size === 0 ? undefined : before.gpuUuids;
+    let n = 0;
+    for (const g of node.gpus) {
+      if (g.uuid === undefined || !r.gpuUuids.includes(g.uuid) || (held !== undefined && held.has(g.uuid))) continue;
+      if (serves(req, g)) n++;
+    }
+    return n;
+  },
   left(node, usage, req) {
     const held = usage === undefined || usage.gpuUuids.size === 0 ? undefined : usage.gpuUuids;
     let n = 0;

@@ -1,7 +1,7 @@
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
 import { NO_CATEGORY, type Detail } from './checks.js';
-import type { FixedExplanation, Fleet, ProfileView } from './fleet.js';
+import type { FixedExplanation, Fleet, ProfileView, QuietNotes } from './fleet.js';
 import { poolOf } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
 import type { ProfileTally, ReasonCount } from './summary.js';
@@ -37,6 +37,27 @@ export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view:
 export function nodeNotes(node: NodeSnapshot, view: ProfileView, gpus: readonly GpuReport[], out: PlacementNote[]): void {
   const noting = view.plan.noting;
   for (const check of noting) check.notes?.(node, view.req, gpus, out);
+}
+
+/** The notes of every node of the fleet as a node not chosen, once per view. */
+function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
+  if (view.quiet !== undefined) return view.quiet;
+  const nodes = fleet.nodes;
+  const byNode = new Array<PlacementNote[] | undefined>(nodes.length).fill(undefined);
+  const positions: number[] = [];
+  if (view.plan.noting.length > 0) {
+    for (let i = 0; i < nodes.length; i++) {
+      const node = nodes[i];
+      if (node === undefined) continue;
+      const out: PlacementNote[] = [];
+      nodeNotes(node, view, [], out);
+      if (out.length === 0) continue;
+      byNode[i] = out;
+      positions.push(i);
+    }
+  }
+  view.quiet = { positions: Int32Array.from(positions), byNode };
+  return view.quiet;
 }
 
 function detailFor(view: ProfileView, node: NodeSnapshot, out: Rejection[]): Detail {
@@ -103,10 +124,12 @@ export function explainProfile(
   const nodes = fleet.nodes;
   const sharded = req.shards > 1;
   const fixed = fixedOf(fleet, view);
+  const quiet = quietOf(fleet, view);
   const counts = fixed.counts.slice();
   const poolFit = new Map<string, number>(fixed.pools.map((p) => [p, 0]));
   let fit = 0;
   const fitting = new Set<number>();
+  const d: Detail = { profile: req.profile.name, pool: undefined, node: '', out: rejections, cat: NO_CATEGORY, plan: view.plan, check: -1 };
   // Node order: the static failures' rejections between candidates are copied as they are.
   let next = 0;
   const copyUpTo = (end: number): void => {
@@ -124,13 +147,20 @@ export function explainProfile(
     // dynamic ones now: the same verdict `evaluate` reaches, without running every check
     // again. Only a failing node is evaluated, for its reasons.
     const c = view.candAt[i] ?? -1;
-    const d = c >= 0 && fitsNow(view, c) ? undefined : detailFor(view, node, rejections);
-    if (d === undefined || evaluate(node, fleet.usage[i], view, d)) {
+    const fits = c >= 0 && fitsNow(view, c);
+    if (!fits) {
+      // One Detail for the pass, pointed at each failing node in turn.
+      d.pool = sharded ? poolOf(node) : node.pool;
+      d.node = node.id;
+      d.cat = NO_CATEGORY;
+    }
+    if (fits || evaluate(node, fleet.usage[i], view, d)) {
       fit++;
       fitting.add(i);
       if (sharded) poolFit.set(poolOf(node), (poolFit.get(poolOf(node)) ?? 0) + 1);
       // Chosen nodes get their notes with their GPUs, where the decision is built.
-      if (!chosen.has(node.id)) nodeNotes(node, view, [], notes);
+      const said = quiet.byNode[i];
+      if (said !== undefined && !chosen.has(node.id)) for (const n of said) notes.push(n);
     } else {
       // A failing node's slot indexes `counts`.
       counts[d.cat] = counts[d.cat]! + 1;
@@ -139,11 +169,9 @@ export function explainProfile(
   copyUpTo(nodes.length);
   // A rejected node whose memory (say) is unknown says so too: the operator fixing its other
   // problem should know memory was never checked.
-  if (view.plan.noting.length > 0) {
-    for (let i = 0; i < nodes.length; i++) {
-      const node = nodes[i];
-      if (node !== undefined && !fitting.has(i)) nodeNotes(node, view, [], notes);
-    }
+  for (const i of quiet.positions) {
+    // `positions` holds positions with notes in `byNode`.
+    if (!fitting.has(i)) for (const n of quiet.byNode[i]!) notes.push(n);
   }
   const pools: { pool: string; fit: number }[] = [];
   if (sharded) {

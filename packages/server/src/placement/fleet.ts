@@ -1,6 +1,6 @@
 import type { Profile } from '@llmgw/shared';
-import type { NodeSnapshot, Rejection, Reservation } from '../snapshot.js';
-import { DYNAMIC, planFor, type Plan } from './checks.js';
+import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
+import { DYNAMIC, GPU_COLUMN, MEMORY_COLUMN, planFor, type Plan } from './checks.js';
 import { poolOf, requirementOf, type Requirement } from './requirement.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
@@ -24,6 +24,18 @@ export interface ProfileView {
   /** The columns of the dynamic checks that apply, and what each needs (plan.tested, plan.needs). */
   tests: Float64Array[];
   needs: Float64Array;
+  /**
+   * The first two tests, for the hot loops: most profiles test one or two columns
+   * (memory, GPUs). A missing one is a column of zeros needing 0, which every candidate
+   * passes, so the loops test both without a branch on whether they exist.
+   */
+  test0: Float64Array;
+  need0: number;
+  test1: Float64Array;
+  need1: number;
+  /** The GPU and memory columns, which rank candidates (select.ts). */
+  pack: Float64Array;
+  mem: Float64Array;
   /** Sharded: candidates of pool p are cand[poolStart[p]] .. cand[poolStart[p + 1] - 1]. */
   poolStart: Int32Array;
   poolName: string[];
@@ -33,6 +45,20 @@ export interface ProfileView {
   candAt: Int32Array;
   /** The explanation of the nodes that fail statically, built on first need (explain.ts). */
   fixed: FixedExplanation | undefined;
+  /** The notes of nodes not chosen, built on first need (explain.ts). */
+  quiet: QuietNotes | undefined;
+}
+
+/**
+ * What the checks could not check on each node, for a node that was not chosen (so has
+ * no GPUs picked): it depends only on the node and the profile, so it is worked out once
+ * per view, and explaining walks the few nodes that have notes instead of every node.
+ */
+export interface QuietNotes {
+  /** Ascending positions of the nodes with notes. */
+  positions: Int32Array;
+  /** By position: that node's notes; undefined for nodes without. */
+  byNode: (PlacementNote[] | undefined)[];
 }
 
 /**
@@ -126,14 +152,15 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
   }
   for (const r of reservations) {
     const pos = positions.get(r.nodeId);
-    const u = addReservation(fleet.index, r);
-    if (pos === undefined) continue;
+    if (pos === undefined) {
+      addReservation(fleet.index, r);
+      continue;
+    }
     // `pos` comes from `positions`, so it indexes the nodes and every by-position array;
     // a view has one column per DYNAMIC check, and `c` is one of its candidates.
-    fleet.usage[pos] = u;
-    const counts = countsOf(fleet.modelCount, r.model, fleet.nodes.length);
-    counts[pos] = counts[pos]! + 1;
+    // The columns are lowered first: `taken` compares with the usage before `r`.
     const node = fleet.nodes[pos]!;
+    const before = fleet.usage[pos];
     for (const view of fleet.views.values()) {
       const c = view.candAt[pos]!;
       if (c < 0) {
@@ -141,10 +168,13 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
         continue;
       }
       for (let k = 0; k < DYNAMIC.length; k++) {
-        const check = DYNAMIC[k]!;
-        if (check.touchedBy(r)) view.cols[k]![c] = check.left(node, u, view.req);
+        const less = DYNAMIC[k]!.taken(node, r, before, view.req);
+        if (less !== 0) view.cols[k]![c] = view.cols[k]![c]! - less;
       }
     }
+    fleet.usage[pos] = addReservation(fleet.index, r);
+    const counts = countsOf(fleet.modelCount, r.model, fleet.nodes.length);
+    counts[pos] = counts[pos]! + 1;
   }
 }
 
@@ -212,18 +242,28 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     positions = grouped;
     cols = groupedCols;
   }
+  const tests = Array.from(tested, (k) => cols[k]!);
+  const none = new Float64Array(count);
   const view: ProfileView = {
     req,
     plan,
     cand: positions,
     inOrder,
     cols,
-    tests: Array.from(tested, (k) => cols[k]!),
+    tests,
     needs,
+    test0: tests[0] ?? none,
+    need0: needs[0] ?? 0,
+    test1: tests[1] ?? none,
+    need1: needs[1] ?? 0,
+    // Every view has a column per DYNAMIC check, these two among them.
+    pack: cols[GPU_COLUMN]!,
+    mem: cols[MEMORY_COLUMN]!,
     poolStart: Int32Array.from(poolStart),
     poolName,
     candAt,
     fixed: undefined,
+    quiet: undefined,
   };
   fleet.views.set(profile, view);
   return view;

@@ -1,6 +1,5 @@
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot } from '../snapshot.js';
-import { GPU_COLUMN, MEMORY_COLUMN } from './checks.js';
 import type { Fleet, ProfileView } from './fleet.js';
 import { serves } from './requirement.js';
 
@@ -55,9 +54,10 @@ export interface Context {
 
 /** True when candidate `c` passes the view's dynamic checks: no allocation, no strings. */
 export function fitsNow(view: ProfileView, c: number): boolean {
+  // `c` is a candidate index, in range of every column; `needs` has one entry per test.
+  if (view.test0[c]! < view.need0 || view.test1[c]! < view.need1) return false;
   const { tests, needs } = view;
-  // `needs` has one entry per test column; `c` is a candidate index, in range of every column.
-  for (let k = 0; k < tests.length; k++) if (tests[k]![c]! < needs[k]!) return false;
+  for (let k = 2; k < tests.length; k++) if (tests[k]![c]! < needs[k]!) return false;
   return true;
 }
 
@@ -76,8 +76,8 @@ export function dynamicFit(fleet: Fleet, view: ProfileView, c: number, ctx: Cont
   out.avoid = ctx.avoid !== undefined && ctx.avoid.has(node.id) ? 1 : 0;
   out.existing =
     ctx.existing !== undefined ? ctx.existing.get(node.id) ?? 0 : ctx.counts === undefined ? 0 : ctx.counts[pos]!;
-  out.pack = view.cols[GPU_COLUMN]![c]!;
-  out.mem = view.cols[MEMORY_COLUMN]![c]!;
+  out.pack = view.pack[c]!;
+  out.mem = view.mem[c]!;
   return true;
 }
 
@@ -98,8 +98,8 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
   // Every column has one entry per candidate (cand.length); GPU_COLUMN and MEMORY_COLUMN
   // are columns of every view; `needs` has one entry per test; cand[c] indexes `nodes`,
   // and `counts`/`idRank` have one entry per node. The `!`s below rest on these.
-  const packs = view.cols[GPU_COLUMN]!;
-  const mems = view.cols[MEMORY_COLUMN]!;
+  const packs = view.pack;
+  const mems = view.mem;
   const nTests = tests.length;
   const { nodes, idRank } = fleet;
   const { avoid, existing, counts } = ctx;
@@ -109,15 +109,11 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
   let bExisting = 0;
   let bPack = 0;
   let bMem = 0;
-  // Most profiles test one or two columns (memory, GPUs): those are read from locals,
-  // not through the array of columns, since this loop runs for every node per decision.
-  const t0 = tests[0];
-  const n0 = needs[0] ?? 0;
-  const t1 = tests[1];
-  const n1 = needs[1] ?? 0;
+  // The first two tests are read from locals, not through the array of columns, since
+  // this loop runs for every node per decision.
+  const { test0: t0, need0: n0, test1: t1, need1: n1 } = view;
   next: for (let c = 0; c < cand.length; c++) {
-    if (t0 !== undefined && t0[c]! < n0) continue;
-    if (t1 !== undefined && t1[c]! < n1) continue;
+    if (t0[c]! < n0 || t1[c]! < n1) continue;
     for (let k = 2; k < nTests; k++) if (tests[k]![c]! < needs[k]!) continue next;
     const pos = cand[c]!;
     const mem = mems[c]!;

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { Agent, fetch as trustingFetch } from 'undici';
 import { SqliteStore } from './sqlite.js';
 
 /**
@@ -81,7 +82,10 @@ describe('a real full disk', () => {
     }
     expect(urls).toBeDefined();
     const { admin, client } = urls!;
-    const api = (p: string, init: RequestInit = {}) => fetch(`${admin}${p}`, { ...init, headers: ADMIN });
+    // The admin listener is https with the CA the server made in its data directory.
+    const dispatcher = new Agent({ connect: { ca: fs.readFileSync(path.join(dataDir, 'tls', 'ca.pem'), 'utf8') } });
+    const adminFetch = (url: string, init: Parameters<typeof trustingFetch>[1] = {}) => trustingFetch(url, { ...init, dispatcher });
+    const api = (p: string, init: Parameters<typeof trustingFetch>[1] = {}) => adminFetch(`${admin}${p}`, { ...init, headers: ADMIN });
     const created = await api('/api/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'app' }) });
     expect(created.status).toBe(201);
     const { secret } = (await created.json()) as { secret: string };
@@ -94,7 +98,7 @@ describe('a real full disk', () => {
         await res.text();
       }
     };
-    const health = async () => (await (await fetch(`${admin}/healthz`)).json()) as { status: string; reason?: string };
+    const health = async () => (await (await adminFetch(`${admin}/healthz`)).json()) as { status: string; reason?: string };
     await send(3);
 
     const filler = path.join(mnt, 'filler');

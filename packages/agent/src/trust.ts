@@ -1,0 +1,120 @@
+import { X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
+import got, { HTTPError, RequestError } from 'got';
+import type { Logger } from 'pino';
+import { caFingerprint, parseJoinToken, pinMatches } from '@llmgw/shared';
+
+/**
+ * What the agent trusts before it sends anything: the server's address, the join token's
+ * pin and `--ca`. Like k3s: a full token's pin is checked against the CA the server
+ * serves on `/cacerts` (fetched without verification, because nothing is trusted yet,
+ * and without the secret), and then that CA is the only trust anchor of every request.
+ * A bare secret needs `--ca`; nothing here ever falls back to trusting any certificate.
+ */
+
+export interface TrustInput {
+  server: string;
+  joinToken: string;
+  /** `--ca` / `LLMGW_CA`: a PEM file with the server's CA. */
+  caFile?: string;
+  /** `--insecure-http`: plain HTTP to a non-loopback server is allowed. */
+  insecureHttp: boolean;
+}
+
+/** The secret to send and the CA (PEM) to verify the server against; no CA over plain HTTP. */
+export interface Trust {
+  secret: string;
+  ca?: string;
+}
+
+/** A reason not to connect at all: the agent says it in one line and exits. */
+export class TrustError extends Error {}
+
+function loopback(host: string): boolean {
+  return host === 'localhost' || host.startsWith('127.') || host === '[::1]' || host === '::1';
+}
+
+/**
+ * Refuses plain HTTP to another machine unless `--insecure-http`: the join token and
+ * engine keys would cross the network in clear text. Loopback never leaves the machine.
+ */
+export function checkServerUrl(server: string, insecureHttp: boolean): URL {
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new TrustError(`invalid --server "${server}": want a URL like https://10.0.0.1:8081`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TrustError(`invalid --server "${server}": want https:// (or http:// with --insecure-http)`);
+  if (url.protocol === 'http:' && !insecureHttp && !loopback(url.hostname)) {
+    throw new TrustError(`refusing plain http to ${url.host}: the join token would cross the network in clear text; use https://${url.host}, or --insecure-http when a proxy terminates TLS`);
+  }
+  return url;
+}
+
+/** The one line of a pin mismatch: both fingerprints, and what to check. */
+export function mismatch(server: string, expected: string, seen: string, where: string): string {
+  return `the CA of ${server} (${where}) has SHA-256 ${seen}, but the join token pins ${expected}: not connecting; check --server and the token (llmgw-server join-token on the server prints it)`;
+}
+
+function readCa(file: string): string {
+  try {
+    const pem = fs.readFileSync(file, 'utf8');
+    caFingerprint(pem);
+    return pem;
+  } catch (err) {
+    throw new TrustError(`cannot read --ca ${file} as a PEM certificate: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The pin covers one certificate (the first, which is what `caFingerprint` hashes): any
+ * other certificate in the same answer must not become a trust anchor too.
+ */
+function onlyFirst(pem: string): string {
+  return new X509Certificate(pem).toString();
+}
+
+/** Fetches `/cacerts` without verifying (and without credentials), retrying while the server is unreachable. */
+async function fetchCa(server: string, log: Logger, retryMs: number): Promise<string> {
+  let said = false;
+  for (;;) {
+    try {
+      return await got(`${server}/cacerts`, { https: { rejectUnauthorized: false }, timeout: { request: 10_000 }, retry: { limit: 0 } }).text();
+    } catch (err) {
+      if (err instanceof HTTPError) {
+        throw new TrustError(`the server at ${server} serves no CA at /cacerts (${err.response.statusCode}): is it an llmgw server over HTTPS? Give --ca FILE, or --insecure-http with an http:// address`);
+      }
+      if (!(err instanceof RequestError)) throw err;
+      if (!said) log.warn(`cannot reach the server at ${server} to check its CA (${err.code}); retrying`);
+      said = true;
+      await new Promise((r) => setTimeout(r, retryMs));
+    }
+  }
+}
+
+/** Settles what to send and whom to trust, or throws a `TrustError` to stop the agent. */
+export async function establishTrust(input: TrustInput, log: Logger, retryMs = 2000): Promise<Trust> {
+  const url = checkServerUrl(input.server, input.insecureHttp);
+  const token = parseJoinToken(input.joinToken);
+  if (url.protocol === 'http:') return { secret: token.secret };
+  if (input.caFile) {
+    const ca = readCa(input.caFile);
+    if (!token.caHash) return { secret: token.secret, ca };
+    if (!pinMatches(token.caHash, ca)) throw new TrustError(mismatch(input.server, token.caHash, caFingerprint(ca), `--ca ${input.caFile}`));
+    return { secret: token.secret, ca: onlyFirst(ca) };
+  }
+  if (!token.caHash) {
+    throw new TrustError("the join token is only the secret, without the server's CA pin: give the full token (llmgw-server join-token on the server prints it), or --ca FILE (LLMGW_CA) with the server's CA");
+  }
+  const ca = await fetchCa(input.server, log, retryMs);
+  let seen: string;
+  try {
+    seen = caFingerprint(ca);
+  } catch {
+    throw new TrustError(`the server at ${input.server} answered /cacerts with no certificate: not connecting`);
+  }
+  if (!pinMatches(token.caHash, ca)) throw new TrustError(mismatch(input.server, token.caHash, seen, '/cacerts'));
+  log.info({ server: input.server, ca_sha256: seen }, "the server's CA matches the join token's pin");
+  return { secret: token.secret, ca: onlyFirst(ca) };
+}
