@@ -2,6 +2,7 @@ import os from 'node:os';
 import got, { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
 import { tlsFailureHint, type AssignmentsReply, type HeartbeatReply, type NodeReport, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
+import type { AgentAuth } from './credential.js';
 import type { MachineProbe } from './probe/index.js';
 
 /** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
@@ -22,6 +23,12 @@ export interface AgentSettings {
   heartbeatIntervalS: number;
   /** GPUs and memory are probed at most this often; nvidia-smi is not free. */
   probeIntervalS: number;
+  /**
+   * The node's credential (`NodeCredential`), which main always gives. Without it the
+   * join token itself is sent, which today's servers refuse outside `/join`: only unit
+   * tests against a fake server leave it out.
+   */
+  auth?: AgentAuth;
 }
 
 /** What the agent needs from the process supervisor. */
@@ -147,6 +154,7 @@ export class Agent {
   }
 
   private async sendHeartbeat(): Promise<void> {
+    let authorization: string | undefined;
     try {
       const tails = new Map<string, string>();
       const shards = this.runner.statuses().map((st) => {
@@ -156,10 +164,11 @@ export class Agent {
         return this.sentTails.get(st.id) === tail ? st : { ...st, log_tail: tail };
       });
       const body = { report: await this.report(), shards };
+      authorization = await this.authorization();
       const reply = await this.http
         .post(`${this.settings.server}/agent/v1/heartbeat`, {
           json: body,
-          headers: { authorization: `Bearer ${this.settings.joinToken}` },
+          headers: { authorization },
           timeout: { request: 10_000 },
           retry: { limit: 0 },
           signal: this.abort.signal,
@@ -170,8 +179,19 @@ export class Agent {
       this.acknowledged(reply);
     } catch (err) {
       if (this.stopped) return;
+      if (this.settings.auth && authorization && err instanceof HTTPError && err.response.statusCode === 401) {
+        // The credential is gone (the node was deleted): the next beat joins again.
+        this.settings.auth.rejected(authorization);
+        this.beatAgain = true;
+        return;
+      }
       this.failed(err);
     }
+  }
+
+  /** The header for heartbeats and polls: the node's credential (joining first if need be). */
+  private authorization(): Promise<string> {
+    return this.settings.auth ? this.settings.auth.header() : Promise.resolve(`Bearer ${this.settings.joinToken}`);
   }
 
   /** What the server wants looked up: a new list of sources is estimated and sent at once. */
@@ -193,7 +213,7 @@ export class Agent {
     try {
       const reply = await this.http(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
         searchParams: { after: this.version, wait_ms: 25_000 },
-        headers: { authorization: `Bearer ${this.settings.joinToken}` },
+        headers: { authorization: await this.authorization() },
         timeout: { request: 35_000 },
         retry: { limit: 0 },
         signal: this.abort.signal,

@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { LOG_REDACT } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
+import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
 import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange } from './settings.js';
 import { installService } from './service.js';
@@ -41,7 +42,7 @@ program
   .addOption(opt('--nvidia-smi <path>', 'nvidia-smi executable (absent = a CPU node)', 'LLMGW_NVIDIA_SMI', 'nvidia-smi'))
   .addOption(opt('--proc-root <dir>', 'where to read meminfo and cgroup membership', 'LLMGW_PROC_ROOT', '/proc'))
   .addOption(opt('--sys-root <dir>', 'where to read cgroup limits and InfiniBand devices', 'LLMGW_SYS_ROOT', '/sys'))
-  .addOption(opt('--state-dir <dir>', 'where the agent keeps what must survive its restart (engine pids, logs)', 'LLMGW_STATE_DIR', '.llmgw/agent'))
+  .addOption(opt('--state-dir <dir>', 'where the agent keeps what must survive its restart (engine pids, logs, the node credential)', 'LLMGW_STATE_DIR', '.llmgw/agent'))
   .addOption(opt('--heartbeat-interval <seconds>', 'seconds between heartbeats', 'LLMGW_HEARTBEAT_INTERVAL', '5'))
   .addOption(opt('--port-range <lo-hi>', 'ports engines may listen on', 'LLMGW_PORT_RANGE', '40000-40999'))
   .addOption(opt('--vllm-bin <path>', 'vllm executable', 'LLMGW_VLLM_BIN', 'vllm'))
@@ -53,7 +54,9 @@ program
   .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
   .addHelpText(
     'after',
-    "\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps). The full token (llmgw-server join-token)\npins the server's CA: the agent checks the CA against it before it sends anything, then trusts that CA alone.",
+    "\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps). The full token (llmgw-server join-token)\npins the server's CA: the agent checks the CA against it before it sends anything, then trusts that CA alone." +
+      '\nThe token is sent once, to join: the server answers with this node\'s own credential, kept in <state-dir>/node-credential.json' +
+      '\n(0600) and used from then on. A refused join (the node id is taken, the token is wrong) is one line and exit 1.',
   )
   .action(async (o: RunOptions) => {
     const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' }, redact: LOG_REDACT });
@@ -101,12 +104,27 @@ program
     });
     await supervisor.adopt();
     const extraFabrics = (o.fabrics ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const nodeId = o.nodeId || defaultNodeId();
+    // A refused join is final: one line and a non-zero exit, not a retry loop (engines keep running).
+    const auth = new NodeCredential({
+      server,
+      joinToken: trust.secret,
+      ...(trust.ca ? { ca: trust.ca } : {}),
+      nodeId,
+      stateDir,
+      log,
+      onRefused: (line) => {
+        log.error({ node: nodeId, credential: credentialFile(stateDir) }, line);
+        process.exit(1);
+      },
+    });
     const agent = new Agent(
       {
         server,
         joinToken: trust.secret,
         ...(trust.ca ? { ca: trust.ca } : {}),
-        nodeId: o.nodeId || defaultNodeId(),
+        auth,
+        nodeId,
         labels,
         ...(o.pool ? { pool: o.pool } : {}),
         advertiseAddr: o.advertiseAddr || defaultAdvertiseAddr(server),

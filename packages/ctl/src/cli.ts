@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import type { ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
 import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
+import { addMembershipCommands } from './membership.js';
 import { colours } from './render.js';
 import { addTokenCommands } from './tokens-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
@@ -30,9 +31,9 @@ function printJson(v: unknown): void {
   process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
 }
 
-program
+const nodes = program
   .command('nodes')
-  .description('list the machines in the fleet: state, GPUs (free/total), memory, replicas')
+  .description('list the machines in the fleet: state, GPUs (free/total), memory, replicas (ctl nodes delete|approve <node>)')
   .action(async () => {
     const { conn, json } = globals();
     const nodes = await call<NodeView[]>(conn, 'GET', '/nodes');
@@ -42,6 +43,8 @@ program
     const details = nodeDetails(nodes);
     if (details) print(`\n${details}`);
   });
+
+addMembershipCommands(program, nodes, globals);
 
 for (const [verb, desc] of [
   ['cordon', 'stop placing new replicas on a node (running ones stay)'],

@@ -128,7 +128,8 @@ export function adminFetch(url: string, init: Parameters<typeof undiciFetch>[1] 
   return undiciFetch(url, { ...init, ...(dispatcher ? { dispatcher } : {}) });
 }
 
-export async function startServer(opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string } = {}): Promise<ServerProc> {
+/** `env` adds to or overrides the server's environment (`LLMGW_JOIN_TOKEN: ''` lets it generate one). */
+export async function startServer(opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string; env?: Record<string, string> } = {}): Promise<ServerProc> {
   const dataDir = opts.dataDir ?? tmpDir('llmgw-server-');
   const p = run(
     bins.server,
@@ -141,7 +142,7 @@ export async function startServer(opts: { dataDir?: string; catalog?: string; ar
       ...(opts.catalog ? ['--catalog', opts.catalog] : []),
       ...(opts.args ?? []),
     ],
-    { LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN },
+    { LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN, ...opts.env },
   );
   const m = await p.waitFor(/"admin":"(https?:\/\/[^"]+)","client":"(https?:\/\/[^"]+)"/);
   const adminUrl = m[1]!;

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { NodeView } from '@llmgw/shared';
 import { ADMIN_TOKEN, JOIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir, freePort } from './harness.js';
@@ -87,8 +89,11 @@ describe('fleet inventory through ctl', () => {
 
   it('refuses a malformed heartbeat with 400 naming the field and leaves the node as it was', async () => {
     const server = await startServer();
-    startAgent({ server: server.adminUrl, nodeId: 'cpu-small', proc: 'cpu-8gb' });
-    const before = await eventually(async () => (await ctlJson<NodeView[]>(server.adminUrl, ['nodes']))[0], 20_000, 'node');
+    const agent = startAgent({ server: server.adminUrl, nodeId: 'cpu-small', proc: 'cpu-8gb' });
+    // A node is listed from its join on; its first report follows.
+    const before = await eventually(async () => (await ctlJson<NodeView[]>(server.adminUrl, ['nodes'])).find((n) => n.hostname), 20_000, 'node');
+    // Heartbeats carry the node's own credential (issue 12), which its agent keeps in its state directory.
+    const { credential } = JSON.parse(fs.readFileSync(path.join(agent.stateDir, 'node-credential.json'), 'utf8')) as { credential: string };
     const good = {
       report: {
         node_id: 'cpu-small', hostname: 'evil', mgmt_addr: '10.0.0.9', agent_version: '9', labels: {},
@@ -110,7 +115,7 @@ describe('fleet inventory through ctl', () => {
       mutate(body);
       const res = await adminFetch(`${server.adminUrl}/agent/v1/heartbeat`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${JOIN_TOKEN}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
       expect(res.status).toBe(400);

@@ -37,6 +37,7 @@ const STATUS: Record<ErrorCode, number> = {
   unauthenticated: 401,
   forbidden: 403,
   model_not_allowed: 403,
+  conflict: 409,
   not_found: 404,
   model_not_found: 404,
   no_route: 404,

@@ -1,5 +1,6 @@
 import type { Liveness, NodeAdminState, NodeReport } from '@llmgw/shared';
 import type { AdminState } from './domain.js';
+import { DomainError, echo } from './errors.js';
 import type { NodeSnapshot } from './snapshot.js';
 import type { Store } from './store/store.js';
 
@@ -99,10 +100,42 @@ export class Inventory {
     return [...this.nodes.values()].sort((a, b) => a.id.localeCompare(b.id));
   }
 
+  /**
+   * A node that has just joined, before its first heartbeat: listed at once (as
+   * `pending-approval` under manual approval). A node already known keeps its state.
+   */
+  add(id: string, admin: AdminState, nowMs: number): void {
+    if (this.nodes.has(id)) return;
+    this.store.saveNodeAdmin(id, admin);
+    this.nodes.set(id, { id, admin, lastSeenMs: nowMs, reported: false });
+  }
+
+  /** Forgets a node (`ctl nodes delete`): the store first, so a refused write changes nothing. */
+  remove(id: string): boolean {
+    this.store.deleteNode(id);
+    this.lastReports.delete(id);
+    this.unsaved.delete(id);
+    return this.nodes.delete(id);
+  }
+
+  /** Ends a node's wait for approval (`ctl nodes approve`): it becomes ready. */
+  approve(id: string, now: Date): void {
+    const node = this.nodes.get(id);
+    if (!node) throw new DomainError('not_found', `no node "${echo(id)}" (see ctl nodes)`);
+    if (node.admin.state !== 'pending-approval') throw new DomainError('conflict', `node ${id} is not waiting for approval (it is ${node.admin.state})`);
+    const admin: AdminState = { state: 'ready', reason: 'approved', changedAt: now.toISOString() };
+    this.store.saveNodeAdmin(id, admin);
+    node.admin = admin;
+  }
+
   /** Sets a node's admin state. Returns false for an unknown node. */
   setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date, drain: { deadlineS?: number; force?: boolean } = {}): boolean {
     const node = this.nodes.get(id);
     if (!node) return false;
+    // Only approval ends the wait: an uncordon must not let an unapproved node in.
+    if (node.admin.state === 'pending-approval') {
+      throw new DomainError('conflict', `node ${id} is waiting for approval: approve it with ctl nodes approve ${id}, or remove it with ctl nodes delete ${id}`);
+    }
     const admin: AdminState = {
       state,
       ...(reason ? { reason } : {}),

@@ -8,6 +8,7 @@ import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
 import { collectSans, listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
+import { JOIN_APPROVALS, type JoinApproval } from './credentials/membership.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 const opt = (flags: string, description: string, env: string, def?: string) => {
@@ -46,6 +47,7 @@ const program = new Command('llmgw-server')
   .addOption(new Option('--insecure-http', 'serve the admin listener as plain HTTP (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
   .addOption(opt('--client-tls-cert <file>', "the client listener's certificate (PEM); with --client-tls-key it serves HTTPS", 'LLMGW_CLIENT_TLS_CERT'))
   .addOption(opt('--client-tls-key <file>', 'the private key of --client-tls-cert (PEM)', 'LLMGW_CLIENT_TLS_KEY'))
+  .addOption(opt('--join-approval <mode>', 'auto: a node that joins takes work at once; manual: it waits as pending-approval until ctl nodes approve', 'LLMGW_JOIN_APPROVAL', 'auto').choices(JOIN_APPROVALS))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addHelpText(
     'after',
@@ -55,6 +57,7 @@ const program = new Command('llmgw-server')
       '\n\nThe admin listener serves HTTPS with a CA made on first start (<data-dir>/tls/ca.pem; ctl --ca, curl --cacert).' +
       '\nThe certificate names the listen address, the hostname, every address of this machine and --tls-san; it is reissued from the same CA when that changes.' +
       '\n<data-dir>/join-token holds the full join token (the secret pinned to the CA); `llmgw-server join-token` prints it.' +
+      '\nThe join token only joins: each agent trades it once for its own node credential. ctl join-token rotate replaces a generated one\n(the file is rewritten); one set by LLMGW_JOIN_TOKEN is changed there, with a restart.' +
       '\n\nThe store is <data-dir>/llmgw.db. A file there that is empty, not SQLite, not an llmgw store or corrupt is refused at start (exit 2).' +
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.',
   )
@@ -124,6 +127,9 @@ const program = new Command('llmgw-server')
           adminAddr: o.adminAddr!,
           adminToken: admin.token,
           joinToken: join.secret,
+          // A secret from LLMGW_JOIN_TOKEN is changed there; only a generated one rotates.
+          ...(process.env.LLMGW_JOIN_TOKEN ? {} : { joinTokenFile: join.file }),
+          joinApproval: o.joinApproval as JoinApproval,
           dataDir,
           notReadyAfterS: num('not-ready-after', o.notReadyAfter),
           lostAfterS: num('lost-after', o.lostAfter),

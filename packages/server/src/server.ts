@@ -3,15 +3,20 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
+import { fullJoinToken } from '@llmgw/shared';
 import { adminApi } from './api/admin.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
 import { engineKeys } from './controller/engine-keys.js';
 import { tokenFor } from './api/tokens.js';
+import { membershipApi } from './credentials/admin-routes.js';
+import { JoinToken } from './credentials/join-token.js';
+import { Membership, type JoinApproval } from './credentials/membership.js';
+import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway/gateway.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
-import { adminErrors, methodNotAllowed, requireToken } from './api/http.js';
+import { adminErrors, methodNotAllowed } from './api/http.js';
 import { tokensApi } from './api/tokens-api.js';
 import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
@@ -26,6 +31,10 @@ export interface ServerSettings {
   adminAddr: string;
   adminToken: string;
   joinToken: string;
+  /** Where a generated join token is kept (rotation rewrites it); absent when LLMGW_JOIN_TOKEN sets it. */
+  joinTokenFile?: string;
+  /** `manual`: new nodes wait as pending-approval until `ctl nodes approve`. Default `auto`. */
+  joinApproval?: JoinApproval;
   dataDir: string;
   notReadyAfterS: number;
   lostAfterS: number;
@@ -183,11 +192,12 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Unauthenticated on purpose: an agent fetches it before it trusts anything, and
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
-  admin.use('/agent/v1', requireToken(settings.joinToken, 'join token'), agentApi(controller));
+  const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => (caPem ? fullJoinToken(secret, caPem) : secret)), settings.joinApproval ?? 'auto', log);
+  admin.use('/agent/v1', agentApi(controller, membership));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = new AccessTokens(store, settings.adminToken);
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), tokensApi(access), adminApi(controller, keys));
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), tokensApi(access), adminApi(controller, keys), membershipApi(membership));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);

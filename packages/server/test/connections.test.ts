@@ -1,7 +1,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { caOf, joinAuth, liveServer, send, type LiveServer } from './live-server.js';
+import { caOf, nodeAuth, liveServer, send, type LiveServer } from './live-server.js';
 
 /** A raw socket to a listener; over TLS for the admin listener, so the bytes after the handshake are the same. */
 function connect(base: string, onConnect?: () => void): net.Socket {
@@ -62,10 +62,10 @@ describe('bounded connections', () => {
 
   it('does not cut a long-poll that outlives the request timeout', async () => {
     const started = Date.now();
-    const r = await send(live.admin, { path: '/agent/v1/nodes/node-a/assignments?after=999999&wait_ms=2000', headers: joinAuth });
+    const r = await send(live.admin, { path: '/agent/v1/nodes/node-a/assignments?after=999999&wait_ms=2000', headers: nodeAuth });
     // The version differs from `after`, so the answer comes at once; wait on the current one.
     const version = (JSON.parse(r.body) as { version: number }).version;
-    const poll = await send(live.admin, { path: `/agent/v1/nodes/node-a/assignments?after=${version}&wait_ms=2000`, headers: joinAuth });
+    const poll = await send(live.admin, { path: `/agent/v1/nodes/node-a/assignments?after=${version}&wait_ms=2000`, headers: nodeAuth });
     expect(poll.status).toBe(200);
     expect(Date.now() - started).toBeGreaterThan(REQUEST_S * 1000 + 500);
   });

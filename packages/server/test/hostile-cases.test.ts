@@ -1,6 +1,6 @@
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { adminAuth, heartbeat, joinAuth, liveServer, send, type LiveServer, type RawRequest } from './live-server.js';
+import { adminAuth, heartbeat, nodeAuth, liveServer, send, type LiveServer, type RawRequest } from './live-server.js';
 
 /**
  * Issue 13's hand-picked malformed requests, one row each: every one is a 4xx naming
@@ -14,7 +14,7 @@ const json = (body: unknown, headers: Record<string, string> = {}) => ({
 });
 const deep = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
 const admin = (r: RawRequest & { headers?: Record<string, string> }): RawRequest => ({ ...r, headers: { ...adminAuth, ...r.headers } });
-const agent = (r: RawRequest & { headers?: Record<string, string> }): RawRequest => ({ ...r, headers: { ...joinAuth, ...r.headers } });
+const agent = (r: RawRequest & { headers?: Record<string, string> }): RawRequest => ({ ...r, headers: { ...nodeAuth, ...r.headers } });
 const state = (body: unknown, headers: Record<string, string> = {}) => admin({ method: 'POST', path: '/api/v1/nodes/node-a/state', ...json(body, headers) });
 const beat = (body: unknown, headers: Record<string, string> = {}) => agent({ method: 'POST', path: '/agent/v1/heartbeat', ...json(body, headers) });
 

@@ -1,7 +1,7 @@
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { adminAuth, heartbeat, joinAuth, liveServer, send, type LiveServer, type RawRequest } from './live-server.js';
+import { adminAuth, heartbeat, nodeAuth, liveServer, send, type LiveServer, type RawRequest } from './live-server.js';
 
 /**
  * Property-based hostile input against a real server, one surface at a time: whatever
@@ -151,13 +151,13 @@ describe('hostile-input properties', () => {
         }
         if (mutations.some((m) => m.where === 'gpu')) hb.report.gpus = [gpu];
         if (mutations.some((m) => m.where === 'shard')) hb.shards = [shard] as unknown as Record<string, unknown>;
-        return { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...joinAuth, 'content-type': 'application/json', ...headers }, body: encodeBody(serialize(hb, depth), headers, honest) };
+        return { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, 'content-type': 'application/json', ...headers }, body: encodeBody(serialize(hb, depth), headers, honest) };
       });
     // wait_ms keeps one character: a long-poll of up to 9 ms, or junk, never a 30 s wait.
     const poll = fc.record({ id: segment, after: text, wait: fc.oneof(text, fc.constantFrom('0', '1', '-5', '1e20')) }).map(
-      ({ id, after, wait }): RawRequest => ({ path: `/agent/v1/nodes/${id}/assignments?after=${encodeURIComponent(after)}&wait_ms=${encodeURIComponent(wait).slice(0, 1)}`, headers: joinAuth }),
+      ({ id, after, wait }): RawRequest => ({ path: `/agent/v1/nodes/${id}/assignments?after=${encodeURIComponent(after)}&wait_ms=${encodeURIComponent(wait).slice(0, 1)}`, headers: nodeAuth }),
     );
-    const other = fc.record({ method: fc.constantFrom(...METHODS), path: fc.constantFrom('/agent/v1/heartbeat', '/agent/v1/nodes/node-a/assignments?wait_ms=0', '/agent/v1/other') }).map((r): RawRequest => ({ ...r, headers: joinAuth }));
+    const other = fc.record({ method: fc.constantFrom(...METHODS), path: fc.constantFrom('/agent/v1/heartbeat', '/agent/v1/nodes/node-a/assignments?wait_ms=0', '/agent/v1/other') }).map((r): RawRequest => ({ ...r, headers: nodeAuth }));
     // An accepted heartbeat for node "fuzz" is a legitimate change; the check allows it.
     await check('agent', fc.oneof({ arbitrary: beat, weight: 6 }, { arbitrary: poll, weight: 2 }, { arbitrary: other, weight: 1 }));
   });

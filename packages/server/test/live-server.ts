@@ -7,6 +7,8 @@ import { pino } from 'pino';
 import { parseCatalog } from '../src/catalog/parse.js';
 import { startServer, type ConnectionLimits, type RunningServer } from '../src/server.js';
 import { adminTls } from '../src/tls/index.js';
+import { SqliteStore } from '../src/store/sqlite.js';
+import { nodeAuth, seedCredential } from './credentials.js';
 import { makeServerSettings } from './factories.js';
 
 /**
@@ -67,7 +69,7 @@ export function send(base: string, r: RawRequest): Promise<Reply> {
 }
 
 export const adminAuth = { authorization: `Bearer ${ADMIN}` };
-export const joinAuth = { authorization: `Bearer ${JOIN}` };
+export { nodeAuth };
 
 /** A heartbeat a real agent could send. */
 export function heartbeat(nodeId = 'node-a', extra: Record<string, unknown> = {}) {
@@ -95,11 +97,15 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   const log = pino({ level: 'silent' });
   // TLS as a real server starts: the CA and certificate made in the data directory.
   const tls = await adminTls({ dataDir, listenHost: '127.0.0.1', extraSans: [] }, log);
+  // node-a has joined: the agent API takes its credential (nodeAuth), not the join token.
+  const seed = new SqliteStore(dataDir);
+  seedCredential(seed, 'node-a');
+  seed.close();
   const running = await startServer(makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections, adminTls: tls }), parseCatalog(CATALOG, 'catalog.yaml'), log);
   const admin = running.adminUrl;
   caByOrigin.set(new URL(admin).origin, tls.caPem);
   const json = { 'content-type': 'application/json' };
-  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...joinAuth, ...json }, body: JSON.stringify(heartbeat()) });
+  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, ...json }, body: JSON.stringify(heartbeat()) });
   if (hb.status !== 200) throw new Error(`setup heartbeat: ${hb.status} ${hb.body}`);
   const key = await send(admin, { method: 'POST', path: '/api/v1/keys', headers: { ...adminAuth, ...json }, body: JSON.stringify({ name: 'k' }) });
   const apiKey = (JSON.parse(key.body) as { secret: string }).secret;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { adminAuth, heartbeat, joinAuth, liveServer, send, type LiveServer } from './live-server.js';
+import { adminAuth, heartbeat, liveServer, nodeAuth, send, type LiveServer } from './live-server.js';
 
 /** A report whose mgmt_addr is more than an address would put client traffic elsewhere: refused whole. */
 let live: LiveServer;
@@ -15,7 +15,7 @@ describe('mgmt_addr from an agent', () => {
     const r = await send(live.admin, {
       method: 'POST',
       path: '/agent/v1/heartbeat',
-      headers: { ...joinAuth, 'content-type': 'application/json' },
+      headers: { ...nodeAuth, 'content-type': 'application/json' },
       body: JSON.stringify(heartbeat('node-a', { mgmt_addr: addr })),
     });
     expect(r.status).toBe(400);

@@ -149,3 +149,22 @@ export const AssignmentsReplySchema = Type.Object({
   assignments: Type.Array(ShardAssignmentSchema),
 });
 export type AssignmentsReply = Static<typeof AssignmentsReplySchema>;
+
+/**
+ * The one call the join token is good for (`POST /agent/v1/join`): a node asks to join
+ * under its id and gets a credential bound to that id, which every later heartbeat and
+ * long-poll carries instead of the join token (DESIGN §11).
+ */
+export const JoinRequestSchema = Type.Object({
+  node_id: Id,
+});
+export type JoinRequest = Static<typeof JoinRequestSchema>;
+
+export const JoinReplySchema = Type.Object({
+  node_id: Id,
+  /** The node's own secret; the server keeps only its hash. */
+  credential: Type.String({ minLength: 16, maxLength: 256 }),
+  /** `pending-approval` under `--join-approval manual` until `ctl nodes approve`. */
+  state: Type.Union([Type.Literal('ready'), Type.Literal('pending-approval')]),
+});
+export type JoinReply = Static<typeof JoinReplySchema>;

@@ -24,6 +24,8 @@ export const ERROR_CODES = [
   'forbidden',
   /** A valid API key that may not use the model it asked for. */
   'model_not_allowed',
+  /** The request clashes with what is there (a node id already joined, a node that still holds replicas). */
+  'conflict',
   /** A named node, replica or key does not exist. */
   'not_found',
   /** A model name or alias that is not in the catalog. */

@@ -5,7 +5,8 @@ import { Type, type Static } from '@sinclair/typebox';
  * that scripts written against it keep working.
  */
 
-export const NodeAdminStates = ['ready', 'cordoned', 'draining'] as const;
+/** `pending-approval`: joined under `--join-approval manual`, not yet approved (no placement, no assignments). */
+export const NodeAdminStates = ['ready', 'cordoned', 'draining', 'pending-approval'] as const;
 export type NodeAdminState = (typeof NodeAdminStates)[number];
 export const NodeLiveness = ['ready', 'not-ready', 'lost'] as const;
 export type Liveness = (typeof NodeLiveness)[number];
@@ -16,7 +17,7 @@ export const NodeViewSchema = Type.Object({
   id: Type.String(),
   hostname: Type.Optional(Type.String()),
   mgmt_addr: Type.Optional(Type.String()),
-  /** The operator's admin state: ready, cordoned or draining. */
+  /** The operator's admin state: ready, cordoned, draining or pending-approval. */
   state: Lit(NodeAdminStates),
   state_reason: Type.Optional(Type.String()),
   /** Derived from heartbeats, independent of the admin state. */
@@ -101,6 +102,7 @@ export type ReplicaView = Static<typeof ReplicaViewSchema>;
  */
 export const RejectionCodes = [
   'not_ready',
+  'pending_approval',
   'cordoned',
   'draining',
   'label',

@@ -1,6 +1,8 @@
 import express, { type Router } from 'express';
-import { HeartbeatSchema } from '@llmgw/shared';
+import { HeartbeatSchema, JoinRequestSchema } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
+import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials/auth.js';
+import type { Membership } from '../credentials/membership.js';
 import { badRequest } from '../errors.js';
 import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 
@@ -8,14 +10,24 @@ import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 const MAX_WAIT_MS = 30_000;
 
 /**
- * What agents call, behind the join token (DESIGN §5). A heartbeat is validated in
- * full before anything in the inventory changes, so a bad report leaves no trace.
+ * What agents call (DESIGN §5, §11). The join token is good for `/join` only, which
+ * trades it for the node's credential; every other call carries that credential and
+ * may speak for its own node only (403 otherwise). A heartbeat is validated in full
+ * before anything in the inventory changes, so a bad report leaves no trace.
  */
-export function agentApi(ctl: Controller): Router {
+export function agentApi(ctl: Controller, membership: Membership): Router {
   const r = express.Router();
+
+  r.route('/join').post(requireJoinToken(membership), ...jsonBody('64kb'), (req, res) => {
+    const body = parseBody(JoinRequestSchema, req.body);
+    res.json(membership.join(body.node_id));
+  }).all(methodNotAllowed);
+
+  r.use(requireNodeCredential(membership));
 
   r.route('/heartbeat').post(...jsonBody('4mb'), (req, res) => {
     const hb = parseBody(HeartbeatSchema, req.body);
+    ownNode(res, hb.report.node_id, 'report.node_id');
     res.json(ctl.heartbeat(hb));
   }).all(methodNotAllowed);
 
@@ -25,6 +37,7 @@ export function agentApi(ctl: Controller): Router {
   // receiving the request, and a GET is received at once; the wait is the response.
   r.route('/nodes/:id/assignments').get(async (req, res) => {
     const id = String(req.params.id);
+    ownNode(res, id, 'path');
     const after = Number(req.query.after ?? -1);
     const wait = Math.min(Number(req.query.wait_ms ?? 25_000), MAX_WAIT_MS);
     if (!Number.isFinite(after)) throw badRequest('after must be a number', 'after');

@@ -109,6 +109,8 @@ function actions(n: NodeView, csrf: string | undefined): Html {
   const post = (action: string, label: string) =>
     html`<form method="post" action="/nodes/${seg(n.id)}/state">${csrfField(csrf)}<input type="hidden" name="action" value="${action}"><button class="btn" type="submit" aria-label="${label} ${n.id}">${label}</button></form>`;
   const drain = html`<a class="btn" href="/nodes/${seg(n.id)}/drain" aria-label="Drain ${n.id}…">Drain…</a>`;
+  // Only ctl approves: an approval is a decision about a machine, not a button to click by chance.
+  if (n.state === 'pending-approval') return html`<span class="sub">waiting for approval: ctl nodes approve ${n.id}</span>`;
   if (n.state === 'ready') return html`<div class="actions">${post('cordon', 'Cordon')}${drain}</div>`;
   if (n.state === 'cordoned') return html`<div class="actions">${post('uncordon', 'Uncordon')}${drain}</div>`;
   return html`<div class="actions">${post('uncordon', 'Uncordon')}</div>`;

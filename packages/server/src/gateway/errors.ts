@@ -19,6 +19,7 @@ const OPENAI: Record<ErrorCode, OpenAIShape> = {
   unauthenticated: { type: 'invalid_request_error', code: 'invalid_api_key', shouldRetry: 'false' },
   forbidden: { type: 'permission_error', code: 'forbidden', shouldRetry: 'false' },
   model_not_allowed: { type: 'permission_error', code: 'model_not_allowed', shouldRetry: 'false' },
+  conflict: { type: 'invalid_request_error', code: 'conflict', shouldRetry: 'false' },
   not_found: { type: 'invalid_request_error', code: 'not_found', shouldRetry: 'false' },
   model_not_found: { type: 'invalid_request_error', code: 'model_not_found', shouldRetry: 'false' },
   no_route: { type: 'invalid_request_error', code: 'unknown_url', shouldRetry: 'false' },

@@ -31,6 +31,12 @@ describe('place: one check at a time', () => {
       want: [{ code: 'cordoned', reason: 'is cordoned' }],
     },
     {
+      name: 'pending approval',
+      profile: {},
+      node: makeNode({ id: 'n9', admin: 'pending-approval' }),
+      want: [{ code: 'pending_approval', reason: 'is waiting for approval (ctl nodes approve n9)' }],
+    },
+    {
       name: 'cordoned with a reason',
       profile: {},
       node: makeNode({ admin: 'cordoned', adminReason: 'maintenance: PSU swap' }),

@@ -126,12 +126,13 @@ const liveness: StaticCheck = {
 
 const admin: StaticCheck = {
   static: true,
-  categories: () => [same(10, 'cordoned', 'cordoned'), same(20, 'draining', 'draining')],
+  categories: () => [same(10, 'cordoned', 'cordoned'), same(20, 'draining', 'draining'), same(5, 'pending_approval', 'waiting for approval')],
   applies: always,
   fits: (node) => node.admin === 'ready',
   explain(node, _usage, _req, d) {
     const why = node.adminReason ? ` (${node.adminReason})` : '';
     if (node.admin === 'cordoned') reject(d, 0, `is cordoned${why}`);
+    else if (node.admin === 'pending-approval') reject(d, 2, `is waiting for approval (ctl nodes approve ${node.id})`);
     else reject(d, 1, `is draining${why}`);
   },
 };

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
+import { nodeAuth, seedCredential } from '../../test/credentials.js';
 import { makeModel, makeReport, makeServerSettings } from '../../test/factories.js';
 import { startServer, type RunningServer } from '../server.js';
 import { FaultyStore } from './faulty.js';
@@ -19,7 +20,7 @@ import { SqliteStore } from './sqlite.js';
 const model = makeModel({ name: 'm' });
 const catalog = { models: [model], resolve: (n: string) => (n === 'm' ? model : undefined), suggest: () => [] };
 const ADMIN = { authorization: 'Bearer admin', 'content-type': 'application/json' };
-const JOIN = { authorization: 'Bearer join', 'content-type': 'application/json' };
+const NODE = { ...nodeAuth, 'content-type': 'application/json' };
 const USAGE = { prompt_tokens: 3, completion_tokens: 2 };
 
 let dir: string;
@@ -36,7 +37,7 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Pro
 }
 const api = (p: string, init: RequestInit = {}) => fetch(`${server.adminUrl}${p}`, { ...init, headers: { ...ADMIN, ...(init.headers as object) } });
 const heartbeat = (shards: unknown[] = []) =>
-  fetch(`${server.adminUrl}/agent/v1/heartbeat`, { method: 'POST', headers: JOIN, body: JSON.stringify({ report: makeReport({ node_id: 'n1', mgmt_addr: '127.0.0.1' }), shards }) });
+  fetch(`${server.adminUrl}/agent/v1/heartbeat`, { method: 'POST', headers: NODE, body: JSON.stringify({ report: makeReport({ node_id: 'n1', mgmt_addr: '127.0.0.1' }), shards }) });
 async function complete(): Promise<number> {
   const res = await fetch(`${server.clientUrl}/v1/chat/completions`, {
     method: 'POST',
@@ -61,6 +62,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => engine.listen(0, '127.0.0.1', r));
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-faults-'));
   store = new FaultyStore(new SqliteStore(dir));
+  seedCredential(store, 'n1');
   server = await startServer(
     makeServerSettings(dir, {
       notReadyAfterS: 60, lostAfterS: 600, reconcileIntervalS: 0.2, upstreamTimeoutS: 10, keepAliveS: 5, drainTimeoutS: 10, coldStartTimeoutS: 5,

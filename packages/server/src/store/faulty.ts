@@ -1,6 +1,6 @@
 import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
-import type { Store, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** The failures a disk gives, as Node reports them. */
 export type Fault = 'ENOSPC' | 'EIO';
@@ -43,6 +43,16 @@ export class FaultyStore implements Store {
   loadReplicas(): StoredReplica[] {
     this.check(false);
     return this.inner.loadReplicas();
+  }
+  loadCredentials(): StoredCredential[] {
+    this.check(false);
+    return this.inner.loadCredentials();
+  }
+  deleteNode(id: string): void {
+    this.write(() => this.inner.deleteNode(id));
+  }
+  saveCredential(c: StoredCredential): void {
+    this.write(() => this.inner.saveCredential(c));
   }
   loadKeys(): StoredKey[] {
     this.check(false);

@@ -2,7 +2,7 @@ import type { NodeReport } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { AdminState, Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
-import type { Store, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** What `/healthz` says about the store. */
 export type StoreHealth = { status: 'ok' } | { status: 'degraded'; reason: string; since: string };
@@ -56,6 +56,15 @@ export class GuardedStore implements Store {
   }
   loadReplicas(): StoredReplica[] {
     return this.read('loadReplicas', () => this.inner.loadReplicas());
+  }
+  loadCredentials(): StoredCredential[] {
+    return this.read('loadCredentials', () => this.inner.loadCredentials());
+  }
+  deleteNode(id: string): void {
+    this.write('deleteNode', () => this.inner.deleteNode(id));
+  }
+  saveCredential(c: StoredCredential): void {
+    this.write('saveCredential', () => this.inner.saveCredential(c));
   }
   loadKeys(): StoredKey[] {
     return this.read('loadKeys', () => this.inner.loadKeys());

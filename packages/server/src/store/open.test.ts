@@ -50,11 +50,11 @@ describe('opening the store', () => {
   it('brings a store from before usage.cancelled up, its usage rows counting no cancelled requests', () => {
     const dir = dataDir();
     new SqliteStore(dir).close();
-    // Roll the steps from usage.cancelled on back: the usage table as that version had it.
+    // Roll back to version 3, before the cancelled column (step 4) and what came after it.
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE admin_tokens');
+    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens');
     db.prepare("INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens) VALUES ('key-1', 'm', 3, 1, 10, 4)").run();
-    db.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
+    db.pragma('user_version = 3');
     db.close();
     const s = new SqliteStore(dir);
     expect(s.loadUsage()).toEqual([{ keyId: 'key-1', keyName: 'key-1', model: 'm', requests: 3, errors: 1, cancelled: 0, promptTokens: 10, completionTokens: 4 }]);
@@ -64,6 +64,22 @@ describe('opening the store', () => {
     const db2 = new Database(path.join(dir, 'llmgw.db'));
     expect(db2.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     db2.close();
+  });
+
+  it('brings a store from before node credentials up: its nodes stay, with no credential yet', () => {
+    const dir = dataDir();
+    new SqliteStore(dir).close();
+    const db = new Database(path.join(dir, 'llmgw.db'));
+    db.exec("DROP TABLE node_credentials; DROP TABLE admin_tokens; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')");
+    db.pragma('user_version = 4');
+    db.close();
+    const s = new SqliteStore(dir);
+    expect(s.loadNodes()).toEqual([expect.objectContaining({ id: 'old-node', admin: { state: 'cordoned' } })]);
+    expect(s.loadCredentials()).toEqual([]);
+    s.saveCredential({ nodeId: 'old-node', hash: 'h', createdAt: '2026-01-01T00:00:00.000Z' });
+    s.deleteNode('old-node');
+    expect([s.loadNodes(), s.loadCredentials()]).toEqual([[], []]);
+    s.close();
   });
 
   it('creates a store where there is none, even over the leftovers of an interrupted creation', () => {

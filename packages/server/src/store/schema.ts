@@ -42,7 +42,14 @@ const MIGRATIONS = [
    );`,
   `ALTER TABLE nodes ADD COLUMN admin_drain TEXT;`,
   `ALTER TABLE usage ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;`,
-  // Engine keys are derived from <data-dir>/engine-key-secret and no longer stored;
+  // Issue 12: each node's own credential, only as its SHA-256. A node without a row here
+  // (every node of a database from before this step) is claimed by the first join.
+  `CREATE TABLE node_credentials (
+     node_id TEXT PRIMARY KEY,
+     hash TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL
+   );`,
+  // Issue 12: engine keys are derived from <data-dir>/engine-key-secret and no longer stored;
   // tokens with roles (admin, viewer, metrics) for the admin listener, hashed like client keys.
   `UPDATE replicas SET data = json_remove(data, '$.apiKey');
    CREATE TABLE admin_tokens (
@@ -59,7 +66,7 @@ const MIGRATIONS = [
 /** The newest schema version this server knows (`user_version` after every step). */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** The version from which `admin_tokens` exists (the step that creates it is the last one added with it). */
+/** The version from which `admin_tokens` exists: the number of the step that creates it. */
 const ADMIN_TOKENS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE admin_tokens')) + 1;
 
 /** The tables a database at `version` has: how an llmgw store is told from another SQLite file. */
@@ -67,6 +74,9 @@ export function tablesAt(version: number): string[] {
   return [
     ...(version >= 1 ? ['nodes', 'replicas'] : []),
     ...(version >= 2 ? ['api_keys', 'usage'] : []),
+    // The step that creates node_credentials is the fifth (index 4 in MIGRATIONS).
+    ...(version >= 5 ? ['node_credentials'] : []),
+    // The step that creates admin_tokens (and drops stored engine keys) is the sixth.
     ...(version >= ADMIN_TOKENS_SINCE ? ['admin_tokens'] : []),
   ];
 }

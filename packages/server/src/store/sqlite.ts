@@ -4,7 +4,7 @@ import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 import { openDatabase } from './open.js';
 import { secureDataDir } from './modes.js';
-import type { Store, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
+import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -68,6 +68,27 @@ export class SqliteStore implements Store {
          ON CONFLICT(id) DO UPDATE SET report = excluded.report, last_seen_ms = excluded.last_seen_ms`,
       )
       .run(id, JSON.stringify(report), lastSeenMs);
+  }
+
+  deleteNode(id: string): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM node_credentials WHERE node_id = ?').run(id);
+      this.db.prepare('DELETE FROM nodes WHERE id = ?').run(id);
+    })();
+  }
+
+  loadCredentials(): StoredCredential[] {
+    const rows = this.db.prepare('SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id').all() as { node_id: string; hash: string; created_at: string }[];
+    return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
+  }
+
+  saveCredential(c: StoredCredential): void {
+    this.db
+      .prepare(
+        `INSERT INTO node_credentials (node_id, hash, created_at) VALUES (?, ?, ?)
+         ON CONFLICT(node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`,
+      )
+      .run(c.nodeId, c.hash, c.createdAt);
   }
 
   loadReplicas(): StoredReplica[] {

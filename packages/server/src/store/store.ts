@@ -51,6 +51,13 @@ export interface StoredToken {
   revokedAt?: string;
 }
 
+/** A node's credential as stored: the secret only as its SHA-256 (hex). */
+export interface StoredCredential {
+  nodeId: string;
+  hash: string;
+  createdAt: string;
+}
+
 export interface StoredNode {
   id: string;
   admin: AdminState;
@@ -67,6 +74,11 @@ export interface Store {
   loadNodes(): StoredNode[];
   saveNodeAdmin(id: string, admin: AdminState): void;
   saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void;
+  /** Forgets a node: its row and its credential (`ctl nodes delete`). */
+  deleteNode(id: string): void;
+  loadCredentials(): StoredCredential[];
+  /** Adds or replaces the credential of `c.nodeId`. */
+  saveCredential(c: StoredCredential): void;
   loadReplicas(): StoredReplica[];
   /** Writes a replica; its `apiKey`, if any, is never written. */
   saveReplica(replica: Replica): void;

@@ -1,0 +1,25 @@
+import express, { type Router } from 'express';
+import { methodNotAllowed } from '../api/http.js';
+import type { Membership } from './membership.js';
+
+/**
+ * The admin API's membership routes, mounted beside `adminApi` behind the same admin
+ * token: `ctl nodes delete`, `ctl nodes approve` and `ctl join-token rotate`.
+ */
+export function membershipApi(m: Membership): Router {
+  const r = express.Router();
+
+  r.route('/nodes/:id').delete((req, res) => {
+    res.json(m.delete(String(req.params.id), req.query.force === 'true'));
+  }).all(methodNotAllowed);
+
+  r.route('/nodes/:id/approve').post((req, res) => {
+    res.json(m.approve(String(req.params.id)));
+  }).all(methodNotAllowed);
+
+  r.route('/join-token/rotate').post((_req, res) => {
+    res.json(m.rotateJoinToken());
+  }).all(methodNotAllowed);
+
+  return r;
+}

@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DomainError } from '../errors.js';
+import { parseJoinToken } from '@llmgw/shared';
+import { secretEquals } from '../api/tokens.js';
+
+/** A fresh join secret, in the format `tokenFor` generates on first start. */
+export function newJoinSecret(): string {
+  return `llmgw-join-${randomBytes(24).toString('base64url')}`;
+}
+
+/**
+ * The join token the server accepts now. It only joins: a node trades it once for its
+ * own credential (`NodeCredentials`), so rotating it leaves joined nodes working and
+ * stops the old token from joining anything new.
+ *
+ * Rotation and `LLMGW_JOIN_TOKEN`: the environment always wins. A server whose secret
+ * comes from the environment (`file` undefined) refuses to rotate, because a restart
+ * would bring the old secret back; the operator changes the variable instead. A
+ * generated secret lives in `<data-dir>/join-token`, and a rotation rewrites that file
+ * (atomically, 0600) before the new secret is used, so a restart keeps it.
+ */
+export class JoinToken {
+  constructor(
+    private secret: string,
+    /** Where the secret is kept; undefined when `LLMGW_JOIN_TOKEN` provides it. */
+    private readonly file?: string,
+    /**
+     * The token people and `<data-dir>/join-token` get for a secret: the full token
+     * pinning the admin listener's CA (`fullJoinToken`), or the secret alone without TLS.
+     */
+    private readonly render: (secret: string) => string = (secret) => secret,
+  ) {}
+
+  /** True for the secret, alone or inside a full token (agents send the secret alone). */
+  matches(given: string): boolean {
+    return secretEquals(parseJoinToken(given).secret, this.secret);
+  }
+
+  /** Replaces the secret; returns the new token as `render` renders it. */
+  rotate(next: string = newJoinSecret()): string {
+    if (!this.file) {
+      throw new DomainError(
+        'conflict',
+        'this server takes its join token from LLMGW_JOIN_TOKEN, which ctl cannot change: set a new value there and restart the server (joined nodes keep working with their own credentials)',
+      );
+    }
+    const token = this.render(next);
+    const tmp = path.join(path.dirname(this.file), `.join-token.${process.pid}.tmp`);
+    try {
+      fs.writeFileSync(tmp, `${token}\n`, { mode: 0o600 });
+      fs.renameSync(tmp, this.file);
+    } catch (err) {
+      fs.rmSync(tmp, { force: true });
+      throw new DomainError('store_unavailable', `cannot write the new join token to ${this.file}: ${(err as Error).message}; the old token still joins`);
+    }
+    this.secret = next;
+    return token;
+  }
+}

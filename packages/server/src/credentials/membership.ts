@@ -1,0 +1,84 @@
+import type { JoinReply } from '@llmgw/shared';
+import type { Logger } from 'pino';
+import type { Controller } from '../controller/controller.js';
+import { DomainError, echo, notFound } from '../errors.js';
+import type { JoinToken } from './join-token.js';
+import type { NodeCredentials } from './node-credentials.js';
+
+/** `--join-approval`: whether a new node may take work at once, or waits for `ctl nodes approve`. */
+export type JoinApproval = 'auto' | 'manual';
+export const JOIN_APPROVALS: readonly JoinApproval[] = ['auto', 'manual'];
+
+/**
+ * Who is in the fleet: joining (the join token traded for a node credential), approval,
+ * deletion and the join token's rotation. The controller keeps the nodes; this decides
+ * who may become one.
+ */
+export class Membership {
+  constructor(
+    private readonly ctl: Controller,
+    readonly credentials: NodeCredentials,
+    readonly joinToken: JoinToken,
+    readonly approval: JoinApproval,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * A node joins under its id and gets its credential. An id that already has one is
+   * refused (409), and nothing of that node changes. A node the inventory knows without
+   * a credential — from a database older than credentials — is claimed by its first
+   * join and keeps its admin state and replicas (see the store README: upgrading).
+   */
+  join(nodeId: string): JoinReply {
+    const now = new Date(this.ctl.now());
+    if (this.credentials.has(nodeId)) {
+      this.log.warn({ node: nodeId }, `refused a join as node ${nodeId}, which has already joined with its own credential`);
+    }
+    const known = this.ctl.inventory.get(nodeId);
+    if (!known && !this.credentials.has(nodeId)) {
+      this.ctl.inventory.add(nodeId, this.approval === 'manual' ? { state: 'pending-approval', changedAt: now.toISOString() } : { state: 'ready' }, now.getTime());
+    }
+    const credential = this.credentials.issue(nodeId, now);
+    const state = this.ctl.inventory.get(nodeId)?.admin.state === 'pending-approval' ? 'pending-approval' : 'ready';
+    this.log.info({ node: nodeId, state, claimed: Boolean(known) }, state === 'pending-approval' ? `node ${nodeId} joined and waits for approval (ctl nodes approve ${nodeId})` : `node ${nodeId} joined`);
+    this.ctl.notify();
+    return { node_id: nodeId, credential, state };
+  }
+
+  /** `ctl nodes approve`: a node waiting under manual approval may take work. */
+  approve(nodeId: string): { id: string; state: 'ready' } {
+    this.ctl.inventory.approve(nodeId, new Date(this.ctl.now()));
+    this.log.info({ node: nodeId }, `node ${nodeId} approved`);
+    this.ctl.notify();
+    return { id: nodeId, state: 'ready' };
+  }
+
+  /**
+   * `ctl nodes delete`: forgets a node and its credential, which frees its id for the
+   * next join. Refused while replicas have a shard on it, unless `force`: they are then
+   * dropped, and the next reconcile pass places them elsewhere.
+   */
+  delete(nodeId: string, force: boolean): { id: string; deleted: true; replicas_dropped: number } {
+    if (!this.ctl.inventory.get(nodeId) && !this.credentials.has(nodeId)) throw notFound(`no node "${echo(nodeId)}" (see ctl nodes)`);
+    const holding = this.ctl.listReplicas().filter((r) => r.shards.some((s) => s.nodeId === nodeId));
+    if (holding.length > 0 && !force) {
+      throw new DomainError(
+        'conflict',
+        `node ${nodeId} holds ${holding.length} replica(s) (${holding.map((r) => r.id).join(', ')}): drain it first (ctl drain ${nodeId}), or delete it with --force, which drops them so they are placed elsewhere`,
+      );
+    }
+    // The store first: a refused write (503) leaves the node and its credential as they were.
+    this.ctl.inventory.remove(nodeId);
+    this.credentials.forget(nodeId);
+    this.log.info({ node: nodeId, replicasDropped: holding.length }, `node ${nodeId} deleted; its id is free to join again`);
+    this.ctl.notify();
+    return { id: nodeId, deleted: true, replicas_dropped: holding.length };
+  }
+
+  /** `ctl join-token rotate`: a new join token; joined nodes keep their credentials. */
+  rotateJoinToken(): { token: string } {
+    const token = this.joinToken.rotate();
+    this.log.info('join token rotated: joined nodes keep their credentials; the old token no longer joins');
+    return { token };
+  }
+}

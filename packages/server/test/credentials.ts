@@ -1,0 +1,15 @@
+import { hashCredential } from '../src/credentials/node-credentials.js';
+import type { Store } from '../src/store/store.js';
+
+/**
+ * A node that has joined, for tests that talk to the agent API directly: its
+ * credential is written into the store before the server starts, as a join would have.
+ */
+export const NODE_CREDENTIAL = 'llmgw-node-test-credential-0123456789';
+
+/** The `Authorization` header of the node seeded with `seedCredential`. */
+export const nodeAuth = { authorization: `Bearer ${NODE_CREDENTIAL}` };
+
+export function seedCredential(store: Store, nodeId: string, secret = NODE_CREDENTIAL): void {
+  store.saveCredential({ nodeId, hash: hashCredential(secret), createdAt: new Date().toISOString() });
+}
