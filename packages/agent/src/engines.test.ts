@@ -1,6 +1,10 @@
 import { describe, it, expect } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { ShardAssignment } from '@llmgw/shared';
-import { buildCommand, engineEnv, type EngineBins } from './engines.js';
+import { buildCommand, engineEnv, SGLANG_LAUNCHER, type EngineBins } from './engines.js';
 
 const bins: EngineBins = { vllm: '/opt/vllm/bin/vllm', sglangPython: '/opt/sg/bin/python3', llamaServer: '/usr/bin/llama-server', nodeLlamaCpp: '/opt/llmgw/nlc.js' };
 const ctx = { host: '0.0.0.0', port: 40001, bins: { ...bins, programs: new Map([['llmgw-test-engine', '/opt/llmgw/test-engine.js']]) }, allowCommandEngine: true };
@@ -21,22 +25,23 @@ describe('vllm', () => {
     const cmd = buildCommand(shard({ args: ['--max-model-len', '8192'] }), ctx);
     expect(cmd.argv).toEqual([
       '/opt/vllm/bin/vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b',
-      '--host', '0.0.0.0', '--port', '40001', '--tensor-parallel-size', '2', '--api-key', 'sk-rep',
+      '--host', '0.0.0.0', '--port', '40001', '--tensor-parallel-size', '2',
       '--max-model-len', '8192',
     ]);
+    expect(cmd.env.VLLM_API_KEY).toBe('sk-rep');
     expect(cmd.http).toBe(true);
   });
 
-  it('uses TP 1 for a CPU shard and leaves out --api-key when there is none', () => {
+  it('uses TP 1 for a CPU shard and sets no key variable when there is none', () => {
     const cmd = buildCommand(shard({ gpus: [], gpu_indices: [], api_key: undefined }), ctx);
     expect(cmd.argv).toContain('--tensor-parallel-size');
     expect(cmd.argv[cmd.argv.indexOf('--tensor-parallel-size') + 1]).toBe('1');
-    expect(cmd.argv).not.toContain('--api-key');
+    expect(cmd.env).not.toHaveProperty('VLLM_API_KEY');
   });
 
   it('multi-node rank 0 serves HTTP with PP = nodes and the mp rendezvous flags', () => {
     const cmd = buildCommand(shard(twoNodes), ctx);
-    expect(cmd.argv.slice(13)).toEqual([
+    expect(cmd.argv.slice(11)).toEqual([
       '--pipeline-parallel-size', '2', '--nnodes', '2', '--node-rank', '0', '--master-addr', '10.0.0.1', '--master-port', '29500',
     ]);
     expect(cmd.argv).not.toContain('--headless');
@@ -45,7 +50,7 @@ describe('vllm', () => {
 
   it('multi-node rank 1 runs the same command headless, pointed at rank 0', () => {
     const cmd = buildCommand(shard({ ...twoNodes, id: 'r1-1', rank: 1 }), ctx);
-    expect(cmd.argv.slice(13)).toEqual([
+    expect(cmd.argv.slice(11)).toEqual([
       '--pipeline-parallel-size', '2', '--nnodes', '2', '--node-rank', '1', '--master-addr', '10.0.0.1', '--master-port', '29500', '--headless',
     ]);
     expect(cmd.http).toBe(false);
@@ -60,17 +65,18 @@ describe('sglang', () => {
   it('single node', () => {
     const cmd = buildCommand(shard({ engine: 'sglang' }), ctx);
     expect(cmd.argv).toEqual([
-      '/opt/sg/bin/python3', '-m', 'sglang.launch_server', '--model-path', 'meta-llama/Llama-3.1-8B-Instruct',
-      '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '2', '--api-key', 'sk-rep',
+      '/opt/sg/bin/python3', '-c', SGLANG_LAUNCHER, '--model-path', 'meta-llama/Llama-3.1-8B-Instruct',
+      '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '2',
     ]);
+    expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
     expect(cmd.http).toBe(true);
   });
 
   it('multi-node: total TP on every node, dist-init-addr of rank 0, followers without HTTP', () => {
     const lead = buildCommand(shard({ engine: 'sglang', ...twoNodes }), ctx);
     const follower = buildCommand(shard({ engine: 'sglang', ...twoNodes, rank: 1 }), ctx);
-    expect(lead.argv.slice(11)).toEqual(['--tp-size', '4', '--api-key', 'sk-rep', '--nnodes', '2', '--node-rank', '0', '--dist-init-addr', '10.0.0.1:29500']);
-    expect(follower.argv.slice(11)).toEqual(['--tp-size', '4', '--api-key', 'sk-rep', '--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '10.0.0.1:29500']);
+    expect(lead.argv.slice(11)).toEqual(['--tp-size', '4', '--nnodes', '2', '--node-rank', '0', '--dist-init-addr', '10.0.0.1:29500']);
+    expect(follower.argv.slice(11)).toEqual(['--tp-size', '4', '--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '10.0.0.1:29500']);
     expect(lead.http).toBe(true);
     expect(follower.http).toBe(false);
   });
@@ -81,8 +87,9 @@ describe('llama.cpp', () => {
     const cmd = buildCommand(shard({ engine: 'llama.cpp', source: '/models/q4.gguf', args: ['-c', '4096'] }), ctx);
     expect(cmd.argv).toEqual([
       '/usr/bin/llama-server', '-m', '/models/q4.gguf', '--alias', 'llama-8b', '--host', '0.0.0.0', '--port', '40001',
-      '--api-key', 'sk-rep', '-ngl', '999', '-c', '4096',
+      '-ngl', '999', '-c', '4096',
     ]);
+    expect(cmd.env.LLAMA_API_KEY).toBe('sk-rep');
   });
 
   it('does not offload on a CPU shard', () => {
@@ -98,8 +105,9 @@ describe('node-llama-cpp', () => {
   it('runs a .js engine with this Node', () => {
     const cmd = buildCommand(shard({ engine: 'node-llama-cpp', gpus: [], source: '/m.gguf' }), ctx);
     expect(cmd.argv).toEqual([
-      process.execPath, '/opt/llmgw/nlc.js', '--model', '/m.gguf', '--served-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--api-key', 'sk-rep',
+      process.execPath, '/opt/llmgw/nlc.js', '--model', '/m.gguf', '--served-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001',
     ]);
+    expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
   });
 
   it('runs any other bin directly', () => {
@@ -111,13 +119,28 @@ describe('node-llama-cpp', () => {
 describe('command', () => {
   const template = ['my-engine', '--listen', '{host}:{port}', '--name', '{model}', '--weights={source}', '--key', '{api_key}', '--gpus', '{gpus}', '--rank', '{rank}/{shards}', '--peer', '{master_addr}:{master_port}', '{unknown}'];
 
-  it('substitutes every placeholder inside elements, then appends args', () => {
+  it('substitutes every placeholder inside elements, then appends args; the key goes by environment only', () => {
     const cmd = buildCommand(shard({ engine: 'command', command: template, args: ['--x'], ...twoNodes, rank: 1 }), ctx);
     expect(cmd.argv).toEqual([
-      'my-engine', '--listen', '0.0.0.0:40001', '--name', 'llama-8b', '--weights=meta-llama/Llama-3.1-8B-Instruct', '--key', 'sk-rep',
+      'my-engine', '--listen', '0.0.0.0:40001', '--name', 'llama-8b', '--weights=meta-llama/Llama-3.1-8B-Instruct',
       '--gpus', 'GPU-aaaa,GPU-bbbb', '--rank', '1/2', '--peer', '10.0.0.1:29500', '{unknown}', '--x',
     ]);
+    expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
     expect(cmd.http).toBe(false);
+  });
+
+  it('never puts the key on the command line, whatever the template or the engine', () => {
+    const withKey = ['e', '--api-key', '{api_key}', '--key={api_key}', 'x{api_key}y', '--port', '{port}'];
+    expect(buildCommand(shard({ engine: 'command', command: withKey }), ctx).argv).toEqual(['e', '--port', '40001']);
+    for (const engine of ['vllm', 'sglang', 'llama.cpp', 'node-llama-cpp', 'command']) {
+      const cmd = buildCommand(shard({ engine, gpus: [], command: ['e', '--key', '{api_key}'] }), ctx);
+      expect(cmd.argv.join(' ')).not.toContain('sk-rep');
+      expect(Object.values(cmd.env)).toContain('sk-rep');
+    }
+  });
+
+  it('the profile env cannot replace the key', () => {
+    expect(buildCommand(shard({ engine: 'command', command: ['e'], env: { LLMGW_ENGINE_API_KEY: 'mine' } }), ctx).env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
   });
 
   it('drops `--key {api_key}` when the shard has no key', () => {
@@ -162,5 +185,26 @@ describe('env', () => {
 describe('unknown engine', () => {
   it('throws naming the engine', () => {
     expect(() => buildCommand(shard({ engine: 'ollama' }), ctx)).toThrow(/unknown engine "ollama"/);
+  });
+});
+
+describe('SGLANG_LAUNCHER', () => {
+  const python = spawnSync('python3', ['--version']).status === 0;
+  (python ? it : it.skip)('hands SGLang the key from the environment in memory, not on any command line', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sglang-'));
+    fs.mkdirSync(path.join(dir, 'sglang'));
+    fs.writeFileSync(path.join(dir, 'sglang', '__init__.py'), '');
+    // Stands in for sglang.launch_server: prints what its argument parser would see.
+    fs.writeFileSync(
+      path.join(dir, 'sglang', 'launch_server.py'),
+      "import os, sys\nif __name__ == '__main__':\n    print(repr(sys.argv[1:]), os.environ.get('LLMGW_ENGINE_API_KEY'))\n    print(open('/proc/self/cmdline').read())\n",
+    );
+    const cmd = buildCommand(shard({ engine: 'sglang', gpus: [] }), { ...ctx, bins: { ...bins, sglangPython: 'python3' } });
+    const [bin = '', ...args] = cmd.argv;
+    const r = spawnSync(bin, args, { env: { ...process.env, ...cmd.env, PYTHONPATH: dir }, encoding: 'utf8' });
+    const [seen, cmdline] = r.stdout.split('\n');
+    expect(seen).toBe("['--model-path', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '1', '--api-key', 'sk-rep'] None");
+    expect(cmdline).not.toContain('sk-rep');
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -33,6 +33,41 @@ export interface CommandContext {
   allowCommandEngine?: boolean;
 }
 
+/**
+ * The variable llmgw's own engines (llmgw-test-engine, node-llama-cpp-engine) and
+ * `engine: command` programs read their API key from. Kept in step with
+ * `ENGINE_API_KEY_ENV` in @llmgw/engine-http, which the agent does not depend on.
+ */
+export const ENGINE_API_KEY_ENV = 'LLMGW_ENGINE_API_KEY';
+
+/**
+ * Where each engine finds the per-replica key: always the environment, never argv,
+ * because every local user can read a process's command line (`ps -eo args`,
+ * /proc/PID/cmdline) but only its owner and root can read its environment.
+ * SGLang has only `--api-key`, so it is started through {@link SGLANG_LAUNCHER},
+ * which reads this variable and hands the flag to SGLang inside Python.
+ */
+export const API_KEY_ENV: Record<string, string> = {
+  vllm: 'VLLM_API_KEY',
+  'llama.cpp': 'LLAMA_API_KEY',
+  sglang: ENGINE_API_KEY_ENV,
+  'node-llama-cpp': ENGINE_API_KEY_ENV,
+  command: ENGINE_API_KEY_ENV,
+};
+
+/**
+ * `python3 -c SGLANG_LAUNCHER ARGS...` runs `sglang.launch_server ARGS... --api-key K`
+ * with K popped from the environment: the key reaches SGLang's argument parser through
+ * `sys.argv` in memory, never through exec, so no process's command line holds it, and
+ * SGLang's own worker processes do not inherit the variable either.
+ */
+export const SGLANG_LAUNCHER = [
+  'import os, runpy, sys',
+  `k = os.environ.pop('${ENGINE_API_KEY_ENV}', '')`,
+  "sys.argv = ['sglang.launch_server'] + sys.argv[1:] + (['--api-key', k] if k else [])",
+  "runpy.run_module('sglang.launch_server', run_name='__main__', alter_sys=True)",
+].join('\n');
+
 /** A launchable engine: argv[0] is the program, `env` is added to the agent's environment. */
 export interface EngineCommand {
   argv: string[];
@@ -48,27 +83,28 @@ export const COMMAND_REFUSED = 'this agent does not allow engine: command (start
  * The command line for one shard.
  *
  * - `vllm`: `vllm serve SOURCE --served-model-name MODEL --host H --port P
- *   --tensor-parallel-size GPUS [--api-key K]`. Multi-node uses vLLM's multiprocessing
+ *   --tensor-parallel-size GPUS`, the key in VLLM_API_KEY. Multi-node uses vLLM's multiprocessing
  *   backend (agent.md §3, vLLM docs `parallelism_scaling.md`): TP = GPUs per node and
  *   PP = nodes, i.e. `--pipeline-parallel-size SHARDS --nnodes SHARDS --node-rank R
  *   --master-addr A --master-port P`, identical on every node, plus `--headless` on
  *   ranks > 0, which run no API server.
- * - `sglang`: `python3 -m sglang.launch_server --model-path SOURCE --served-model-name
- *   MODEL --host H --port P --tp-size T [--api-key K]`. Multi-node adds `--nnodes N
+ * - `sglang`: `python3 -c SGLANG_LAUNCHER --model-path SOURCE --served-model-name
+ *   MODEL --host H --port P --tp-size T` (= `python3 -m sglang.launch_server`, plus
+ *   `--api-key` from LLMGW_ENGINE_API_KEY added in memory). Multi-node adds `--nnodes N
  *   --node-rank R --dist-init-addr A:P`; SGLang wants the same total `--tp-size` on every
  *   node, so T = GPUs per node × shards. Ranks > 0 serve no HTTP.
- * - `llama.cpp`: `llama-server -m SOURCE --alias MODEL --host H --port P [--api-key K]
- *   [-ngl 999 when the shard has GPUs]`; single node only (its RPC mode is not wired up).
- * - `node-llama-cpp`: `BIN --model SOURCE --served-name MODEL --host H --port P
- *   [--api-key K]`; single node only.
- * - `command`: see {@link expandTemplate}.
+ * - `llama.cpp`: `llama-server -m SOURCE --alias MODEL --host H --port P
+ *   [-ngl 999 when the shard has GPUs]`, the key in LLAMA_API_KEY; single node only (its RPC mode is not wired up).
+ * - `node-llama-cpp`: `BIN --model SOURCE --served-name MODEL --host H --port P`, the
+ *   key in LLMGW_ENGINE_API_KEY; single node only.
+ * - `command`: see {@link expandTemplate}; the key in LLMGW_ENGINE_API_KEY.
  *
  * Profile `args` always come last so that an operator can override a flag set here
  * (argparse-style CLIs take the last occurrence). Throws on an unknown engine or an
  * assignment the engine cannot run; the supervisor reports that as a failed shard.
  */
 export function buildCommand(a: ShardAssignment, ctx: CommandContext): EngineCommand {
-  const env = engineEnv(a);
+  const env = { ...engineEnv(a), ...keyEnv(a) };
   switch (a.engine) {
     case 'vllm':
       return { argv: [...vllmArgv(a, ctx), ...a.args], env, http: a.rank === 0 };
@@ -103,8 +139,10 @@ export function engineEnv(a: ShardAssignment): Record<string, string> {
   return env;
 }
 
-function apiKeyArgs(a: ShardAssignment): string[] {
-  return a.api_key ? ['--api-key', a.api_key] : [];
+/** The key's variable for the shard's engine; after the profile env, so a profile cannot replace the key. */
+function keyEnv(a: ShardAssignment): Record<string, string> {
+  const name = API_KEY_ENV[a.engine];
+  return a.api_key && name ? { [name]: a.api_key } : {};
 }
 
 /** Multi-node engines cannot rendezvous without rank 0's address; fail loudly, not with a hang. */
@@ -128,7 +166,6 @@ function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
     '--host', ctx.host,
     '--port', String(ctx.port),
     '--tensor-parallel-size', String(a.gpus.length || 1),
-    ...apiKeyArgs(a),
   ];
   if (a.shards > 1) {
     const m = rendezvous(a);
@@ -147,13 +184,12 @@ function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
 function sglangArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   const perNode = a.gpus.length || 1;
   const argv = [
-    ctx.bins.sglangPython, '-m', 'sglang.launch_server',
+    ctx.bins.sglangPython, '-c', SGLANG_LAUNCHER,
     '--model-path', a.source,
     '--served-model-name', a.model,
     '--host', ctx.host,
     '--port', String(ctx.port),
     '--tp-size', String(perNode * a.shards),
-    ...apiKeyArgs(a),
   ];
   if (a.shards > 1) {
     const m = rendezvous(a);
@@ -170,7 +206,6 @@ function llamaServerArgv(a: ShardAssignment, ctx: CommandContext): string[] {
     '--alias', a.model,
     '--host', ctx.host,
     '--port', String(ctx.port),
-    ...apiKeyArgs(a),
     // Newer builds default to "auto", older ones to 0 (CPU); the agent already chose.
     ...(a.gpus.length > 0 ? ['-ngl', '999'] : []),
   ];
@@ -184,7 +219,6 @@ function nodeLlamaCppArgv(a: ShardAssignment, ctx: CommandContext): string[] {
     '--served-name', a.model,
     '--host', ctx.host,
     '--port', String(ctx.port),
-    ...apiKeyArgs(a),
   ];
 }
 
@@ -195,10 +229,12 @@ function program(bin: string): string[] {
 
 /**
  * The `command` engine: each element of the template has `{host}`, `{port}`, `{model}`,
- * `{source}`, `{api_key}`, `{gpus}` (UUIDs, comma-joined), `{rank}`, `{shards}`,
- * `{master_addr}` and `{master_port}` replaced (absent values become ''). When the shard
- * has no API key, an element that is exactly `{api_key}` is dropped together with a
- * preceding flag (`--api-key {api_key}`), because engines reject an empty key.
+ * `{source}`, `{gpus}` (UUIDs, comma-joined), `{rank}`, `{shards}`, `{master_addr}` and
+ * `{master_port}` replaced (absent values become ''). The key is never put on the
+ * command line, where `ps` shows it to every local user: it is in LLMGW_ENGINE_API_KEY.
+ * `{api_key}`, which templates from before used, is therefore dropped: an element that
+ * is exactly `{api_key}` together with a preceding flag (`--api-key {api_key}`), an
+ * element that contains it (`--key={api_key}`) on its own.
  * A first element naming one of `ctx.bins.programs` runs that program.
  */
 export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[] {
@@ -210,7 +246,6 @@ export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[
     port: String(ctx.port),
     model: a.model,
     source: a.source,
-    api_key: a.api_key ?? '',
     gpus: a.gpus.join(','),
     rank: String(a.rank),
     shards: String(a.shards),
@@ -219,10 +254,11 @@ export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[
   };
   const out: string[] = [];
   for (const element of a.command) {
-    if (element === '{api_key}' && !a.api_key) {
+    if (element === '{api_key}') {
       if (out.length > 1 && out[out.length - 1]?.startsWith('-') === true) out.pop();
       continue;
     }
+    if (element.includes('{api_key}')) continue;
     out.push(element.replace(/\{([a-z_]+)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? (values[name] ?? whole) : whole)));
   }
   const [first = '', ...args] = out;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
+import { LOG_REDACT } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
@@ -62,7 +63,7 @@ program
       '\n(0600) and used from then on. A refused join (the node id is taken, the token is wrong) is one line and exit 1.',
   )
   .action(async (o: RunOptions) => {
-    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' } });
+    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' }, redact: LOG_REDACT });
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
     if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token (see the server's data directory, file join-token)");
     const interval = Number(o.heartbeatInterval);

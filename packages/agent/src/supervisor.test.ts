@@ -163,6 +163,31 @@ describe('Supervisor with real engine processes', () => {
   });
 });
 
+describe('Supervisor and engine keys', () => {
+  // Prints its key as engines do with their settings, then serves as a follower (alive = ready).
+  const blabber = (exit: boolean) => `console.log('settings: api_key=' + process.env.LLMGW_ENGINE_API_KEY); ${exit ? 'process.exit(4)' : 'setInterval(() => {}, 1000)'}`;
+
+  it('passes the key in the environment only, and masks it in the log tail it sends', async () => {
+    const sup = supervisor(tmp());
+    sup.converge([testEngine('secret', [], { rank: 1, shards: 2, command: [process.execPath, '-e', blabber(false), '--api-key', '{api_key}'] })]);
+    const st = await waitFor('ready', () => sup.statuses().find((s) => s.state === 'ready'));
+    expect(fs.readFileSync(`/proc/${st.pid}/cmdline`, 'utf8')).not.toContain('key-secret');
+    expect(fs.readFileSync(`/proc/${st.pid}/environ`, 'utf8').split('\0')).toContain('LLMGW_ENGINE_API_KEY=key-secret');
+    const tail = await waitFor('printed', () => (sup.logTail('secret').includes('settings') ? sup.logTail('secret') : undefined));
+    expect(tail).toContain('settings: api_key=***');
+    expect(tail).not.toContain('key-secret');
+    await sup.shutdown({ stopEngines: true });
+  });
+
+  it('masks it in the failed reason', async () => {
+    const sup = supervisor(tmp(), { maxRestarts: 0 });
+    sup.converge([testEngine('leaky', [], { command: [process.execPath, '-e', blabber(true)] })]);
+    const st = await waitFor('failed', () => sup.statuses().find((s) => s.state === 'failed'));
+    expect(st.error).toContain('settings: api_key=***');
+    expect(st.error).not.toContain('key-leaky');
+  });
+});
+
 describe('Supervisor failure handling', () => {
   it('an engine that always crashes ends failed with its exit code and last log line', async () => {
     const sup = supervisor(tmp(), { maxRestarts: 2 });

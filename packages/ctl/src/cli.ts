@@ -4,6 +4,7 @@ import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
 import { addMembershipCommands } from './membership.js';
 import { colours } from './render.js';
+import { addTokenCommands } from './tokens-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
@@ -223,6 +224,8 @@ keys
     if (json) return printJson(k);
     print(`key/${k.id} revoked`);
   });
+
+addTokenCommands(program, { globals, print, printJson });
 
 program
   .command('usage')

@@ -1,7 +1,8 @@
 /**
  * Why a command failed, as scripts see it: each kind of failure has one exit code,
  * given here and nowhere else.
- * - `failed`: the server refused the request (any error answer, a bad token included)
+ * - `failed`: the server refused the request (any error answer, a bad token or a token
+ *   whose role does not allow the request included)
  *   or the operation did not finish (a drain cancelled or timed out);
  * - `usage`: a flag or argument ctl could not make sense of, so nothing was sent;
  * - `unreachable`: no answer from the server at all.

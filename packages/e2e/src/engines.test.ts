@@ -143,7 +143,7 @@ describe('engines on a node', () => {
     expect(replica.pool).toBe('rack-a');
     expect(replica.shards.map((s) => s.node).sort()).toEqual(['gpu-a', 'gpu-b']);
 
-    const rank0 = JSON.parse(fs.readFileSync(path.join(record, 'big-rank0.json'), 'utf8')) as { argv: string[]; cuda_visible_devices: string; cuda_device_order: string };
+    const rank0 = JSON.parse(fs.readFileSync(path.join(record, 'big-rank0.json'), 'utf8')) as { argv: string[]; cuda_visible_devices: string; cuda_device_order: string; has_vllm_api_key: boolean };
     const rank1 = JSON.parse(fs.readFileSync(path.join(record, 'big-rank1.json'), 'utf8')) as typeof rank0;
     const head = replica.shards.find((s) => s.rank === 0)!;
     const flag = (argv: string[], f: string) => argv[argv.indexOf(f) + 1];
@@ -160,5 +160,7 @@ describe('engines on a node', () => {
     expect(replica.endpoint).toBe(`http://127.0.0.1:${head.port}`);
     expect(rank0.cuda_visible_devices).toMatch(/^GPU-[0-9a-f-]+$/);
     expect(rank0.cuda_device_order).toBe('PCI_BUS_ID');
+    // The key is in vLLM's own variable on every rank, never on a command line.
+    for (const r of [rank0, rank1]) expect([r.argv.includes('--api-key'), r.has_vllm_api_key]).toEqual([false, true]);
   });
 });

@@ -4,6 +4,22 @@ import type { AddressInfo } from 'node:net';
 /** Exit code for a bad command line, as most CLIs do. */
 export const USAGE_EXIT_CODE = 2;
 
+/**
+ * The environment variable an llmgw engine reads its API key from. The agent always
+ * passes the key this way: a command line is visible to every local user (`ps`), the
+ * environment only to the process's owner and root.
+ */
+export const ENGINE_API_KEY_ENV = 'LLMGW_ENGINE_API_KEY';
+
+/**
+ * The API key an engine requires: `--api-key` when given (for people who start an
+ * engine by hand), else LLMGW_ENGINE_API_KEY, else none. An empty value is none.
+ */
+export function apiKeyFrom(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | null {
+  const key = flag ?? env[ENGINE_API_KEY_ENV];
+  return key === undefined || key === '' ? null : key;
+}
+
 /** A command line an engine cannot run; reported in one line. */
 export class UsageError extends Error {}
 

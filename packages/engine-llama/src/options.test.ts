@@ -2,6 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import { DEFAULT_PARALLEL, parseEngineArgs, sizingFromArgs } from './options.js';
 
 describe('parseEngineArgs', () => {
+  it('takes the key from LLMGW_ENGINE_API_KEY when --api-key is not given', () => {
+    const argv = ['--model', '/m.gguf', '--port', '1'];
+    expect(parseEngineArgs(argv, { LLMGW_ENGINE_API_KEY: 'sk-env' })).toMatchObject({ kind: 'options', options: { apiKey: 'sk-env' } });
+    expect(parseEngineArgs([...argv, '--api-key', 'k'], { LLMGW_ENGINE_API_KEY: 'sk-env' })).toMatchObject({ kind: 'options', options: { apiKey: 'k' } });
+    expect(parseEngineArgs(argv, {})).toMatchObject({ kind: 'options', options: { apiKey: null } });
+  });
+
   it('takes the agent argv with defaults for the rest', () => {
     const r = parseEngineArgs(['--model', '/m.gguf', '--served-name', 'tiny', '--host', '0.0.0.0', '--port', '40001', '--api-key', 'k']);
     expect(r).toEqual({

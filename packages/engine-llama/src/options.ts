@@ -1,4 +1,4 @@
-import { UsageError, intFlag, parseCommandLine } from '@llmgw/engine-http';
+import { UsageError, apiKeyFrom, intFlag, parseCommandLine } from '@llmgw/engine-http';
 import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
 import { DEFAULT_CONTEXT_SIZE, DEFAULT_PARALLEL } from '@llmgw/gguf';
 
@@ -37,7 +37,8 @@ Required:
 Options:
   --served-name NAME    model name requests must use (default: general.name, else file name)
   --host HOST           address to bind (default 127.0.0.1)
-  --api-key KEY         require "Authorization: Bearer KEY" on /v1/*
+  --api-key KEY         require "Authorization: Bearer KEY" on /v1/* (default: the
+                        LLMGW_ENGINE_API_KEY variable, which keeps it out of ps)
   --threads N           llama.cpp threads (default: 1 per 256 MiB of weights, at least 1,
                         at most the cores this process may use; never more than cores)
   --parallel N          requests generated at once (default ${DEFAULT_PARALLEL}); more wait in a queue
@@ -51,8 +52,8 @@ bound (the model may still be loading: /health answers 503 until it is ready).
 
 const VALUE_FLAGS = new Set(['model', 'served-name', 'host', 'port', 'api-key', 'threads', 'parallel', 'context-size']);
 
-/** Parses the engine's argv (without node and the script). Never throws. */
-export function parseEngineArgs(argv: readonly string[]): ParseResult {
+/** Parses the engine's argv (without node and the script); the key may also come from `env`. Never throws. */
+export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
   return parseCommandLine(argv, VALUE_FLAGS, (flags) => {
     const model = flags.get('model');
     if (model === undefined || model === '') throw new UsageError('--model is required');
@@ -65,7 +66,7 @@ export function parseEngineArgs(argv: readonly string[]): ParseResult {
       servedName: servedName === undefined || servedName === '' ? null : servedName,
       host: flags.get('host') ?? '127.0.0.1',
       port: intFlag('port', port, 0, 65535),
-      apiKey: apiKey === undefined || apiKey === '' ? null : apiKey,
+      apiKey: apiKeyFrom(apiKey, env),
       threads: flags.int('threads', 1, 1024),
       parallel: flags.int('parallel', 1, 256) ?? DEFAULT_PARALLEL,
       contextSize: flags.int('context-size', 16, 1 << 24),

@@ -2,9 +2,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
+import { LOG_REDACT } from '@llmgw/shared';
 import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.js';
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
+import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
 import { collectSans, listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
 import { JOIN_APPROVALS, type JoinApproval } from './credentials/membership.js';
 
@@ -50,6 +52,8 @@ const program = new Command('llmgw-server')
   .addHelpText(
     'after',
     '\nSecrets come from the environment, never flags: LLMGW_ADMIN_TOKEN (ctl, dashboard) and LLMGW_JOIN_TOKEN (agents).\nWhen unset, each is generated once and kept in the data directory (files admin-token and join-token).' +
+      '\nThe admin token is the bootstrap admin; ctl tokens create makes admin, viewer (read-only) and metrics (/metrics only) tokens.' +
+      '\nThe data directory is kept 0700, llmgw.db and the secret files 0600; engine keys are derived from <data-dir>/engine-key-secret, never stored.' +
       '\n\nThe admin listener serves HTTPS with a CA made on first start (<data-dir>/tls/ca.pem; ctl --ca, curl --cacert).' +
       '\nThe certificate names the listen address, the hostname, every address of this machine and --tls-san; it is reissued from the same CA when that changes.' +
       '\n<data-dir>/join-token holds the full join token (the secret pinned to the CA); `llmgw-server join-token` prints it.' +
@@ -58,7 +62,7 @@ const program = new Command('llmgw-server')
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.',
   )
   .action(async (o: Record<string, string | undefined> & { tlsSan: string[]; insecureHttp?: boolean }) => {
-    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' } });
+    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' }, redact: LOG_REDACT });
     const num = (name: string, v: string | undefined) => {
       const n = Number(v);
       if (!(n > 0)) fail(`invalid --${name} "${v}": want a number of seconds > 0`);
@@ -97,6 +101,12 @@ const program = new Command('llmgw-server')
       }
     } else {
       log.warn('no --catalog given: no models will be placed');
+    }
+    try {
+      const had = secureDataDir(dataDir);
+      if (had !== undefined) log.warn({ dataDir, was: octal(had), now: octal(DIR_MODE) }, 'data directory was readable by others; tightened it to 0700');
+    } catch (err) {
+      fail(`cannot make the data directory ${dataDir} (${(err as Error).message}): check --data-dir, or create it as the user that runs llmgw-server`);
     }
     const admin = tokenFor(process.env.LLMGW_ADMIN_TOKEN, dataDir, 'admin-token');
     if (admin.file) log.info({ file: admin.file }, 'admin token (for ctl and the dashboard) is in this file');

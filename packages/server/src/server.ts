@@ -7,13 +7,17 @@ import { fullJoinToken } from '@llmgw/shared';
 import { adminApi } from './api/admin.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
+import { engineKeys } from './controller/engine-keys.js';
+import { tokenFor } from './api/tokens.js';
 import { membershipApi } from './credentials/admin-routes.js';
 import { JoinToken } from './credentials/join-token.js';
 import { Membership, type JoinApproval } from './credentials/membership.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { Gateway } from './gateway/gateway.js';
-import { adminErrors, methodNotAllowed, requireToken } from './api/http.js';
+import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
+import { adminErrors, methodNotAllowed } from './api/http.js';
+import { tokensApi } from './api/tokens-api.js';
 import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
 import { KeyRing } from './gateway/keys.js';
@@ -49,6 +53,8 @@ export interface ServerSettings {
   connections?: Partial<ConnectionLimits>;
   /** Longest silence of an engine mid-stream; the stream then ends with an error event. */
   streamIdleTimeoutS: number;
+  /** What engine keys are derived from; default: `<dataDir>/engine-key-secret`, made on first start. */
+  engineKeySecret?: string;
   /**
    * TLS of the admin listener and the CA served on `/cacerts` (see `tls/`); absent
    * means plain HTTP, which `--insecure-http` asks for and the dashboard warns about.
@@ -152,6 +158,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       minHealthyMs: settings.minHealthyS * 1000,
       drainTimeoutMs: settings.drainTimeoutS * 1000,
       maxLostFraction: settings.maxLostFraction,
+      engineKey: engineKeys(settings.engineKeySecret ?? tokenFor(undefined, settings.dataDir, 'engine-key-secret').token),
     },
     log,
   );
@@ -187,11 +194,14 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
   const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => (caPem ? fullJoinToken(secret, caPem) : secret)), settings.joinApproval ?? 'auto', log);
   admin.use('/agent/v1', agentApi(controller, membership));
-  admin.use('/api/v1', requireToken(settings.adminToken, 'admin token'), adminApi(controller, keys), membershipApi(membership));
-  admin.route('/metrics').get(requireToken(settings.adminToken, 'admin token'), async (_req, res) => {
+  // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
+  // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
+  const access = new AccessTokens(store, settings.adminToken);
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), tokensApi(access), adminApi(controller, keys), membershipApi(membership));
+  admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
-  admin.use('/', dashboard(controller, keys, settings.adminToken, { insecureHttp: !settings.adminTls }));
+  admin.use('/', dashboard(controller, keys, settings.adminToken, access, { insecureHttp: !settings.adminTls }));
   admin.use((req, _res, next) => {
     next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });

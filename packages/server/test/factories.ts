@@ -1,7 +1,7 @@
 import type { GpuReport, Model, NodeReport, Profile } from '@llmgw/shared';
 import type { Replica } from '../src/domain.js';
 import type { ServerSettings } from '../src/server.js';
-import type { Store, StoredKey, UsageDelta } from '../src/store/store.js';
+import type { Store, StoredKey, StoredToken, UsageDelta } from '../src/store/store.js';
 import type { NodeSnapshot, PlacementOutcome, Rejection, Reservation } from '../src/snapshot.js';
 import { place, type PlaceInput } from '../src/placement/index.js';
 
@@ -131,6 +131,7 @@ export function makeReport(overrides: Partial<NodeReport> = {}): NodeReport {
 export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): Store & { usage: UsageDelta[] } {
   const { replicas = [], ...overrides } = o;
   const keys = new Map<string, StoredKey>();
+  const tokens = new Map<string, StoredToken>();
   const usage: UsageDelta[] = [];
   return {
     usage,
@@ -147,6 +148,8 @@ export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): 
     saveKey: (k) => void keys.set(k.id, k),
     addUsage: (ds) => void usage.push(...ds.map((d) => ({ ...d }))),
     loadUsage: () => [],
+    loadTokens: () => [...tokens.values()],
+    saveToken: (t) => void tokens.set(t.id, t),
     transaction: (fn) => fn(),
     probe: () => {},
     close: () => {},

@@ -81,6 +81,7 @@ export function heartbeat(nodeId = 'node-a', extra: Record<string, unknown> = {}
 
 export interface LiveServer {
   running: RunningServer;
+  dataDir: string;
   admin: string;
   client: string;
   apiKey: string;
@@ -110,6 +111,7 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   const apiKey = (JSON.parse(key.body) as { secret: string }).secret;
   return {
     running,
+    dataDir,
     admin,
     client: running.clientUrl,
     apiKey,

@@ -17,37 +17,50 @@ const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
  */
 const List = <T extends TSchema>(item: T, maxItems = 1024) => Type.Array(item, { maxItems });
 
+/**
+ * Where the server reaches a node: an IP address or a host name, nothing else (format
+ * `host`, see validate.ts). The server puts it into engine URLs (`http://ADDR:PORT`), so
+ * a scheme, port, path, user info or space would let a report send client traffic
+ * somewhere else than the node.
+ */
+const Host = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  format: 'host',
+  failMessage: 'must be an IP address or a host name, without scheme, port or path (e.g. 10.0.0.5, fd00::5 or gpu-1.lan)',
+});
+
 /** One GPU as the agent saw it. `uuid` is the stable key; `index` can change after a GPU is lost. */
 export const GpuReportSchema = Type.Object({
   index: Count,
   /** Absent for a GPU the driver lost: nvidia-smi can no longer name it. */
-  uuid: Type.Optional(Str()),
-  bus_id: Type.Optional(Str()),
-  name: Str(),
+  uuid: Type.Optional(Str({ maxLength: 256 })),
+  bus_id: Type.Optional(Str({ maxLength: 256 })),
+  name: Str({ maxLength: 256 }),
   /** Short normalised class such as `H100-80GB`, `RTX-4090`, `L40S`. */
-  class: Str(),
+  class: Str({ maxLength: 256 }),
   /** Absent when nvidia-smi printed a sentinel such as `[N/A]`: unknown is not zero. */
   memory_total_mb: Type.Optional(Count),
   memory_used_mb: Type.Optional(Count),
   /** Empty when healthy. Any entry keeps the GPU out of placement. */
-  problems: List(Str(), 64),
+  problems: List(Str({ maxLength: 1024 }), 64),
 });
 export type GpuReport = Static<typeof GpuReportSchema>;
 
 export const NodeReportSchema = Type.Object({
   node_id: Id,
-  hostname: Str(),
-  /** Address (host, no port) at which the server reaches engines on this node. */
-  mgmt_addr: Str(),
-  agent_version: Str(),
+  hostname: Str({ maxLength: 253 }),
+  /** Address (IP or host name; no scheme, port or path) at which the server reaches engines on this node. */
+  mgmt_addr: Host,
+  agent_version: Str({ maxLength: 128 }),
   // A Kubernetes label key is at most 317 characters (253 prefix, /, 63 name).
-  labels: Type.Record(Type.String(), Type.String({ maxLength: 4096 }), { maxProperties: 256, propertyNames: { maxLength: 317 } }),
-  pool: Type.Optional(Str()),
+  labels: Type.Record(Type.String(), Type.String({ maxLength: 4096 }), { maxProperties: 256, propertyNames: { minLength: 1, maxLength: 317 } }),
+  pool: Type.Optional(Str({ maxLength: 253 })),
   /** min(MemTotal, cgroup memory.max). Absent when the agent could not read it. */
   memory_total_mb: Type.Optional(Count),
   cpu_cores: Type.Optional(Count),
   gpus: List(GpuReportSchema, 256),
-  fabrics: List(Str(), 64),
+  fabrics: List(Str({ minLength: 1, maxLength: 64 }), 64),
   /** A node-level GPU problem (driver not loaded, version mismatch). */
   gpu_error: Type.Optional(Str()),
   /** The sources this agent has looked at (found or not); absent from agents that cannot estimate. */

@@ -6,4 +6,6 @@ export * from './units.js';
 export type { Static, TSchema } from '@sinclair/typebox';
 export * from './keys.js';
 export * from './errors.js';
+export * from './redact.js';
+export * from './tokens.js';
 export * from './join-token.js';

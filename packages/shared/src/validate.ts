@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TSchema } from '@sinclair/typebox';
 
@@ -10,6 +11,16 @@ export interface ValidationFailure {
 export type Validated<T> = { ok: true; value: T } | { ok: false; error: ValidationFailure };
 
 const ajv = new Ajv({ allErrors: false, strict: false, verbose: true });
+
+/** An RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens (IPv4 is one too). */
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** Format `host`: an IP address (Node's own parser, so IPv6 is exactly IPv6) or a host name. */
+export function isHost(s: string): boolean {
+  // No IPv6 zone (fe80::1%eth0): it names an interface of the agent's machine, not the server's.
+  return s.length <= 253 && ((isIP(s) !== 0 && !s.includes('%')) || HOST_NAME.test(s));
+}
+ajv.addFormat('host', { type: 'string', validate: isHost });
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 
 /** `/report/gpus/0/index` → `report.gpus[0].index`. */
@@ -44,6 +55,14 @@ function describe(e: ErrorObject, root: string): ValidationFailure {
     case 'const': {
       const options = unionLiterals(e.parentSchema);
       message = options ? `must be one of ${options.join(', ')}` : 'has an invalid value';
+      break;
+    }
+    case 'pattern':
+    case 'format': {
+      // A schema may say in words what its pattern or format means (`failMessage`, which
+      // ajv ignores as an unknown keyword); a regular expression tells an operator nothing.
+      const words = (e.parentSchema as { failMessage?: unknown } | undefined)?.failMessage;
+      message = typeof words === 'string' ? words : (e.message ?? 'is invalid');
       break;
     }
     default:

@@ -25,6 +25,13 @@ describe('parseEngineArgs', () => {
     });
   });
 
+  it('takes the key from LLMGW_ENGINE_API_KEY, where the agent puts it; --api-key wins for a person at a shell', () => {
+    const env = { LLMGW_ENGINE_API_KEY: 'sk-env' };
+    expect(parseEngineArgs(base, env)).toMatchObject({ kind: 'options', options: { apiKey: 'sk-env' } });
+    expect(parseEngineArgs([...base, '--api-key', 'sk-flag'], env)).toMatchObject({ kind: 'options', options: { apiKey: 'sk-flag' } });
+    expect(parseEngineArgs(base, { LLMGW_ENGINE_API_KEY: '' })).toMatchObject({ kind: 'options', options: { apiKey: null } });
+  });
+
   it('reads every flag, in both --flag value and --flag=value forms', () => {
     const parsed = parseEngineArgs([
       ...base,

@@ -1,4 +1,4 @@
-import { USAGE_EXIT_CODE, UsageError, intFlag, parseCommandLine } from '@llmgw/engine-http';
+import { USAGE_EXIT_CODE, UsageError, apiKeyFrom, intFlag, parseCommandLine } from '@llmgw/engine-http';
 import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
 import { FAULTS, type Fault } from './faults.js';
 
@@ -41,7 +41,8 @@ Required:
 
 Options:
   --host HOST              address to bind (default 127.0.0.1)
-  --api-key KEY            require "Authorization: Bearer KEY" on /v1/*
+  --api-key KEY            require "Authorization: Bearer KEY" on /v1/* (default: the
+                           LLMGW_ENGINE_API_KEY variable, which keeps it out of ps)
   --load-delay-ms N        pretend loading the model takes N ms (default 0)
   --load-mode refuse|503   while loading: refuse = not listening yet (like vLLM, default);
                            503 = listening, /health and /v1/* answer 503 (like llama-server)
@@ -87,7 +88,8 @@ const VALUE_FLAGS = new Set([
   'fault-bytes',
 ]);
 
-export function parseEngineArgs(argv: readonly string[]): ParseResult {
+/** Parses the engine's argv; the key may also come from `env` (see `apiKeyFrom`). */
+export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
   return parseCommandLine(argv, VALUE_FLAGS, (flags) => {
     const port = flags.get('port');
     if (port === undefined) throw new UsageError('--port is required');
@@ -107,7 +109,7 @@ export function parseEngineArgs(argv: readonly string[]): ParseResult {
       host,
       port: intFlag('port', port, 0, 65535),
       model,
-      apiKey: apiKey ?? null,
+      apiKey: apiKeyFrom(apiKey, env),
       loadDelayMs: flags.int('load-delay-ms', 0, 2 ** 31 - 1) ?? 0,
       loadMode,
       tokenDelayMs: flags.int('token-delay-ms', 0, 2 ** 31 - 1) ?? 0,

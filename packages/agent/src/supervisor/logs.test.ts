@@ -49,7 +49,16 @@ describe('lastRunLines', () => {
     expect(lastRunLines('a\nb\n')).toBe('a\nb');
     const file = path.join(dir, 'last.log');
     fs.writeFileSync(file, `${LAUNCH_MARK}x\nfatal\n`);
-    expect(lastLogLines(file)).toBe('fatal');
+    expect(lastLogLines(file, undefined)).toBe('fatal');
+  });
+
+  it('masks the key before cutting lines short, so a key at the cut is not half shown', () => {
+    const file = path.join(dir, 'key.log');
+    const key = 'sk-llmgw-engine-abcdefghijklmnop';
+    fs.writeFileSync(file, `${LAUNCH_MARK}x\n${'a'.repeat(490)}${key}\nkey=${key}\n`);
+    const shown = lastLogLines(file, key);
+    expect(shown).toContain('key=***');
+    expect(shown).not.toContain('sk-llmgw-eng');
   });
 });
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { redactSecrets } from '@llmgw/shared';
 
 /** Starts the agent's line before each launch; the failed reason shows only what follows the last one. */
 export const LAUNCH_MARK = '=== llmgw-agent ';
@@ -21,12 +22,8 @@ function safeName(id: string): string {
 /** Appends the launch mark with the command line, the shard's API key masked. */
 export function writeLaunchMark(file: string, shardId: string, restarts: number, argv: readonly string[], secret: string | undefined): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const shown = argv.map((arg) => redact(arg, secret)).join(' ');
+  const shown = redactSecrets(argv.join(' '), [secret]);
   fs.appendFileSync(file, `\n${LAUNCH_MARK}${new Date().toISOString()} launch #${restarts} of shard ${shardId}: ${shown}\n`);
-}
-
-function redact(arg: string, secret: string | undefined): string {
-  return secret ? arg.split(secret).join('***') : arg;
 }
 
 /** The last `maxBytes` of a file, from a line start; '' when it cannot be read. */
@@ -48,9 +45,13 @@ export function readTail(file: string, maxBytes: number): string {
   }
 }
 
-/** The last lines the current run of the engine wrote (after the agent's launch mark), for a failed reason. */
-export function lastLogLines(file: string): string {
-  return lastRunLines(readTail(file, 64 * 1024));
+/**
+ * The last lines the current run of the engine wrote (after the agent's launch mark), for
+ * a failed reason, with the shard's key masked before lines are cut short (a cut key
+ * would no longer match): engines print their settings at start, vLLM its key among them.
+ */
+export function lastLogLines(file: string, secret: string | undefined): string {
+  return lastRunLines(redactSecrets(readTail(file, 64 * 1024), [secret]));
 }
 
 /** The pure half of {@link lastLogLines}: non-blank lines after the last launch mark, each cut short. */

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import type { ShardAssignment, ShardStatus } from '@llmgw/shared';
+import { redactSecrets, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import { buildCommand, type EngineCommand } from '../engines.js';
 import { isSameProcess } from '../proc.js';
 import { blockerOf, fingerprint, planConverge } from './converge.js';
@@ -123,9 +123,12 @@ export class Supervisor {
     }));
   }
 
-  /** The end of a shard's log (at most `maxBytes`, whole lines), for `ctl logs`. */
+  /**
+   * The end of a shard's log (at most `maxBytes`, whole lines), for `ctl logs`, with the
+   * shard's key masked: the tail goes to the server and on to anyone who reads logs.
+   */
   logTail(shardId: string, maxBytes = 16 * 1024): string {
-    return readTail(this.logFile(shardId), maxBytes);
+    return redactSecrets(readTail(this.logFile(shardId), maxBytes), [this.shards.get(shardId)?.a.api_key]);
   }
 
   /**
@@ -189,7 +192,7 @@ export class Supervisor {
 
   /** A failed launch or an exit: the state machine decides between a restart and giving up. */
   private failed(s: Shard, how: string): void {
-    const logTail = lastLogLines(this.logFile(s.a.id));
+    const logTail = lastLogLines(this.logFile(s.a.id), s.a.api_key);
     this.carryOut(s, this.apply(s, { type: 'exited', how, now: Date.now(), logTail }));
   }
 

@@ -3,6 +3,7 @@ import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema } from
 import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import type { Controller } from '../controller/controller.js';
 import { DomainError, badRequest, echo, notFound } from '../errors.js';
+import { forbidden, principalOf } from './access.js';
 import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
@@ -27,7 +28,11 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
   r.route('/replicas').get((req, res) => {
     const q = typeof req.query.model === 'string' ? req.query.model : undefined;
     const model = q ? resolveModel(ctl, q) : undefined;
-    res.json(replicaViews(ctl, model, req.query.show_keys === 'true'));
+    const showKeys = req.query.show_keys === 'true';
+    // An engine key calls the engine past every client key and limit: it is not a read.
+    const who = principalOf(res);
+    if (showKeys && who && who.role !== 'admin') throw forbidden(who, 'show_keys (engine keys)');
+    res.json(replicaViews(ctl, model, showKeys));
   }).all(methodNotAllowed);
 
   r.route('/replicas/:id/logs').get((req, res) => {

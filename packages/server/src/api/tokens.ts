@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { SECRET_FILE_MODE, secureDataDir, tighten } from '../store/modes.js';
 
 /**
  * Returns the token from the environment, or the one kept in `<dataDir>/<name>`,
@@ -12,13 +13,15 @@ export function tokenFor(fromEnv: string | undefined, dataDir: string, name: str
   const file = path.join(dataDir, name);
   try {
     const existing = fs.readFileSync(file, 'utf8').trim();
+    // A file from an older server or another umask may be readable by others.
+    tighten(file, SECRET_FILE_MODE);
     if (existing) return { token: existing, file };
   } catch {
     /* first start */
   }
-  fs.mkdirSync(dataDir, { recursive: true });
+  secureDataDir(dataDir);
   const token = `llmgw-${name.replace(/-token$/, '')}-${randomBytes(24).toString('base64url')}`;
-  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  fs.writeFileSync(file, `${token}\n`, { mode: SECRET_FILE_MODE });
   return { token, file };
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { makeModel, makeProfile, makeReplica } from '../../test/factories.js';
 import type { PlannedReplica } from '../reconcile/reconcile.js';
+import { engineKeys } from './engine-keys.js';
 import { allocatePort, frozen, materialize, newReplicaIds, withSpec } from './apply.js';
 
 const planned: PlannedReplica = {
@@ -20,13 +21,21 @@ describe('materialize', () => {
 
 describe('newReplicaIds', () => {
   it('makes a fresh id and engine key each time', () => {
-    const a = newReplicaIds();
-    const b = newReplicaIds(29500);
+    const keyOf = engineKeys('secret');
+    const a = newReplicaIds(keyOf);
+    const b = newReplicaIds(keyOf, 29500);
     expect(a.id).toMatch(/^r-[0-9a-f]{8}$/);
     expect(a.apiKey).toMatch(/^sk-llmgw-engine-/);
+    expect(a.apiKey).not.toBe(b.apiKey);
     expect(a.id).not.toBe(b.id);
     expect(b.masterPort).toBe(29500);
     expect(a).not.toHaveProperty('masterPort');
+  });
+
+  it('derives the key from the secret and the id: the same after a restart, another with another secret', () => {
+    expect(engineKeys('secret')('r-1')).toBe(engineKeys('secret')('r-1'));
+    expect(engineKeys('secret')('r-1')).not.toBe(engineKeys('secret')('r-2'));
+    expect(engineKeys('other')('r-1')).not.toBe(engineKeys('secret')('r-1'));
   });
 });
 

@@ -1,8 +1,10 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Model } from '@llmgw/shared';
 import { HOLDS_RESOURCES, type Replica } from '../domain.js';
 import type { PlannedReplica } from '../reconcile/reconcile.js';
 import { specOf } from '../reconcile/spec.js';
+import type { StoredReplica } from '../store/store.js';
+import type { EngineKeyOf } from './engine-keys.js';
 
 /** What a planned replica gets when the plan is applied. */
 export interface ReplicaIds {
@@ -12,11 +14,15 @@ export interface ReplicaIds {
   masterPort?: number;
 }
 
-/** Fresh, unguessable ids: the key is what lets only the gateway call the engine. */
-export function newReplicaIds(masterPort?: number): ReplicaIds {
+/**
+ * Fresh ids; the key, what lets only the gateway call the engine, is derived from the
+ * id with the server's secret (`keyOf`), so it is never stored and never guessable.
+ */
+export function newReplicaIds(keyOf: EngineKeyOf, masterPort?: number): ReplicaIds {
+  const id = `r-${randomUUID().slice(0, 8)}`;
   return {
-    id: `r-${randomUUID().slice(0, 8)}`,
-    apiKey: `sk-llmgw-engine-${randomBytes(18).toString('base64url')}`,
+    id,
+    apiKey: keyOf(id),
     ...(masterPort !== undefined ? { masterPort } : {}),
   };
 }
@@ -54,7 +60,7 @@ export function allocatePort(replicas: Iterable<Replica>, next: number): { port:
  * it finds on load; without its model or profile there it gets none (and no
  * assignments) until reconcile removes it.
  */
-export function withSpec(r: Replica, models: readonly Model[]): Replica {
+export function withSpec<R extends StoredReplica>(r: R, models: readonly Model[]): R {
   if (r.spec) return r;
   const model = models.find((m) => m.name === r.model);
   const profile = model?.profiles.find((p) => p.name === r.profile);

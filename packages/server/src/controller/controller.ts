@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { AssignmentsReply, Heartbeat, HeartbeatReply, Model, NodeAdminState, ShardAssignment, ShardStatus } from '@llmgw/shared';
+import { redactSecrets, type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Replica } from '../domain.js';
 import type { Inventory } from '../inventory.js';
@@ -7,6 +7,7 @@ import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstima
 import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
 import type { Store } from '../store/store.js';
+import { ephemeralEngineKeys, type EngineKeyOf } from './engine-keys.js';
 import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
 import { assignmentsFor } from './assignments.js';
 import { applyShardReports } from './replica-status.js';
@@ -48,6 +49,8 @@ export interface ControllerOptions {
   /** First backoff of a failed replica before it is replaced; doubles per failure of the model. */
   failedBackoffMs: number;
   now?: () => number;
+  /** Each replica's engine key; a secret of this process only when not given (tests). */
+  engineKey?: EngineKeyOf;
 }
 
 const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), models: new Map() }) };
@@ -82,6 +85,7 @@ export class Controller {
   private readonly versionBase: number;
   readonly now: () => number;
   readonly startedAtMs: number;
+  private readonly engineKey: EngineKeyOf;
 
   constructor(
     readonly inventory: Inventory,
@@ -96,7 +100,10 @@ export class Controller {
     this.events.setMaxListeners(0);
     // Any replica change invalidates the routing table; it is rebuilt on the next request.
     this.events.on('replicas', () => (this.routeCache = undefined));
-    for (const r of store.loadReplicas()) this.replicas.set(r.id, frozen(withSpec(r, catalog.models)));
+    this.engineKey = opts.engineKey ?? ephemeralEngineKeys();
+    // Stored replicas have no key; what a store from before still held is replaced too,
+    // so every key is the derived one (an engine started with an old key restarts once).
+    for (const r of store.loadReplicas()) this.replicas.set(r.id, frozen(withSpec({ ...r, apiKey: this.engineKey(r.id) }, catalog.models)));
     this.refreshAssignments();
   }
 
@@ -215,9 +222,12 @@ export class Controller {
     const byReplica = new Map<string, ShardStatus[]>();
     for (const st of hb.shards) byReplica.set(st.replica_id, [...(byReplica.get(st.replica_id) ?? []), st]);
     const changed: string[] = [];
-    for (const [id, reports] of byReplica) {
+    for (const [id, raw] of byReplica) {
       const before = this.replicas.get(id);
       if (!before) continue;
+      // An agent masks the key, but engine output is not ours to trust: what an agent sends
+      // is shown by ctl logs and replicas and written to the log, so it is masked here too.
+      const reports = raw.map((st) => maskKey(st, before.apiKey));
       for (const st of reports) {
         if (st.log_tail !== undefined && before.shards.some((s) => s.id === st.id && s.nodeId === nodeId)) this.logTails.set(st.id, st.log_tail);
       }
@@ -307,7 +317,7 @@ export class Controller {
     for (const action of plan.actions) {
       if (action.kind !== 'create') continue;
       const p = action.replica;
-      const r = materialize(p, newReplicaIds(p.shards.length > 1 ? this.allocateMasterPort() : undefined));
+      const r = materialize(p, newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined));
       this.replicas.set(r.id, frozen(r));
       changed.push(r.id);
       this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
@@ -363,4 +373,13 @@ export class Controller {
       this.events.emit(`assignments:${node.id}`);
     }
   }
+}
+
+/** A shard's report with the replica's engine key masked in its error and log tail. */
+function maskKey(st: ShardStatus, key: string): ShardStatus {
+  return {
+    ...st,
+    ...(st.error !== undefined ? { error: redactSecrets(st.error, [key]) } : {}),
+    ...(st.log_tail !== undefined ? { log_tail: redactSecrets(st.log_tail, [key]) } : {}),
+  };
 }

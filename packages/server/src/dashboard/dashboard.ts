@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { ErrorCode, NodeAdminState } from '@llmgw/shared';
 import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import type { Controller } from '../controller/controller.js';
-import { secretEquals } from '../api/tokens.js';
+import { forbidden, type AccessTokens, type Principal } from '../api/access.js';
 import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../api/http.js';
 import type { KeyRing } from '../gateway/keys.js';
@@ -20,12 +20,13 @@ import { CSP } from './style.js';
  * from the same view functions as `/api/v1`, so the two never disagree, and there is no
  * front-end build: each page is one small HTML response.
  *
- * Auth: the admin token is typed into a login form (POST body, never a URL) and traded
- * for a signed session cookie (see `Sessions`). Every state-changing POST needs that
+ * Auth: the admin token, or an admin or viewer token (`ctl tokens create`), is typed into
+ * a login form (POST body, never a URL) and traded for a signed session cookie (see
+ * `Sessions`); a viewer's session sees every page without the actions. Every state-changing POST needs that
  * session, its CSRF token in a hidden field, and, when the browser sends them, an
  * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
  */
-export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, opts: { insecureHttp?: boolean } = {}): Router {
+export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: { insecureHttp?: boolean } = {}): Router {
   const r = express.Router();
   // Every page of an --insecure-http server carries the warning; `send` reads it here.
   r.use((_req, res, next) => {
@@ -39,7 +40,24 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, op
   const loginForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 8 });
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 32 });
 
-  const sessionOf = (req: Request) => sessions.verify(cookieValue(req.headers.cookie, SESSION_COOKIE));
+  /** The session, while its token is still live: revoking a token logs its sessions out. */
+  const sessionOf = (req: Request) => {
+    const s = sessions.verify(cookieValue(req.headers.cookie, SESSION_COOKIE));
+    return s && (s.tokenId === undefined || tokens.live(s.tokenId)) ? s : undefined;
+  };
+  /** Who opened a session; the bootstrap admin token when it names no token. */
+  const whoOf = (s: Session): Principal => (s.tokenId !== undefined ? tokens.live(s.tokenId) : undefined) ?? { role: 'admin', name: 'admin token' };
+  /** A viewer's session may look, not act: its action pages and POSTs get a 403 page. */
+  const adminOnly =
+    (handler: (req: Request, res: Response, s: Session) => void) =>
+    (req: Request, res: Response, s: Session) => {
+      const who = whoOf(s);
+      if (who.role !== 'admin') {
+        refuse(req, res, 'forbidden', messagePage('Read-only', `${forbidden(who, 'changing a node').message}.`), s);
+        return;
+      }
+      handler(req, res, s);
+    };
 
   /** Runs `handler` with the session, or sends the visitor to log in. */
   const authed =
@@ -113,13 +131,18 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, op
       return;
     }
     const token = typeof body.token === 'string' ? body.token.trim() : '';
-    if (!token || !secretEquals(token, adminToken)) {
+    const found = tokens.resolve(token);
+    if (!found.ok) {
       limiter.fail(addr);
-      refuse(req, res, 'unauthenticated', loginPage({ next, error: 'That is not the admin token.' }), {});
+      refuse(req, res, 'unauthenticated', loginPage({ next, error: 'That is not the admin token, nor a live admin or viewer token.' }), {});
       return;
     }
     limiter.succeed(addr);
-    res.cookie(SESSION_COOKIE, sessions.issue(), {
+    if (found.who.role === 'metrics') {
+      refuse(req, res, 'forbidden', loginPage({ next, error: 'A metrics token only scrapes /metrics; log in with an admin or viewer token.' }), {});
+      return;
+    }
+    res.cookie(SESSION_COOKIE, sessions.issue(found.who.tokenId), {
       httpOnly: true,
       sameSite: 'strict',
       // Under --insecure-http the listener is plain http, where a Secure cookie would
@@ -148,6 +171,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, op
       models: modelViews(ctl),
       csrf: s.csrf,
       now: new Date(ctl.now()),
+      readOnly: whoOf(s).role !== 'admin',
       ...(action && node ? { notice: { action, node } } : {}),
     });
     send(req, res, page, s);
@@ -179,16 +203,16 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, op
     send(req, res, keysPage(keys.list(), keys.usageRows(), new Date(ctl.now())), s);
   })).all(methodNotAllowed);
 
-  r.route('/nodes/:id/drain').get(authed((req, res, s) => {
+  r.route('/nodes/:id/drain').get(authed(adminOnly((req, res, s) => {
     const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
     if (!node) {
       refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(String(req.params.id))}".`), s);
       return;
     }
     send(req, res, drainPage({ node, csrf: s.csrf }), s);
-  })).all(methodNotAllowed);
+  }))).all(methodNotAllowed);
 
-  r.route('/nodes/:id/state').post(sessionFirst, form, guarded((req, res, s) => {
+  r.route('/nodes/:id/state').post(sessionFirst, form, guarded(adminOnly((req, res, s) => {
     const id = String(req.params.id);
     const body = req.body as Record<string, unknown>;
     const action = formText(body.action);
@@ -211,7 +235,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, op
     }
     ctl.setNodeState(id, state, reason || undefined);
     res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
-  })).all(methodNotAllowed);
+  }))).all(methodNotAllowed);
 
   // Errors from dashboard pages answer as pages, not as the admin API's JSON, with the
   // same status the admin API would give them.

@@ -9,6 +9,8 @@ export interface FleetInput {
   models: ModelView[];
   csrf: string;
   now: Date;
+  /** A viewer's session: the actions are left out (the server refuses them anyway). */
+  readOnly?: boolean;
   /** Set after an action: which one, on which node. */
   notice?: { action: string; node: string };
 }
@@ -35,7 +37,7 @@ export function fleetPage(v: FleetInput): Page {
       : html`${table(
           'Nodes',
           html`<tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">GPUs</th><th scope="col" class="num">Memory (GB)<span class="sub">reserved / total</span></th><th scope="col">Labels</th><th scope="col">Replicas</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr>`,
-          html`<tbody>${v.nodes.map((n) => nodeRow(n, [...(modelsOn.get(n.id) ?? [])], v.csrf))}</tbody>`,
+          html`<tbody>${v.nodes.map((n) => nodeRow(n, [...(modelsOn.get(n.id) ?? [])], v.readOnly ? undefined : v.csrf))}</tbody>`,
         )}
 ${gpuTotal > 0 ? html`<p class="legend" aria-hidden="true"><span class="used">GPU in use</span><span class="free">GPU free</span><span class="sick">GPU unhealthy</span></p>` : ''}
 ${problems(v.nodes)}`;
@@ -56,7 +58,7 @@ ${updated(v.now)}`,
   };
 }
 
-function nodeRow(n: NodeView, models: string[], csrf: string): Html {
+function nodeRow(n: NodeView, models: string[], csrf: string | undefined): Html {
   const sub = [n.hostname && n.hostname !== n.id ? n.hostname : undefined, n.mgmt_addr, n.pool ? `pool ${n.pool}` : undefined, n.agent_version ? `agent ${n.agent_version}` : undefined]
     .filter(Boolean)
     .join(' · ');
@@ -101,7 +103,9 @@ function memCell(n: NodeView): Html {
   return html`${reserved} / ${n.memory_gb}<meter aria-hidden="true" min="0" max="${n.memory_gb}" value="${Math.min(reserved, n.memory_gb)}"></meter>`;
 }
 
-function actions(n: NodeView, csrf: string): Html {
+/** The node's buttons; none without a CSRF token (a read-only session). */
+function actions(n: NodeView, csrf: string | undefined): Html {
+  if (csrf === undefined) return html`<span class="sub">read-only</span>`;
   const post = (action: string, label: string) =>
     html`<form method="post" action="/nodes/${seg(n.id)}/state">${csrfField(csrf)}<input type="hidden" name="action" value="${action}"><button class="btn" type="submit" aria-label="${label} ${n.id}">${label}</button></form>`;
   const drain = html`<a class="btn" href="/nodes/${seg(n.id)}/drain" aria-label="Drain ${n.id}…">Drain…</a>`;

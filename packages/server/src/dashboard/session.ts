@@ -11,6 +11,8 @@ export interface Session {
   nonce: string;
   expiresAtS: number;
   csrf: string;
+  /** The token (`ctl tokens create`) it was opened with; absent for the bootstrap admin token. */
+  tokenId?: string;
 }
 
 const b64 = (buf: Buffer) => buf.toString('base64url');
@@ -43,9 +45,15 @@ export class Sessions {
     return b64(createHmac('sha256', this.key).update(data).digest());
   }
 
-  /** A new session's cookie value. */
-  issue(): string {
-    const body = `v1.${this.nowS() + SESSION_TTL_S}.${b64(randomBytes(16))}`;
+  /**
+   * A new session's cookie value: `v1.<expiry>.<nonce>.<mac>` for the bootstrap admin
+   * token (as before tokens had roles, so sessions survive the upgrade), and
+   * `v2.<expiry>.<nonce>.<token id>.<mac>` for a token with a role, whose role is looked
+   * up on every request, so revoking the token ends its sessions.
+   */
+  issue(tokenId?: string): string {
+    const base = `${this.nowS() + SESSION_TTL_S}.${b64(randomBytes(16))}`;
+    const body = tokenId === undefined ? `v1.${base}` : `v2.${base}.${tokenId}`;
     return `${body}.${this.mac(body)}`;
   }
 
@@ -53,13 +61,15 @@ export class Sessions {
   verify(value: string | undefined): Session | undefined {
     if (!value) return undefined;
     const parts = value.split('.');
-    if (parts.length !== 4 || parts[0] !== 'v1') return undefined;
-    const [, exp, nonce, mac] = parts as [string, string, string, string];
-    if (!macEquals(mac, this.mac(`v1.${exp}.${nonce}`))) return undefined;
+    const v1 = parts.length === 4 && parts[0] === 'v1';
+    if (!v1 && !(parts.length === 5 && parts[0] === 'v2')) return undefined;
+    const mac = parts.pop()!;
+    const [, exp = '', nonce = '', tokenId] = parts;
+    if (!macEquals(mac, this.mac(parts.join('.')))) return undefined;
     const expiresAtS = Number(exp);
     if (!Number.isInteger(expiresAtS) || expiresAtS <= this.nowS()) return undefined;
     if (this.revoked.has(nonce)) return undefined;
-    return { nonce, expiresAtS, csrf: this.mac(`csrf.${nonce}`) };
+    return { nonce, expiresAtS, csrf: this.mac(`csrf.${nonce}`), ...(tokenId !== undefined ? { tokenId } : {}) };
   }
 
   /** Whether `given` is the CSRF token of `session`, in constant time. */

@@ -3,7 +3,25 @@ import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import type { Store, StoredKey, UsageDelta } from '../store/store.js';
 
-const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
+/** How a secret llmgw hands out (client key, admin-listener token) is stored: its SHA-256 only. */
+export const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
+
+/** A new secret with its stored forms: the hash, and a prefix to tell secrets apart in lists. */
+export function newSecret(prefix: string): { secret: string; hash: string; prefix: string } {
+  const secret = `${prefix}${randomBytes(24).toString('base64url')}`;
+  return { secret, hash: hashSecret(secret), prefix: secret.slice(0, prefix.length + 4) };
+}
+
+/**
+ * The record in `byHash` that `secret` is, in constant time once found. The lookup is by
+ * hash, which an attacker cannot steer byte by byte; the explicit comparison keeps it
+ * that way if the lookup ever changes.
+ */
+export function findBySecret<T extends { hash: string }>(byHash: ReadonlyMap<string, T>, secret: string): T | undefined {
+  const hash = hashSecret(secret);
+  const found = byHash.get(hash);
+  return found && timingSafeEqual(Buffer.from(found.hash, 'hex'), Buffer.from(hash, 'hex')) ? found : undefined;
+}
 
 export type AuthResult =
   | { ok: true; key: StoredKey }
@@ -74,12 +92,12 @@ export class KeyRing {
       if (!name) throw new DomainError('invalid_request', `models[${i}] "${m}" is not a model in the catalog`, { field: `models[${i}]` });
       return name;
     });
-    const secret = `sk-llmgw-${randomBytes(24).toString('base64url')}`;
+    const { secret, hash, prefix } = newSecret('sk-llmgw-');
     const key: StoredKey = {
       id: `key-${randomBytes(4).toString('hex')}`,
       name: req.name,
-      hash: hashSecret(secret),
-      prefix: secret.slice(0, 13),
+      hash,
+      prefix,
       models: [...new Set(models)],
       ...(req.rpm ? { rpm: req.rpm } : {}),
       ...(req.max_concurrent ? { maxConcurrent: req.max_concurrent } : {}),
@@ -105,11 +123,8 @@ export class KeyRing {
 
   authenticate(secret: string | undefined): AuthResult {
     if (!secret) return { ok: false, reason: 'missing' };
-    const hash = hashSecret(secret);
-    const key = this.byHash.get(hash);
-    // The map lookup is by hash, which an attacker cannot steer byte by byte; the
-    // explicit constant-time comparison keeps it that way if the lookup ever changes.
-    if (!key || !timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return { ok: false, reason: 'invalid' };
+    const key = findBySecret(this.byHash, secret);
+    if (!key) return { ok: false, reason: 'invalid' };
     if (key.revokedAt) return { ok: false, reason: 'revoked' };
     if (key.expiresAt && Date.parse(key.expiresAt) <= this.now()) return { ok: false, reason: 'expired' };
     return { ok: true, key };

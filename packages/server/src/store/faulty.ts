@@ -1,6 +1,6 @@
 import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
-import type { Store, StoredCredential, StoredKey, StoredNode, StoredUsage, UsageDelta } from './store.js';
+import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** The failures a disk gives, as Node reports them. */
 export type Fault = 'ENOSPC' | 'EIO';
@@ -40,7 +40,7 @@ export class FaultyStore implements Store {
     this.check(false);
     return this.inner.loadNodes();
   }
-  loadReplicas(): Replica[] {
+  loadReplicas(): StoredReplica[] {
     this.check(false);
     return this.inner.loadReplicas();
   }
@@ -79,6 +79,13 @@ export class FaultyStore implements Store {
   }
   addUsage(deltas: UsageDelta[]): void {
     this.write(() => this.inner.addUsage(deltas));
+  }
+  loadTokens(): StoredToken[] {
+    this.check(false);
+    return this.inner.loadTokens();
+  }
+  saveToken(token: StoredToken): void {
+    this.write(() => this.inner.saveToken(token));
   }
   transaction<T>(fn: () => T): T {
     // The commit fails too: a fault set while the transaction runs loses all of it.

@@ -2,7 +2,7 @@ import type { NodeReport } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { AdminState, Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
-import type { Store, StoredCredential, StoredKey, StoredNode, StoredUsage, UsageDelta } from './store.js';
+import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** What `/healthz` says about the store. */
 export type StoreHealth = { status: 'ok' } | { status: 'degraded'; reason: string; since: string };
@@ -54,7 +54,7 @@ export class GuardedStore implements Store {
   loadNodes(): StoredNode[] {
     return this.read('loadNodes', () => this.inner.loadNodes());
   }
-  loadReplicas(): Replica[] {
+  loadReplicas(): StoredReplica[] {
     return this.read('loadReplicas', () => this.inner.loadReplicas());
   }
   loadCredentials(): StoredCredential[] {
@@ -89,6 +89,12 @@ export class GuardedStore implements Store {
   }
   addUsage(deltas: UsageDelta[]): void {
     this.write('addUsage', () => this.inner.addUsage(deltas));
+  }
+  loadTokens(): StoredToken[] {
+    return this.read('loadTokens', () => this.inner.loadTokens());
+  }
+  saveToken(token: StoredToken): void {
+    this.write('saveToken', () => this.inner.saveToken(token));
   }
   probe(): void {
     this.write('probe', () => this.inner.probe());

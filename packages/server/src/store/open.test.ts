@@ -47,12 +47,12 @@ describe('opening the store', () => {
     expect(() => new SqliteStore(dir)).toThrow(`has schema version ${SCHEMA_VERSION + 1}, newer than this llmgw-server knows (${SCHEMA_VERSION})`);
   });
 
-  it('brings a store from the previous schema version up, its usage rows counting no cancelled requests', () => {
+  it('brings a store from before usage.cancelled up, its usage rows counting no cancelled requests', () => {
     const dir = dataDir();
     new SqliteStore(dir).close();
     // Roll back to version 3, before the cancelled column (step 4) and what came after it.
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials');
+    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens');
     db.prepare("INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens) VALUES ('key-1', 'm', 3, 1, 10, 4)").run();
     db.pragma('user_version = 3');
     db.close();
@@ -70,7 +70,7 @@ describe('opening the store', () => {
     const dir = dataDir();
     new SqliteStore(dir).close();
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec("DROP TABLE node_credentials; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')");
+    db.exec("DROP TABLE node_credentials; DROP TABLE admin_tokens; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')");
     db.pragma('user_version = 4');
     db.close();
     const s = new SqliteStore(dir);

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
+import { secureDatabaseFiles } from './modes.js';
 import { migrate, SCHEMA_VERSION, tablesAt } from './schema.js';
 
 /**
@@ -64,6 +65,8 @@ function readHeader(file: string): string {
 function create(file: string): void {
   const tmp = `${file}.new`;
   for (const f of [tmp, `${tmp}-wal`, `${tmp}-shm`]) fs.rmSync(f, { force: true });
+  // Made 0600 before SQLite creates the -wal beside it, which then gets the same mode.
+  fs.writeFileSync(tmp, '', { mode: 0o600 });
   const db = new Database(tmp);
   try {
     db.pragma('journal_mode = WAL');
@@ -77,6 +80,7 @@ function create(file: string): void {
 function open(file: string): Database.Database {
   let db: Database.Database | undefined;
   try {
+    secureDatabaseFiles(file);
     db = new Database(file, { fileMustExist: true });
     check(db, file);
   } catch (err) {
@@ -87,7 +91,13 @@ function open(file: string): Database.Database {
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
+    // Deleted content is overwritten, not left in free pages: a record written by an
+    // older server (an engine key in clear, before the step that removed them) must not outlive its removal.
+    db.pragma('secure_delete = ON');
+    const before = db.pragma('user_version', { simple: true }) as number;
     migrate(db);
+    // The WAL keeps the pages as they were before the migration until it is overwritten.
+    if (before < SCHEMA_VERSION) db.pragma('wal_checkpoint(TRUNCATE)');
     return db;
   } catch (err) {
     db.close();

@@ -49,10 +49,25 @@ const MIGRATIONS = [
      hash TEXT NOT NULL UNIQUE,
      created_at TEXT NOT NULL
    );`,
+  // Issue 12: engine keys are derived from <data-dir>/engine-key-secret and no longer stored;
+  // tokens with roles (admin, viewer, metrics) for the admin listener, hashed like client keys.
+  `UPDATE replicas SET data = json_remove(data, '$.apiKey');
+   CREATE TABLE admin_tokens (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     role TEXT NOT NULL,
+     hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     revoked_at TEXT
+   );`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
 export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The version from which `admin_tokens` exists: the number of the step that creates it. */
+const ADMIN_TOKENS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE admin_tokens')) + 1;
 
 /** The tables a database at `version` has: how an llmgw store is told from another SQLite file. */
 export function tablesAt(version: number): string[] {
@@ -61,6 +76,8 @@ export function tablesAt(version: number): string[] {
     ...(version >= 2 ? ['api_keys', 'usage'] : []),
     // The step that creates node_credentials is the fifth (index 4 in MIGRATIONS).
     ...(version >= 5 ? ['node_credentials'] : []),
+    // The step that creates admin_tokens (and drops stored engine keys) is the sixth.
+    ...(version >= ADMIN_TOKENS_SINCE ? ['admin_tokens'] : []),
   ];
 }
 

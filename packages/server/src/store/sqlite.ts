@@ -1,10 +1,10 @@
 import type Database from 'better-sqlite3';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 import { openDatabase } from './open.js';
-import type { Store, StoredCredential, StoredKey, StoredNode, StoredUsage, UsageDelta } from './store.js';
+import { secureDataDir } from './modes.js';
+import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -17,7 +17,7 @@ export class SqliteStore implements Store {
   readonly file: string;
 
   constructor(dataDir: string) {
-    fs.mkdirSync(dataDir, { recursive: true });
+    secureDataDir(dataDir);
     this.file = path.join(dataDir, 'llmgw.db');
     this.db = openDatabase(this.file);
   }
@@ -91,18 +91,19 @@ export class SqliteStore implements Store {
       .run(c.nodeId, c.hash, c.createdAt);
   }
 
-  loadReplicas(): Replica[] {
+  loadReplicas(): StoredReplica[] {
     const rows = this.db.prepare('SELECT data FROM replicas ORDER BY id').all() as { data: string }[];
-    return rows.map((r) => JSON.parse(r.data) as Replica);
+    return rows.map((r) => JSON.parse(r.data) as StoredReplica);
   }
 
   saveReplica(replica: Replica): void {
+    const { apiKey: _derived, ...data } = replica;
     this.db
       .prepare(
         `INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)
          ON CONFLICT(id) DO UPDATE SET model = excluded.model, data = excluded.data`,
       )
-      .run(replica.id, replica.model, JSON.stringify(replica));
+      .run(data.id, data.model, JSON.stringify(data));
   }
 
   deleteReplica(id: string): void {
@@ -141,6 +142,25 @@ export class SqliteStore implements Store {
         rpm: k.rpm ?? null, max_concurrent: k.maxConcurrent ?? null, expires_at: k.expiresAt ?? null,
         created_at: k.createdAt, revoked_at: k.revokedAt ?? null,
       });
+  }
+
+  loadTokens(): StoredToken[] {
+    const rows = this.db.prepare('SELECT * FROM admin_tokens ORDER BY created_at, id').all() as {
+      id: string; name: string; role: TokenRole; hash: string; prefix: string; created_at: string; revoked_at: string | null;
+    }[];
+    return rows.map((r) => ({
+      id: r.id, name: r.name, role: r.role, hash: r.hash, prefix: r.prefix, createdAt: r.created_at,
+      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
+    }));
+  }
+
+  saveToken(t: StoredToken): void {
+    this.db
+      .prepare(
+        `INSERT INTO admin_tokens (id, name, role, hash, prefix, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, revoked_at = excluded.revoked_at`,
+      )
+      .run(t.id, t.name, t.role, t.hash, t.prefix, t.createdAt, t.revokedAt ?? null);
   }
 
   addUsage(deltas: UsageDelta[]): void {

@@ -1,4 +1,4 @@
-import type { NodeReport } from '@llmgw/shared';
+import type { NodeReport, TokenRole } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 
 /** A client API key as stored: the secret only as its SHA-256. */
@@ -31,6 +31,26 @@ export interface StoredUsage extends UsageDelta {
   keyName: string;
 }
 
+/**
+ * A replica as stored: without its engine key, which is derived from the server's
+ * engine-key secret and the replica id when the replica is loaded (see `engineKeys`).
+ */
+export type StoredReplica = Omit<Replica, 'apiKey'> & { apiKey?: string };
+
+/** The roles a token of the admin listener may have (see api/access.ts). */
+export type { TokenRole };
+
+/** A token of the admin listener as stored: the secret only as its SHA-256, like a client key. */
+export interface StoredToken {
+  id: string;
+  name: string;
+  role: TokenRole;
+  hash: string;
+  prefix: string;
+  createdAt: string;
+  revokedAt?: string;
+}
+
 /** A node's credential as stored: the secret only as its SHA-256 (hex). */
 export interface StoredCredential {
   nodeId: string;
@@ -59,12 +79,15 @@ export interface Store {
   loadCredentials(): StoredCredential[];
   /** Adds or replaces the credential of `c.nodeId`. */
   saveCredential(c: StoredCredential): void;
-  loadReplicas(): Replica[];
+  loadReplicas(): StoredReplica[];
+  /** Writes a replica; its `apiKey`, if any, is never written. */
   saveReplica(replica: Replica): void;
   deleteReplica(id: string): void;
   loadKeys(): StoredKey[];
   saveKey(key: StoredKey): void;
   addUsage(deltas: UsageDelta[]): void;
+  loadTokens(): StoredToken[];
+  saveToken(token: StoredToken): void;
   loadUsage(): StoredUsage[];
   /**
    * Runs `fn` as one transaction: every write inside it lands, or none does. Synchronous

@@ -1,0 +1,61 @@
+import { Option, type Command } from 'commander';
+import { TOKEN_ROLES, type TokenCreated, type TokenView } from '@llmgw/shared';
+import { call, type Connection } from './client.js';
+import { table } from './render.js';
+
+/** What a command needs from the program: the connection and output format, and the printers. */
+export interface Io {
+  globals(): { conn: Connection; json: boolean };
+  print(text: string): void;
+  printJson(v: unknown): void;
+}
+
+/**
+ * `ctl tokens create|list|revoke`: tokens of the admin listener with a role (admin,
+ * viewer, metrics), so that a dashboard reader or Prometheus never holds the admin token.
+ */
+export function addTokenCommands(program: Command, io: Io): void {
+  const tokens = program.command('tokens').description('tokens for the admin listener with a role: admin, viewer (read-only), metrics (/metrics only)');
+
+  tokens
+    .command('create')
+    .description('create a token; its secret is shown once')
+    .requiredOption('--name <name>', 'who or what the token is for')
+    .addOption(new Option('--role <role>', 'admin: everything; viewer: every read and the dashboard read-only; metrics: GET /metrics only').choices(TOKEN_ROLES).makeOptionMandatory())
+    .action(async (o: { name: string; role: string }) => {
+      const { conn, json } = io.globals();
+      const created = await call<TokenCreated>(conn, 'POST', '/tokens', { name: o.name, role: o.role });
+      if (json) return io.printJson(created);
+      io.print(`token/${created.token.id} created for ${created.token.name} (role ${created.token.role})`);
+      io.print(`secret: ${created.secret}`);
+      io.print('Store it now: it is not shown again.');
+    });
+
+  tokens
+    .command('list')
+    .description('list tokens (never their secrets); the bootstrap admin token is not among them')
+    .action(async () => {
+      const { conn, json } = io.globals();
+      const list = await call<TokenView[]>(conn, 'GET', '/tokens');
+      if (json) return io.printJson(list);
+      io.print(tokensTable(list));
+    });
+
+  tokens
+    .command('revoke <id>')
+    .description('revoke a token by id (or by name); it stops working at once, its dashboard sessions too')
+    .action(async (id: string) => {
+      const { conn, json } = io.globals();
+      const t = await call<TokenView>(conn, 'DELETE', `/tokens/${encodeURIComponent(id)}`);
+      if (json) return io.printJson(t);
+      io.print(`token/${t.id} revoked`);
+    });
+}
+
+export function tokensTable(list: TokenView[]): string {
+  if (list.length === 0) return 'No tokens. Create one with: ctl tokens create --name NAME --role viewer';
+  return table(
+    ['ID', 'NAME', 'ROLE', 'PREFIX', 'CREATED', 'STATUS'],
+    list.map((t) => [t.id, t.name, t.role, `${t.prefix}…`, t.created_at, t.revoked_at ? 'revoked' : 'active']),
+  );
+}

@@ -1,0 +1,23 @@
+import express, { type Router } from 'express';
+import { TokenCreateRequestSchema } from '@llmgw/shared';
+import type { AccessTokens } from './access.js';
+import { jsonBody, methodNotAllowed, parseBody } from './http.js';
+
+/**
+ * `/api/v1/tokens`: tokens of the admin listener with a role (`ctl tokens`). Mounted
+ * behind the same check as the rest of the admin API, so listing is a read (viewers
+ * see names, roles and prefixes, never a secret) and create and revoke need an admin.
+ */
+export function tokensApi(tokens: AccessTokens): Router {
+  const r = express.Router();
+  r.route('/tokens').get((_req, res) => {
+    res.json(tokens.list());
+  }).post(...jsonBody('64kb'), (req, res) => {
+    res.status(201).json(tokens.create(parseBody(TokenCreateRequestSchema, req.body)));
+  }).all(methodNotAllowed);
+
+  r.route('/tokens/:id').delete((req, res) => {
+    res.json(tokens.revoke(String(req.params.id)));
+  }).all(methodNotAllowed);
+  return r;
+}

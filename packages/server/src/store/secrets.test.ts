@@ -1,0 +1,78 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { makeReplica } from '../../test/factories.js';
+import { tokenFor } from '../api/tokens.js';
+import { SCHEMA_VERSION } from './schema.js';
+import { SqliteStore } from './sqlite.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+const tmp = () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-secrets-'));
+  dirs.push(d);
+  return d;
+};
+const mode = (f: string) => fs.statSync(f).mode & 0o777;
+const KEY = 'sk-llmgw-engine-stored-in-clear-by-an-older-server';
+
+describe('who may read the data directory', () => {
+  it('a new data directory is 0700, the database and its -wal and -shm files 0600', () => {
+    const dir = path.join(tmp(), 'data');
+    const s = new SqliteStore(dir);
+    s.saveReplica(makeReplica());
+    expect(mode(dir)).toBe(0o700);
+    for (const f of ['llmgw.db', 'llmgw.db-wal', 'llmgw.db-shm']) expect([f, mode(path.join(dir, f))]).toEqual([f, 0o600]);
+    s.close();
+  });
+
+  it('an existing directory and database readable by others are tightened at start', () => {
+    const dir = tmp();
+    new SqliteStore(dir).close();
+    fs.chmodSync(dir, 0o755);
+    fs.chmodSync(path.join(dir, 'llmgw.db'), 0o644);
+    const s = new SqliteStore(dir);
+    expect(mode(dir)).toBe(0o700);
+    expect(mode(path.join(dir, 'llmgw.db'))).toBe(0o600);
+    s.close();
+  });
+
+  it('token and secret files are 0600, also one left looser by an older server', () => {
+    const dir = tmp();
+    const made = tokenFor(undefined, dir, 'engine-key-secret');
+    expect(mode(made.file!)).toBe(0o600);
+    fs.chmodSync(made.file!, 0o644);
+    expect(tokenFor(undefined, dir, 'engine-key-secret').token).toBe(made.token);
+    expect(mode(made.file!)).toBe(0o600);
+  });
+});
+
+describe('engine keys are not stored', () => {
+  it('a replica is written without its key', () => {
+    const dir = tmp();
+    const s = new SqliteStore(dir);
+    s.saveReplica(makeReplica({ apiKey: KEY }));
+    expect(s.loadReplicas()).toEqual([expect.not.objectContaining({ apiKey: expect.anything() })]);
+    s.close();
+    expect(fs.readFileSync(path.join(dir, 'llmgw.db')).includes(KEY)).toBe(false);
+  });
+
+  it('keys an older server stored are removed by the upgrade, from the file and its WAL too', () => {
+    const dir = tmp();
+    new SqliteStore(dir).close();
+    // The store as the previous version left it: a replica record with its key in clear.
+    const db = new Database(path.join(dir, 'llmgw.db'));
+    db.exec('DROP TABLE admin_tokens');
+    db.prepare('INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)').run('r-1', 'm', JSON.stringify({ ...makeReplica(), apiKey: KEY }));
+    db.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    db.close();
+    const s = new SqliteStore(dir);
+    expect(s.loadReplicas().map((r) => [r.id, r.apiKey])).toEqual([['r-1', undefined]]);
+    s.close();
+    for (const f of fs.readdirSync(dir)) expect([f, fs.readFileSync(path.join(dir, f)).includes(KEY)]).toEqual([f, false]);
+  });
+});
