@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { KeyCreated, NodeView, ReplicaView } from '@llmgw/shared';
-import { JOIN_TOKEN, cleanup, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
+import { JOIN_TOKEN, adminFetch, cleanup, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
 
 /**
  * Journey (issue 12): someone holding only the join token — which every agent host
@@ -77,7 +77,7 @@ describe('a join token holder impersonating a node', () => {
 
     const bodies: string[] = [];
     const agentCall = async (method: string, p: string, token: string, body?: unknown) => {
-      const r = await fetch(`${url}/agent/v1${p}`, {
+      const r = await adminFetch(`${url}/agent/v1${p}`, {
         method,
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
