@@ -107,8 +107,13 @@ describe('engines without privileges', () => {
     const joinToken = agentEnv.get('LLMGW_JOIN_TOKEN');
     expect(joinToken).toBeTruthy();
     const engineEnv = environ(pid);
-    const leaked = [...engineEnv].filter(([k, v]) => k.startsWith('LLMGW_') || v.includes(joinToken!) || v.includes('fake-agent-secret'));
+    // Its own key is the one LLMGW_ variable an engine gets (the agent hands it over by
+    // environment so that `ps` never shows it); nothing of the agent's comes along.
+    const leaked = [...engineEnv].filter(
+      ([k, v]) => (k.startsWith('LLMGW_') && k !== 'LLMGW_ENGINE_API_KEY') || v.includes(joinToken!) || v.includes('fake-agent-secret'),
+    );
     expect(leaked).toEqual([]);
+    expect(engineEnv.get('LLMGW_ENGINE_API_KEY')).toBe(replica.api_key);
     expect(engineEnv.get('NCCL_DEBUG')).toBe('WARN');
     expect(engineEnv.get('USER')).toBe(isRoot ? ENGINE_USER : os.userInfo().username);
 
