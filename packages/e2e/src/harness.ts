@@ -102,6 +102,18 @@ export function run(cmd: string, args: string[], env: Record<string, string> = {
   };
 }
 
+/**
+ * A catalog of one model, `echo`, served by the test engine through `engine: command`
+ * (the agent hands the engine its key by environment; `{api_key}` is dropped from argv).
+ */
+export const ECHO_CATALOG = `models:
+  - name: echo
+    source: test
+    scaling: { min: 1, max: 1 }
+    profiles:
+      - { name: cpu, engine: command, command: [llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}"] }
+`;
+
 export const ADMIN_TOKEN = 'test-admin-token';
 export const JOIN_TOKEN = 'test-join-token';
 

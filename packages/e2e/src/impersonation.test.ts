@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { KeyCreated, NodeView, ReplicaView } from '@llmgw/shared';
-import { JOIN_TOKEN, adminFetch, cleanup, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
+import { ECHO_CATALOG, JOIN_TOKEN, adminFetch, cleanup, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir } from './harness.js';
 
 /**
  * Journey (issue 12): someone holding only the join token — which every agent host
@@ -20,14 +20,7 @@ afterAll(async () => {
   removeTmp();
 });
 
-const engine = '[llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"]';
-const catalog = `models:
-  - name: echo
-    source: test
-    scaling: { min: 1, max: 1 }
-    profiles:
-      - { name: cpu, engine: command, command: ${engine} }
-`;
+const catalog = ECHO_CATALOG;
 
 /** 127.0.0.2 is loopback too: the impersonator's own address, where it listens on the engine's port. */
 const IMPERSONATOR = '127.0.0.2';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { NodeView, ReplicaView } from '@llmgw/shared';
-import { alive, cleanup, ctl, ctlJson, eventually, freePort, removeTmp, rows, startAgent, startServer, tmpDir, type Proc } from './harness.js';
+import { ECHO_CATALOG, alive, cleanup, ctl, ctlJson, eventually, freePort, removeTmp, rows, startAgent, startServer, tmpDir, type Proc } from './harness.js';
 
 /**
  * Journeys (issue 12): who is in the fleet. A second machine claiming a joined node's
@@ -16,14 +16,7 @@ afterAll(async () => {
   removeTmp();
 });
 
-const engine = '[llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"]';
-const catalog = `models:
-  - name: echo
-    source: test
-    scaling: { min: 1, max: 1 }
-    profiles:
-      - { name: cpu, engine: command, command: ${engine} }
-`;
+const catalog = ECHO_CATALOG;
 function catalogFile(): string {
   const file = path.join(tmpDir('llmgw-catalog-'), 'catalog.yaml');
   fs.writeFileSync(file, catalog);
