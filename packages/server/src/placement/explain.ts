@@ -46,14 +46,16 @@ function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
   const byNode = new Array<PlacementNote[] | undefined>(nodes.length).fill(undefined);
   const positions: number[] = [];
   if (view.plan.noting.length > 0) {
+    // Most nodes have no notes: a list is allocated only for one that has.
+    let out: PlacementNote[] = [];
     for (let i = 0; i < nodes.length; i++) {
       const node = nodes[i];
       if (node === undefined) continue;
-      const out: PlacementNote[] = [];
       nodeNotes(node, view, [], out);
       if (out.length === 0) continue;
       byNode[i] = out;
       positions.push(i);
+      out = [];
     }
   }
   view.quiet = { positions: Int32Array.from(positions), byNode };
