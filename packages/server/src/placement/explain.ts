@@ -105,7 +105,13 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
 /** Records the reasons node `pos` fails; returns its summary slot. */
 function explainNode(fleet: Fleet, view: ProfileView, pos: number, out: Rejection[]): number {
   const node = fleet.nodes[pos]!; // callers pass positions of the fleet's nodes
-  const d = detailFor(view, node, out);
+  // One Detail per view, pointed at each node in turn: fixedOf explains every node.
+  const d = (view.detail ??= detailFor(view, node, out));
+  d.pool = view.req.shards > 1 ? poolOf(node) : node.pool;
+  d.node = node.id;
+  d.out = out;
+  d.cat = NO_CATEGORY;
+  d.check = -1;
   evaluate(node, fleet.usage[pos], view, d);
   return d.cat;
 }
