@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
@@ -8,6 +7,7 @@ import { startServer } from '../server.js';
 import { SqliteStore } from '../store/sqlite.js';
 import { JoinToken } from './join-token.js';
 import { NodeCredentials, hashCredential } from './node-credentials.js';
+import { tempDirs } from '../../test/temp-dirs.js';
 
 /**
  * The node credential over real HTTP: the join token only joins, a credential speaks
@@ -18,15 +18,7 @@ const model = makeModel({ name: 'm' });
 const catalog = { models: [model], resolve: (n: string) => (n === 'm' ? model : undefined), suggest: () => [] };
 const json = { 'content-type': 'application/json' };
 const bearer = (t: string) => ({ authorization: `Bearer ${t}`, ...json });
-const dirs: string[] = [];
-const tmp = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-creds-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs('llmgw-creds-', afterAll);
 
 async function serve(dir: string, extra: Parameters<typeof makeServerSettings>[1] = {}) {
   const s = await startServer(makeServerSettings(dir, { reconcileIntervalS: 0.2, ...extra }), catalog, pino({ level: 'silent' }));

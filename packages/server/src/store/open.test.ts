@@ -1,22 +1,14 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { BAD_STORES } from './bad-files.js';
 import { StoreOpenError } from './open.js';
 import { SCHEMA_VERSION } from './schema.js';
 import { SqliteStore } from './sqlite.js';
+import { tempDirs } from '../../test/temp-dirs.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-const dataDir = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-open-'));
-  dirs.push(d);
-  return d;
-};
+const dataDir = tempDirs('llmgw-open-', afterEach);
 
 describe('opening the store', () => {
   it.each(Object.entries(BAD_STORES))('refuses a %s file with one line naming it, and leaves it as it was', (_name, bad) => {

@@ -1,22 +1,14 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { makeReplica } from '../../test/factories.js';
 import { tokenFor } from '../api/tokens.js';
 import { SCHEMA_VERSION } from './schema.js';
 import { SqliteStore } from './sqlite.js';
+import { tempDirs } from '../../test/temp-dirs.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-secrets-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = tempDirs('llmgw-secrets-', afterEach);
 const mode = (f: string) => fs.statSync(f).mode & 0o777;
 const KEY = 'sk-llmgw-engine-stored-in-clear-by-an-older-server';
 

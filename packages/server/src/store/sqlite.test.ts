@@ -1,19 +1,9 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { SqliteStore } from './sqlite.js';
 import type { StoredKey } from './store.js';
+import { tempDirs } from '../../test/temp-dirs.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-const dataDir = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-store-'));
-  dirs.push(d);
-  return d;
-};
+const dataDir = tempDirs('llmgw-store-', afterEach);
 
 const key: StoredKey = { id: 'key-1', name: 'ci', hash: 'ab', prefix: 'sk-llmgw-abc', models: ['m'], rpm: 5, createdAt: '2026-01-01T00:00:00.000Z' };
 

@@ -1,18 +1,14 @@
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { BAD_STORES } from './bad-files.js';
+import { tempDirs } from '../../test/temp-dirs.js';
 
 /** The built server, run as an operator runs it (`pnpm test` builds first). */
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs('llmgw-startup-', afterEach);
 
 function start(dataDir: string): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
@@ -27,8 +23,7 @@ function start(dataDir: string): Promise<{ code: number | null; stderr: string }
 
 describe('llmgw-server refuses a store file that is not an intact llmgw store', () => {
   it.each(Object.entries(BAD_STORES))('%s: exits 2 with one line naming the file and what to do', async (_name, bad) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-startup-'));
-    dirs.push(dir);
+    const dir = tmp();
     bad.write(dir);
     const { code, stderr } = await start(dir);
     expect(code).toBe(2);

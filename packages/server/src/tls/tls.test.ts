@@ -10,17 +10,10 @@ import { pino } from 'pino';
 import { caFingerprint, parseJoinToken } from '@llmgw/shared';
 import { createCa, issueServerCert, reissueReason, san, sansOf } from './certs.js';
 import { adminTls, prepareJoinToken, readJoinToken, wantedSans } from './index.js';
+import { tempDirs } from '../../test/temp-dirs.js';
 
 const log = pino({ level: 'silent' });
-const dirs: string[] = [];
-const tmp = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-tls-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tempDirs('llmgw-tls-', afterAll);
 const mode = (f: string) => fs.statSync(f).mode & 0o777;
 
 /** Whether a TLS client that trusts `ca` alone accepts `pair` as `host`: 'ok' or the error code. */
