@@ -1,18 +1,7 @@
-import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
 import { DomainError, badRequest, echo, httpStatus, toDomainError } from '../errors.js';
-import { bearerToken, secretEquals } from './tokens.js';
-
-/** Requires `Authorization: Bearer <token>`; `what` names the credential in the 401. */
-export function requireToken(token: string, what: string) {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const given = bearerToken(req.headers.authorization);
-    if (!given) return next(new DomainError('unauthenticated', `missing ${what}: send "Authorization: Bearer <token>"`));
-    if (!secretEquals(given, token)) return next(new DomainError('unauthenticated', `invalid ${what}`));
-    next();
-  };
-}
 
 /**
  * How deep a JSON body may nest. Our deepest request is a heartbeat at 4 levels; the
