@@ -1,10 +1,11 @@
 import os from 'node:os';
-import got, { HTTPError, RequestError, type Got } from 'got';
+import { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
 import { AssignmentsReplySchema, formatFailure, HeartbeatReplySchema, tlsFailureHint, validate } from '@llmgw/shared';
 import type { AssignmentsReply, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus, TSchema, Static } from '@llmgw/shared';
 import type { AgentAuth } from './credential.js';
 import type { MachineProbe } from './probe/index.js';
+import { serverClient } from './trust.js';
 
 /** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
 export type SourceEstimator = (source: string) => Promise<NonNullable<NodeReport['source_estimates']>[number] | undefined>;
@@ -80,7 +81,7 @@ export class Agent {
     private readonly estimate: SourceEstimator = () => Promise.resolve(undefined),
   ) {
     runner.onChange(() => this.beatSoon());
-    this.http = settings.ca ? got.extend({ https: { certificateAuthority: settings.ca } }) : got;
+    this.http = serverClient(settings.ca);
   }
 
   /**

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import got, { HTTPError } from 'got';
+import { HTTPError } from 'got';
 import type { Logger } from 'pino';
 import { JoinReplySchema, formatFailure, validate } from '@llmgw/shared';
+import { serverClient } from './trust.js';
 
 /** How the agent authenticates its heartbeats and long-polls (see `NodeCredential`). */
 export interface AgentAuth {
@@ -89,8 +90,7 @@ export class NodeCredential implements AgentAuth {
     const { server, nodeId } = this.o;
     let body: unknown;
     try {
-      const http = this.o.ca ? got.extend({ https: { certificateAuthority: this.o.ca } }) : got;
-      body = await http
+      body = await serverClient(this.o.ca)
         .post(`${server}/agent/v1/join`, {
           json: { node_id: nodeId },
           headers: { authorization: `Bearer ${this.o.joinToken}` },

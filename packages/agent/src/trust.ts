@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
-import got, { HTTPError, RequestError } from 'got';
+import got, { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
 import { caFingerprint, parseJoinToken, pinMatches } from '@llmgw/shared';
 
@@ -91,6 +91,14 @@ async function fetchCa(server: string, log: Logger, retryMs: number): Promise<st
       await new Promise((r) => setTimeout(r, retryMs));
     }
   }
+}
+
+/**
+ * The HTTP client for every call to the server once trust is settled: it verifies the
+ * server against `ca` alone when there is one (the pinned or `--ca` CA), else the system's.
+ */
+export function serverClient(ca: string | undefined): Got {
+  return ca ? got.extend({ https: { certificateAuthority: ca } }) : got;
 }
 
 /** Settles what to send and whom to trust, or throws a `TrustError` to stop the agent. */
