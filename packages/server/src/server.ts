@@ -3,7 +3,6 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
-import { fullJoinToken } from '@llmgw/shared';
 import { adminApi } from './api/admin.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
@@ -25,6 +24,7 @@ import { Metrics } from './metrics.js';
 import { GuardedStore } from './store/guard.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/store.js';
+import { renderJoinToken } from './tls/join-token.js';
 
 export interface ServerSettings {
   clientAddr: string;
@@ -192,7 +192,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Unauthenticated on purpose: an agent fetches it before it trusts anything, and
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
-  const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => (caPem ? fullJoinToken(secret, caPem) : secret)), settings.joinApproval ?? 'auto', log);
+  const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
   admin.use('/agent/v1', agentApi(controller, membership));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SECRET_FILE_MODE, secureDataDir, tighten } from '../store/modes.js';
+import { SECRET_FILE_MODE, secureDataDir, tighten, writeSecretFile } from '../store/modes.js';
 
 /**
  * Returns the token from the environment, or the one kept in `<dataDir>/<name>`,
@@ -21,7 +21,7 @@ export function tokenFor(fromEnv: string | undefined, dataDir: string, name: str
   }
   secureDataDir(dataDir);
   const token = `llmgw-${name.replace(/-token$/, '')}-${randomBytes(24).toString('base64url')}`;
-  fs.writeFileSync(file, `${token}\n`, { mode: SECRET_FILE_MODE });
+  writeSecretFile(file, `${token}\n`);
   return { token, file };
 }
 

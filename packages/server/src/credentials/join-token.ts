@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { DomainError } from '../errors.js';
 import { parseJoinToken } from '@llmgw/shared';
 import { secretEquals } from '../api/tokens.js';
+import { writeSecretFile } from '../store/modes.js';
 
 /** A fresh join secret, in the format `tokenFor` generates on first start. */
 export function newJoinSecret(): string {
@@ -47,12 +46,9 @@ export class JoinToken {
       );
     }
     const token = this.render(next);
-    const tmp = path.join(path.dirname(this.file), `.join-token.${process.pid}.tmp`);
     try {
-      fs.writeFileSync(tmp, `${token}\n`, { mode: 0o600 });
-      fs.renameSync(tmp, this.file);
+      writeSecretFile(this.file, `${token}\n`);
     } catch (err) {
-      fs.rmSync(tmp, { force: true });
       throw new DomainError('store_unavailable', `cannot write the new join token to ${this.file}: ${(err as Error).message}; the old token still joins`);
     }
     this.secret = next;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fullJoinToken, parseJoinToken } from '@llmgw/shared';
 import { tokenFor } from '../api/tokens.js';
+import { writeSecretFile } from '../store/modes.js';
 
 /** Where the full join token is kept for the operator (and `llmgw-server join-token`). */
 export function joinTokenFile(dataDir: string): string {
@@ -19,9 +20,17 @@ export function prepareJoinToken(fromEnv: string | undefined, dataDir: string, c
   const { token } = tokenFor(fromEnv, dataDir, 'join-token');
   const secret = parseJoinToken(token).secret;
   const file = joinTokenFile(dataDir);
-  fs.writeFileSync(file, `${caPem ? fullJoinToken(secret, caPem) : secret}\n`, { mode: 0o600 });
-  fs.chmodSync(file, 0o600);
+  writeSecretFile(file, `${renderJoinToken(secret, caPem)}\n`);
   return { secret, file };
+}
+
+/**
+ * The token people and agents are given for `secret`: the full token pinning the admin
+ * listener's CA, or the secret alone without TLS (`--insecure-http`). Used at start and
+ * by `ctl join-token rotate`, so the file always says the same as ctl.
+ */
+export function renderJoinToken(secret: string, caPem: string | undefined): string {
+  return caPem ? fullJoinToken(secret, caPem) : secret;
 }
 
 /** `llmgw-server join-token`: the token agents need, as the server last wrote it. */

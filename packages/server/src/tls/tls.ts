@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { createCa, issueServerCert, pemCertificates, reissueReason, san, type KeyPair, type San } from './certs.js';
+import { writeSecretFile } from '../store/modes.js';
 
 /** What the admin listener serves TLS with, and the CA agents pin. */
 export interface AdminTls extends KeyPair {
@@ -43,12 +44,6 @@ export function wantedSans(listenHost: string, extra: string[], hostname = os.ho
     .filter(Boolean)
     .map(san)
     .filter((s) => !seen.has(`${s.type}:${s.value}`) && Boolean(seen.add(`${s.type}:${s.value}`)));
-}
-
-/** Writes a file only its owner may read, also when it existed with looser modes. */
-function writePrivate(file: string, text: string): void {
-  fs.writeFileSync(file, text, { mode: 0o600 });
-  fs.chmodSync(file, 0o600);
 }
 
 function readPair(certFile: string, keyFile: string): KeyPair | undefined {
@@ -100,7 +95,7 @@ export async function adminTls(s: AdminTlsSettings, log: Logger): Promise<AdminT
       throw new Error(`${dir} has only one of ca.pem and ca-key.pem: restore the other, or remove both to make a new CA (every join token must then be handed out again)`);
     }
     ca = await createCa('llmgw CA');
-    writePrivate(files.caKey, ca.key);
+    writeSecretFile(files.caKey, ca.key);
     fs.writeFileSync(files.ca, ca.cert, { mode: 0o644 });
     log.info({ file: files.ca }, 'created the CA that agents pin (its fingerprint is in the join token)');
   }
@@ -109,7 +104,7 @@ export async function adminTls(s: AdminTlsSettings, log: Logger): Promise<AdminT
   const why = kept ? reissueReason(kept, ca, wanted) : 'there is none';
   if (!why && kept) return { ...kept, caPem: ca.cert, caFile: files.ca };
   const server = await issueServerCert(ca, wanted);
-  writePrivate(files.key, server.key);
+  writeSecretFile(files.key, server.key);
   fs.writeFileSync(files.cert, server.cert, { mode: 0o644 });
   log.info({ file: files.cert, sans: wanted.map((x) => x.value) }, `issued the server certificate because ${why}`);
   return { ...server, caPem: ca.cert, caFile: files.ca };
