@@ -4,6 +4,7 @@ import { HTTPError } from 'got';
 import type { Logger } from 'pino';
 import { JoinReplySchema, formatFailure, validate } from '@llmgw/shared';
 import { serverClient } from './trust.js';
+import { writePrivateFile } from './private-file.js';
 
 /** How the agent authenticates its heartbeats and long-polls (see `NodeCredential`). */
 export interface AgentAuth {
@@ -118,10 +119,7 @@ export class NodeCredential implements AgentAuth {
   /** Written whole or not at all (a temporary file renamed), never readable by others. */
   private save(saved: Saved): void {
     fs.mkdirSync(this.o.stateDir, { recursive: true, mode: 0o700 });
-    const file = credentialFile(this.o.stateDir);
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, `${JSON.stringify(saved)}\n`, { mode: 0o600 });
-    fs.renameSync(tmp, file);
+    writePrivateFile(credentialFile(this.o.stateDir), `${JSON.stringify(saved)}\n`);
   }
 }
 

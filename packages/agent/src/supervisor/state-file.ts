@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ShardAssignment } from '@llmgw/shared';
+import { writePrivateFile } from '../private-file.js';
 
 /**
  * `shards.json`: what survives an agent restart. Engines outlive the agent (an upgrade
@@ -122,9 +123,7 @@ export class StateFileStore {
     if (text === this.lastSaved) return;
     try {
       fs.mkdirSync(this.stateDir, { recursive: true });
-      const tmp = `${this.file}.tmp`;
-      fs.writeFileSync(tmp, text, { mode: 0o600 }); // holds API keys
-      fs.renameSync(tmp, this.file);
+      writePrivateFile(this.file, text); // holds API keys
       this.lastSaved = text;
     } catch (err) {
       this.log.error({ err }, 'cannot save engine state; a restarted agent would not re-adopt engines');
