@@ -81,7 +81,7 @@ function knownKeys(path: string): string[] {
     : /^models\[\d+\]$/.test(path)
       ? Object.keys(ModelSchema.properties)
       : path.endsWith('.scaling')
-        ? ['min', 'max']
+        ? Object.keys(ModelSchema.properties.scaling.properties)
         : path === ''
           ? Object.keys(CatalogSchema.properties)
           : [];
