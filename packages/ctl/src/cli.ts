@@ -1,7 +1,8 @@
 import { Command, Option } from 'commander';
-import type { ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
+import type { CatalogStatusView, ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
 import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
+import { catalogNotice } from './catalog-status.js';
 import { addMembershipCommands } from './membership.js';
 import { colours } from './render.js';
 import { addTokenCommands } from './tokens-cmd.js';
@@ -118,12 +119,13 @@ function parseDuration(text: string, flag: string): number {
 
 program
   .command('models')
-  .description('list the catalog: ready/total replicas, scaling, profiles, aliases, fallbacks')
+  .description('list the catalog: ready/total replicas, scaling, profiles, aliases, fallbacks; a failed reload of the catalog file is the line above')
   .action(async () => {
     const { conn, json } = globals();
     const models = await call<ModelView[]>(conn, 'GET', '/models');
     if (json) return printJson(models);
     const c = colours();
+    print(catalogNotice(await call<CatalogStatusView>(conn, 'GET', '/catalog'), c));
     print(modelsTable(models, c));
     const short = models.filter((m) => m.placement_summary);
     if (short.length) print(`\n${short.map((m) => `${m.name}: ${m.placement_summary} (ctl explain ${m.name})`).join('\n')}`);
