@@ -82,7 +82,8 @@ export function addNodeStateCommands(program: Command, io: Io): void {
         const { conn, json } = io.globals();
         const res = await setState(conn, node, { state: 'cordon', ...(o.reason ? { reason: o.reason } : {}) });
         if (json) return io.printJson(res);
-        io.print(`node/${res.id} ${res.already ? 'already cordoned' : 'cordoned'}${res.reason ? ` (reason: ${res.reason})` : ''}`);
+        // The kept reason is news only when nothing changed: the operator may not know it.
+        io.print(res.already ? `node/${res.id} already cordoned${res.reason ? ` (reason: ${res.reason})` : ''}` : `node/${res.id} cordoned`);
       }),
     'ctl cordon gpu-3 --reason "PSU swap"',
     'ctl cordon gpu-3        # again: node/gpu-3 already cordoned (reason: PSU swap)',
