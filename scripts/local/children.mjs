@@ -41,7 +41,7 @@ export function startChild({ name, file, args, env, log }) {
  * failed without a word on stderr (the agent logs a refused join that way).
  */
 export function lastLoggedError(log, sinceByte = 0) {
-  let text = '';
+  let text;
   try {
     const fd = fs.openSync(log, 'r');
     const size = fs.fstatSync(fd).size;
@@ -89,7 +89,7 @@ function startTime(pid) {
  * Returns how many groups were signalled.
  */
 export function killRecordedEngines(stateDir) {
-  let shards = [];
+  let shards;
   try {
     shards = JSON.parse(fs.readFileSync(path.join(stateDir, 'shards.json'), 'utf8')).shards ?? [];
   } catch {

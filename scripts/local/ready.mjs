@@ -46,19 +46,33 @@ export function get(url, { ca, token } = {}) {
 }
 
 /**
- * The models that should have a replica (scaling.min >= 1) and have none ready, with the
- * placement summary when the server has one; [] when all are ready, undefined when the
- * admin API does not answer.
+ * The models that should have a replica (scaling.min >= 1) and have none that answers,
+ * with the placement summary when the server has one; [] when all are ready, undefined
+ * when the admin API does not answer. "Ready" is checked at the engine itself (its
+ * `/v1/models`, with its key): right after a restart the store still says `ready` for
+ * the replicas of the last run until the agent reports.
  */
 export async function unreadyModels(adminUrl, ca, token) {
-  const r = await get(`${adminUrl}/api/v1/models`, { ca, token });
-  if (r?.status !== 200) return undefined;
+  const [m, r] = await Promise.all([get(`${adminUrl}/api/v1/models`, { ca, token }), get(`${adminUrl}/api/v1/replicas?show_keys=true`, { ca, token })]);
+  if (m?.status !== 200 || r?.status !== 200) return undefined;
+  let models;
+  let replicas;
   try {
-    const models = JSON.parse(r.body);
-    return models
-      .filter((m) => m.min_replicas >= 1 && m.ready_replicas < 1)
-      .map((m) => ({ name: m.name, ...(m.placement_summary ? { summary: m.placement_summary } : {}) }));
+    models = JSON.parse(m.body);
+    replicas = JSON.parse(r.body);
   } catch {
     return undefined;
   }
+  const answering = new Set();
+  await Promise.all(
+    replicas
+      .filter((x) => x.state === 'ready' && x.endpoint)
+      .map(async (x) => {
+        const res = await get(`${x.endpoint}/v1/models`, { token: x.api_key });
+        if (res?.status === 200) answering.add(x.model);
+      }),
+  );
+  return models
+    .filter((x) => x.min_replicas >= 1 && !answering.has(x.name))
+    .map((x) => ({ name: x.name, ...(x.placement_summary ? { summary: x.placement_summary } : {}) }));
 }

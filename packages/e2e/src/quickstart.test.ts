@@ -112,7 +112,7 @@ afterAll(() => {
 });
 
 describe('the quick start', () => {
-  it('runs one instance per LLMGW_HOME, stops its whole tree on SIGHUP, and fails loudly on a bad catalog', async () => {
+  it('runs one instance per LLMGW_HOME, stops its whole tree on SIGHUP or pnpm stop, and fails loudly on a bad catalog', async () => {
     const home = tmpDir('llmgw-quickstart-');
     homes.push(home);
     const [clientPort, adminPort] = [await freePort(), await freePort()];
@@ -157,20 +157,42 @@ describe('the quick start', () => {
     process.kill(-first.child.pid!, 'SIGHUP');
     await eventually(() => !pids.some(alive), 10_000, `no llmgw process left of ${pids.join(', ')}`);
     expect(fs.existsSync(path.join(home, 'local.lock'))).toBe(false);
+    expect(await pnpmStop(home)).toEqual({ code: 0, stdout: `llmgw: not running for LLMGW_HOME=${home}\n` });
 
     // 4. A catalog with two errors: the start fails, non-zero, with the server's error in
     //    the terminal, not only in its log. (That both errors are printed depends on the
     //    catalog loader reporting every error; the lead asserts it after merging.)
     const catalog = path.join(home, 'catalog.yaml');
-    fs.writeFileSync(catalog, fs.readFileSync(catalog, 'utf8').replace('engine: node-llama-cpp', 'engine: node-lama-cpp').replace('min: 1,', 'min: one,'));
+    const good = fs.readFileSync(catalog, 'utf8');
+    fs.writeFileSync(catalog, good.replace('engine: node-llama-cpp', 'engine: node-lama-cpp').replace('min: 1,', 'min: one,'));
     const broken = launch(env);
     expect(await within(broken.exited, 20_000, 'the start with a bad catalog')).toBe(1);
     expect(broken.stderr()).toMatch(new RegExp(`^llmgw-server: catalog ${escape(catalog)}: model "tiny" \\(line \\d+\\): `, 'm'));
     expect(broken.stderr()).toMatch(/^llmgw: the server exited \(code 2\); its log: .*server\.log$/m);
     expect(broken.stdout()).not.toContain('llmgw is running');
     expect(fs.existsSync(path.join(home, 'local.lock'))).toBe(false);
+
+    // 5. Fixed, it starts again on the same ports (nothing was left holding them), and
+    //    `pnpm stop` from another terminal stops the whole tree.
+    fs.writeFileSync(catalog, good);
+    const again = launch(env);
+    await eventually(() => again.stdout().includes('llmgw is running') || again.child.exitCode !== null, 90_000, 'the banner again');
+    expect(again.stderr()).toBe('');
+    const lock2 = JSON.parse(fs.readFileSync(path.join(home, 'local.lock'), 'utf8')) as { pid: number; server_pid: number; agent_pid: number };
+    const pids2 = [lock2.pid, lock2.server_pid, lock2.agent_pid, ...shardsOf(home).map((e) => e.pid)];
+    expect(pids2).toHaveLength(4);
+    expect(await pnpmStop(home)).toEqual({ code: 0, stdout: `llmgw: stopped (pid ${again.child.pid}, LLMGW_HOME=${home})\n` });
+    expect(await within(again.exited, 1000, 'the launcher after pnpm stop')).toBe(0);
+    expect(pids2.filter(alive)).toEqual([]);
   }, 150_000);
 });
+
+/** `pnpm stop` (scripts/stop.mjs, which it runs) for `home`. */
+function pnpmStop(home: string): Promise<{ code: number; stdout: string }> {
+  return new Promise((resolve) =>
+    execFile(process.execPath, [path.join(root, 'scripts/stop.mjs')], { env: { ...process.env, LLMGW_HOME: home } }, (err, stdout) => resolve({ code: err ? 1 : 0, stdout })),
+  );
+}
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
