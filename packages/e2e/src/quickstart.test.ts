@@ -159,15 +159,16 @@ describe('the quick start', () => {
     expect(fs.existsSync(path.join(home, 'local.lock'))).toBe(false);
     expect(await pnpmStop(home)).toEqual({ code: 0, stdout: `llmgw: not running for LLMGW_HOME=${home}\n` });
 
-    // 4. A catalog with two errors: the start fails, non-zero, with the server's error in
-    //    the terminal, not only in its log. (That both errors are printed depends on the
-    //    catalog loader reporting every error; the lead asserts it after merging.)
+    // 4. A catalog with two errors: the start fails, non-zero, with both of the server's
+    //    errors in the terminal, not only in its log, the enum typo with its "did you mean".
     const catalog = path.join(home, 'catalog.yaml');
     const good = fs.readFileSync(catalog, 'utf8');
     fs.writeFileSync(catalog, good.replace('engine: node-llama-cpp', 'engine: node-lama-cpp').replace('min: 1,', 'min: one,'));
     const broken = launch(env);
     expect(await within(broken.exited, 20_000, 'the start with a bad catalog')).toBe(1);
-    expect(broken.stderr()).toMatch(new RegExp(`^llmgw-server: catalog ${escape(catalog)}: model "tiny" \\(line \\d+\\): `, 'm'));
+    const problems = broken.stderr().split('\n').filter((l) => l.startsWith(`llmgw-server: catalog ${catalog}: model "tiny" (line `));
+    expect(problems).toHaveLength(2);
+    expect(problems.join('\n')).toMatch(/scaling\.min .*\n.*engine must be one of .*\(did you mean node-llama-cpp\?\)/);
     expect(broken.stderr()).toMatch(/^llmgw: the server exited \(code 2\); its log: .*server\.log$/m);
     expect(broken.stdout()).not.toContain('llmgw is running');
     expect(fs.existsSync(path.join(home, 'local.lock'))).toBe(false);
