@@ -9,3 +9,4 @@ export * from './errors.js';
 export * from './redact.js';
 export * from './tokens.js';
 export * from './join-token.js';
+export * from './events.js';
