@@ -5,6 +5,7 @@ import { CtlError, asCtlError, exitCode } from './failure.js';
 import { addMembershipCommands } from './membership.js';
 import { colours } from './render.js';
 import { addTokenCommands } from './tokens-cmd.js';
+import { addEventsCommand } from './events-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
@@ -226,6 +227,7 @@ keys
   });
 
 addTokenCommands(program, { globals, print, printJson });
+addEventsCommand(program, { globals, print, printJson });
 
 program
   .command('usage')
