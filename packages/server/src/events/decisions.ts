@@ -18,12 +18,17 @@ export interface Decision {
 /** Codes that need an operator's look. */
 const WARNINGS: ReadonlySet<string> = new Set(['failed', 'node-lost', 'node-unknown', 'drain-blocked', 'drain-deadline', 'drain-not-serving', 'engine-failed']);
 
-/** The event a decision is recorded as: about its replica, on its nodes, of its model. */
-export function decisionEvent(d: Decision): NewEvent {
+/**
+ * The event a decision is recorded as: about its replica, on its nodes, of its model. A
+ * replacement concerns the node of the replica it replaces too (`nodesOf`), so the events
+ * of a drained node show where its replicas went.
+ */
+export function decisionEvent(d: Decision, nodesOf: (replicaId: string) => string[] = () => []): NewEvent {
   const r = d.replica;
   const id = r?.id ?? d.replicaId ?? '?';
-  const nodes = [...new Set(r?.shards.map((s) => s.nodeId) ?? [])];
-  const where = nodes.length ? ` on ${nodes.join(', ')}` : '';
+  const own = [...new Set(r?.shards.map((s) => s.nodeId) ?? [])];
+  const nodes = [...new Set([...own, ...(r?.replaces ? nodesOf(r.replaces) : [])])];
+  const where = own.length ? ` on ${own.join(', ')}` : '';
   const message =
     d.kind === 'create'
       ? `placed${where}${r ? ` (model ${r.model}, profile ${r.profile})` : ''}: ${d.reason}`

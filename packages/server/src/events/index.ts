@@ -17,8 +17,9 @@ export { EventLog, type Decision };
  */
 export function fleetEvents(store: Store, controller: Controller, log: Logger) {
   const events = new EventLog(store, { log });
+  const nodesOf = (id: string) => controller.listReplicas().find((r) => r.id === id)?.shards.map((s) => s.nodeId) ?? [];
   controller.events.on('decided', (ds: Decision[]) => {
-    for (const d of ds) events.record(decisionEvent(d));
+    for (const d of ds) events.record(decisionEvent(d, nodesOf));
   });
   const admin = (id: string) => controller.inventory.get(id)?.admin;
   return {
