@@ -17,7 +17,7 @@ const node = (o: Partial<NodeView> = {}): NodeView => ({
   gpu_classes: [],
   fabrics: [],
   unhealthy_gpus: [],
-  last_seen_ago: '1s',
+  last_seen_s: 1,
   agent_version: '0.1.0',
   replicas: 0,
   ...o,

@@ -20,7 +20,7 @@ const node = (o: Partial<NodeView> = {}): NodeView => ({
   gpu_classes: [],
   fabrics: [],
   unhealthy_gpus: [],
-  last_seen_ago: '1s',
+  last_seen_s: 1,
   replicas: 0,
   ...o,
 });
