@@ -8,7 +8,7 @@ import { table } from './render.js';
 export function nodesTable(nodes: NodeView[], c: ChalkInstance): string {
   if (nodes.length === 0) return 'No nodes have joined yet. Start llmgw-agent on a machine (see README: joining a machine).';
   return table(
-    ['NAME', 'STATE', 'GPUS', 'CLASS', 'MEM', 'FABRICS', 'REPLICAS', 'LAST SEEN', 'VERSION'],
+    ['NAME', 'STATE', 'GPUS', 'CLASS', 'MEM(GiB)', 'FABRICS', 'REPLICAS', 'LAST SEEN', 'VERSION'],
     nodes.map((n) => [
       n.id,
       nodeState(n, c),

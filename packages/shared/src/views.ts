@@ -26,7 +26,7 @@ export const NodeViewSchema = Type.Object({
   pool: Type.Optional(Type.String()),
   gpu_total: Type.Integer(),
   gpu_free: Type.Integer(),
-  /** The machine's RAM in GB; omitted (not 0) when the agent did not report it. */
+  /** The machine's RAM in GiB (the name is kept for scripts); omitted (not 0) when the agent did not report it. */
   memory_gb: Type.Optional(Type.Number()),
   memory_reserved_gb: Type.Optional(Type.Number()),
   gpu_classes: Type.Array(Type.String()),

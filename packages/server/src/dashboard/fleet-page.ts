@@ -36,7 +36,7 @@ export function fleetPage(v: FleetInput): Page {
       ? html`<p>No nodes have joined yet. Start <code>llmgw-agent</code> on a machine with the join token (see the README: joining a machine).</p>`
       : html`${table(
           'Nodes',
-          html`<tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">GPUs</th><th scope="col" class="num">Memory (GB)<span class="sub">reserved / total</span></th><th scope="col">Labels</th><th scope="col">Replicas</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr>`,
+          html`<tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">GPUs</th><th scope="col" class="num">Memory (GiB)<span class="sub">reserved / total</span></th><th scope="col">Labels</th><th scope="col">Replicas</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr>`,
           html`<tbody>${v.nodes.map((n) => nodeRow(n, [...(modelsOn.get(n.id) ?? [])], v.readOnly ? undefined : v.csrf))}</tbody>`,
         )}
 ${gpuTotal > 0 ? html`<p class="legend" aria-hidden="true"><span class="used">GPU in use</span><span class="free">GPU free</span><span class="sick">GPU unhealthy</span></p>` : ''}
