@@ -17,7 +17,12 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 # better-sqlite3 compiles against Node's own headers when no prebuilt binary can be
-# fetched; pnpm's node-gyp only finds them through this variable.
+# fetched; pnpm's node-gyp only finds them through this variable, and needs a compiler.
+missing=""
+for tool in python3 make g++; do command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"; done
+if [ -n "$missing" ]; then
+  echo "bootstrap: missing:$missing; better-sqlite3 compiles with python3, make and g++ when no prebuilt binary can be downloaded (Debian/Ubuntu: apt-get install python3 make g++)" >&2
+fi
 npm_config_nodedir="$(node -p "require('path').resolve(process.execPath, '../..')")"
 export npm_config_nodedir
 pnpm install --frozen-lockfile

@@ -28,9 +28,9 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-function start(server: string, log: Logger) {
+function start(server: string, log: Logger, settings: Partial<ConstructorParameters<typeof Agent>[0]> = {}) {
   const a = new Agent(
-    { server, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.1, probeIntervalS: 10 },
+    { server, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.1, probeIntervalS: 10, ...settings },
     probe,
     runner,
     log,
@@ -43,7 +43,8 @@ function start(server: string, log: Logger) {
 describe('agent heartbeats', () => {
   it('logs an unreachable server once per outage, not once per attempt', async () => {
     const { log, lines } = capture();
-    start('http://127.0.0.1:9', log);
+    // No grace: a server that is starting is the next test.
+    start('http://127.0.0.1:9', log, { serverStartGraceS: 0 });
     await new Promise((r) => setTimeout(r, 1500));
     const errors = lines.filter((l) => l.level >= 50);
     expect(errors).toHaveLength(1);
@@ -66,4 +67,44 @@ describe('agent heartbeats', () => {
     expect(errors.map((e) => e.msg)).toEqual([expect.stringMatching(/rejected the join token \(401 invalid join token\): set LLMGW_JOIN_TOKEN/)]);
     expect(calls).toBeGreaterThan(1);
   });
+
+  it('waits for a server that is starting without an error line, and joins as soon as it listens', async () => {
+    const port = await freePort();
+    const { log, lines } = capture();
+    // A 5 s heartbeat: joining within a second of the server listening shows it did not back off.
+    start(`http://127.0.0.1:${port}`, log, { heartbeatIntervalS: 5 });
+    await new Promise((r) => setTimeout(r, 1200));
+    let beats = 0;
+    const srv = http.createServer((req, res) => {
+      req.resume();
+      if (req.url === '/agent/v1/heartbeat') beats++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(req.url === '/agent/v1/heartbeat' ? { node_id: 'n1' } : { node_id: 'n1', version: 1, assignments: [] }));
+    });
+    servers.push(srv);
+    const listeningAt = Date.now();
+    await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
+    while (beats === 0 && Date.now() - listeningAt < 3000) await new Promise((r) => setTimeout(r, 20));
+    expect(Date.now() - listeningAt).toBeLessThan(1500);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    expect(lines.map((l) => l.msg)).toEqual([`waiting for the server at http://127.0.0.1:${port} to start (ECONNREFUSED)`, 'joined the server']);
+  });
+
+  it('reports the outage as an error once the server has refused connections for the whole grace', async () => {
+    const { log, lines } = capture();
+    start('http://127.0.0.1:9', log, { serverStartGraceS: 0.5 });
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [30, 'waiting for the server at http://127.0.0.1:9 to start (ECONNREFUSED)'],
+      [50, expect.stringMatching(/^cannot reach the server at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/)],
+    ]);
+  });
 });
+
+async function freePort(): Promise<number> {
+  const s = http.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}

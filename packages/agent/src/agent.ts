@@ -33,7 +33,18 @@ export interface AgentSettings {
   auth?: AgentAuth;
   /** Told to the server so that placement keeps `engine: command` profiles off a node that refuses them. */
   allowCommandEngine?: boolean;
+  /**
+   * How long a server that refuses connections counts as starting (or restarting): the
+   * agent retries every half second and says so at info, with no error line, until then.
+   * Default 30 s.
+   */
+  serverStartGraceS?: number;
 }
+
+/** Retry interval while the server is starting: it listens within a second or two. */
+const START_RETRY_MS = 500;
+/** Connection failures that mean "nothing listens there (yet)", not a wrong address or TLS. */
+const NOT_LISTENING = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
 
 /** What the agent needs from the process supervisor. */
 export interface ShardRunner {
@@ -72,6 +83,10 @@ export class Agent {
   private readonly http: Got;
   /** The last bad reply's line per channel, so a server that keeps sending it is logged once, not per poll. */
   private readonly lastBadReply = new Map<string, string>();
+  /** The outage so far is a server that does not listen yet, within the start grace. */
+  private waitingForServer = false;
+  /** Wakes the long-poll loop from its pause after a failure, once the server answers again. */
+  private wakePoll?: () => void;
 
   constructor(
     private readonly settings: AgentSettings,
@@ -126,6 +141,7 @@ export class Agent {
   private nextDelayMs(): number {
     const base = this.settings.heartbeatIntervalS * 1000;
     if (this.outageSince === undefined) return base;
+    if (this.waitingForServer) return Math.min(base, START_RETRY_MS);
     const down = Date.now() - this.outageSince;
     return Math.min(Math.max(base, down / 4), 30_000);
   }
@@ -243,7 +259,12 @@ export class Agent {
     while (!this.stopped) {
       if (await this.poll()) continue;
       if (this.stopped) return;
-      await new Promise((r) => setTimeout(r, Math.max(1000, this.settings.heartbeatIntervalS * 1000)));
+      const pause = this.waitingForServer ? START_RETRY_MS : Math.max(1000, this.settings.heartbeatIntervalS * 1000);
+      await new Promise<void>((r) => {
+        this.wakePoll = r;
+        setTimeout(r, pause);
+      });
+      this.wakePoll = undefined;
     }
   }
 
@@ -268,20 +289,36 @@ export class Agent {
   }
 
   private recovered(): void {
-    if (this.outageSince !== undefined) {
-      this.log.info({ server: this.settings.server, down_s: Math.round((Date.now() - this.outageSince) / 1000) }, 'reconnected to the server');
-    } else if (this.lastProblem === undefined && !this.joined) {
-      this.log.info({ server: this.settings.server, node: this.settings.nodeId }, 'joined the server');
+    const downS = this.outageSince === undefined ? undefined : Math.round((Date.now() - this.outageSince) / 1000);
+    if (this.joined) {
+      if (downS !== undefined) this.log.info({ server: this.settings.server, down_s: downS }, 'reconnected to the server');
+    } else if (this.lastProblem === undefined) {
+      // Waiting for a server that was starting is not a problem: this is still the join.
+      this.log.info({ server: this.settings.server, node: this.settings.nodeId, ...(downS !== undefined ? { waited_s: downS } : {}) }, 'joined the server');
+    } else {
+      this.log.info({ server: this.settings.server, down_s: downS }, 'reconnected to the server');
     }
     this.joined = true;
     this.outageSince = undefined;
     this.lastProblem = undefined;
+    this.waitingForServer = false;
+    this.wakePoll?.();
   }
 
   /** Logs once per distinct problem, not once per attempt. */
   private failed(err: unknown): void {
     const problem = describeFailure(err, this.settings.server);
     if (this.outageSince === undefined) this.outageSince = Date.now();
+    const graceMs = (this.settings.serverStartGraceS ?? 30) * 1000;
+    const code = err instanceof RequestError && !(err instanceof HTTPError) ? err.code : undefined;
+    // A server that is starting (the agent came up first, or it is restarting) refuses
+    // connections for a moment: waited for quietly and quickly, not reported as an error.
+    const wasWaiting = this.waitingForServer;
+    this.waitingForServer = code !== undefined && NOT_LISTENING.has(code) && Date.now() - this.outageSince < graceMs;
+    if (this.waitingForServer) {
+      if (!wasWaiting) this.log.info({ server: this.settings.server, code }, `waiting for the server at ${this.settings.server} to start (${code})`);
+      return;
+    }
     if (problem !== this.lastProblem) {
       this.log.error(problem);
       this.lastProblem = problem;

@@ -22,7 +22,8 @@ type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: st
 
 const program = new Command('llmgw-agent')
   .description('Runs on each machine: reports it to the llmgw server and runs the engines assigned to it.')
-  .version(AGENT_VERSION);
+  .version(AGENT_VERSION)
+  .addHelpText('after', '\nEvery setting of run (each also an LLMGW_* variable): llmgw-agent run --help');
 
 const opt = (flags: string, description: string, env: string, def?: string) => {
   const o = new Option(flags, description).env(env);

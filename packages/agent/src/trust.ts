@@ -75,9 +75,20 @@ function onlyFirst(pem: string): string {
   return new X509Certificate(pem).toString();
 }
 
-/** Fetches `/cacerts` without verifying (and without credentials), retrying while the server is unreachable. */
+/** Past this, an unreachable server is no longer "starting": the agent warns once. */
+const START_GRACE_MS = 30_000;
+
+/**
+ * Fetches `/cacerts` without verifying (and without credentials), retrying while the
+ * server is unreachable: every 250 ms at first, doubling up to `retryMs`, because a server
+ * started at the same moment listens within a second or two. That wait is said at info;
+ * a warning only once it has lasted `START_GRACE_MS`.
+ */
 async function fetchCa(server: string, log: Logger, retryMs: number): Promise<string> {
   let said = false;
+  let warned = false;
+  const since = Date.now();
+  let delay = Math.min(250, retryMs);
   for (;;) {
     try {
       return await got(`${server}/cacerts`, { https: { rejectUnauthorized: false }, timeout: { request: 10_000 }, retry: { limit: 0 } }).text();
@@ -86,9 +97,14 @@ async function fetchCa(server: string, log: Logger, retryMs: number): Promise<st
         throw new TrustError(`the server at ${server} serves no CA at /cacerts (${err.response.statusCode}): is it an llmgw server over HTTPS? Give --ca FILE, or --insecure-http with an http:// address`);
       }
       if (!(err instanceof RequestError)) throw err;
-      if (!said) log.warn(`cannot reach the server at ${server} to check its CA (${err.code}); retrying`);
+      if (!said) log.info({ server, code: err.code }, `waiting for the server at ${server} to answer (${err.code})`);
       said = true;
-      await new Promise((r) => setTimeout(r, retryMs));
+      if (!warned && Date.now() - since >= START_GRACE_MS) {
+        log.warn(`cannot reach the server at ${server} to check its CA (${err.code}) for ${START_GRACE_MS / 1000} s: check --server / LLMGW_SERVER; still retrying`);
+        warned = true;
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, retryMs);
     }
   }
 }

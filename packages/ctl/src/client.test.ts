@@ -1,8 +1,10 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { resolveConnection } from './client.js';
+import { call, resolveConnection } from './client.js';
 import { CtlError } from './failure.js';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -13,6 +15,7 @@ beforeEach(() => {
   process.env = { ...saved, LLMGW_HOME: home };
   delete process.env.LLMGW_CA;
   delete process.env.LLMGW_SERVER;
+  delete process.env.LLMGW_ADMIN_TOKEN;
 });
 afterEach(() => {
   process.env = saved;
@@ -48,5 +51,57 @@ describe('resolveConnection', () => {
     expect(e).toMatchObject({ failure: 'usage', message: expect.stringContaining('--insecure-http') as unknown });
     expect(resolveConnection({ server: 'http://10.0.0.1:8081', insecureHttp: true }).server).toBe('http://10.0.0.1:8081');
     expect(resolveConnection({ server: 'http://127.0.0.1:8081' }).ca).toBeUndefined();
+  });
+});
+
+describe('misleading setups, each named with its fix', () => {
+  it('a server address without its scheme is a usage error that shows the URL to use', () => {
+    expect(refusal(() => resolveConnection({ server: 'localhost:8081' }, 'cli'))).toMatchObject({ failure: 'usage', message: 'invalid --server "localhost:8081": a URL needs its scheme: https://localhost:8081' });
+    process.env.LLMGW_SERVER = '127.0.0.1:8081';
+    expect(refusal(() => resolveConnection({}, undefined))).toMatchObject({ failure: 'usage', message: 'invalid LLMGW_SERVER "127.0.0.1:8081": a URL needs its scheme: https://127.0.0.1:8081' });
+  });
+
+  it('no token anywhere names the token file it looked for, before anything is sent', async () => {
+    const conn = resolveConnection({ server: 'http://127.0.0.1:1' });
+    await expect(call(conn, 'GET', '/nodes')).rejects.toMatchObject({
+      failure: 'usage',
+      message: `no admin token: no token file at ${path.join(home, 'server', 'admin-token')} (LLMGW_HOME=${home}); set LLMGW_HOME to the directory the server was started with, or --token / LLMGW_ADMIN_TOKEN`,
+    });
+  });
+
+  describe('against a real HTTP server', () => {
+    let answer: { status: number; body: string } = { status: 200, body: '{}' };
+    const srv = http.createServer((_req, res) => res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body));
+    let url = '';
+    beforeEach(async () => {
+      await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+      url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    });
+    afterEach(async () => {
+      await new Promise((r) => srv.close(r));
+    });
+
+    it("the client listener's OpenAI-shaped 401 says it is the client address, not the admin API", async () => {
+      answer = { status: 401, body: '{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}' };
+      await expect(call(resolveConnection({ server: url, token: 't' }), 'GET', '/nodes')).rejects.toMatchObject({
+        failure: 'failed',
+        message: expect.stringMatching(new RegExp(`^${url} is llmgw's client \\(OpenAI-compatible\\) address, not its admin API: point --server`)) as unknown,
+      });
+    });
+
+    it('a 401 names where the rejected token came from; an answer without our error body says so', async () => {
+      answer = { status: 401, body: '{"error":"invalid admin token"}' };
+      fs.mkdirSync(path.join(home, 'server'), { recursive: true });
+      fs.writeFileSync(path.join(home, 'server', 'admin-token'), 'stale\n');
+      await expect(call(resolveConnection({ server: url }), 'GET', '/nodes')).rejects.toThrow(
+        `${url} rejected the admin token in ${path.join(home, 'server', 'admin-token')} (invalid admin token): set --token or LLMGW_ADMIN_TOKEN to the server's admin token`,
+      );
+      answer = { status: 404, body: '<html>not found</html>' };
+      await expect(call(resolveConnection({ server: url, token: 't' }, 'cli'), 'GET', '/nodes?x=1')).rejects.toThrow(
+        `${url} answered 404 to GET /api/v1/nodes without llmgw's error body: is it llmgw's admin address? (address set by --server)`,
+      );
+      answer = { status: 404, body: '{"error":"no replica \\"r-1\\""}' };
+      await expect(call(resolveConnection({ server: url, token: 't' }), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({ message: 'no replica "r-1"', status: 404 });
+    });
   });
 });

@@ -22,6 +22,8 @@ export class CtlError extends Error {
   constructor(
     message: string,
     readonly failure: Failure = 'failed',
+    /** The HTTP status of the server's refusal, when it was one (`ctl logs -f` ends on a 404). */
+    readonly status?: number,
   ) {
     super(message);
   }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { call, type Connection } from './client.js';
+import { examplesText } from './usage.js';
 
 type Globals = () => { conn: Connection; json: boolean };
 
@@ -20,6 +21,7 @@ export function addMembershipCommands(program: Command, nodes: Command, globals:
     .command('delete <node>')
     .description("forget a node and its credential, freeing its id for the next join (refused while it holds replicas)")
     .option('--force', 'delete even while it holds replicas: they are dropped and placed elsewhere')
+    .addHelpText('after', examplesText('ctl nodes delete gpu-3', 'ctl nodes delete gpu-3 --force   # its replicas are placed elsewhere'))
     .action(async (node: string, o: { force?: boolean }) => {
       const g = globals();
       const res = await call<{ id: string; replicas_dropped: number }>(g.conn, 'DELETE', `/nodes/${encodeURIComponent(node)}${o.force ? '?force=true' : ''}`);
@@ -30,6 +32,7 @@ export function addMembershipCommands(program: Command, nodes: Command, globals:
   nodes
     .command('approve <node>')
     .description('let a node waiting as pending-approval (--join-approval manual) take work')
+    .addHelpText('after', examplesText('ctl nodes approve gpu-4'))
     .action(async (node: string) => {
       const g = globals();
       const res = await call<{ id: string; state: string }>(g.conn, 'POST', `/nodes/${encodeURIComponent(node)}/approve`);
@@ -42,6 +45,7 @@ export function addMembershipCommands(program: Command, nodes: Command, globals:
     .description('the token agents join with')
     .command('rotate')
     .description('replace the join token: joined nodes keep working with their own credentials, the old token stops joining')
+    .addHelpText('after', examplesText('TOKEN=$(ctl join-token rotate)'))
     .action(async () => {
       const g = globals();
       const res = await call<{ token: string }>(g.conn, 'POST', '/join-token/rotate');

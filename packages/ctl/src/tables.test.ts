@@ -50,6 +50,15 @@ describe('nodesTable', () => {
   });
 });
 
+describe('explainText on a placed model', () => {
+  it('promises lines from the last attempt only when there are some', () => {
+    const v: ExplainView = { model: 'm', placed: true, attempted: true, summary: 'm is placed on cpu-a', notes: [], rejections: [] };
+    expect(explainText(v, plain)).toBe('m is placed on cpu-a\nm has replicas (see ctl replicas --model m).');
+    const withRejection = explainText({ ...v, rejections: [{ profile: 'cpu', node: 'b', code: 'cordoned', reason: 'is cordoned' }] }, plain);
+    expect(withRejection.split('\n').slice(1, 2)).toEqual(['m has replicas (see ctl replicas --model m); the lines below are from the last placement attempt.']);
+  });
+});
+
 describe('explainText', () => {
   it('prints the summary, then rejections grouped by profile and pool, one line per node', () => {
     const v: ExplainView = {

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { TOKEN_ROLES, type TokenCreated, type TokenView } from '@llmgw/shared';
 import { call, type Connection } from './client.js';
+import { examplesText } from './usage.js';
 import { table } from './render.js';
 
 /** What a command needs from the program: the connection and output format, and the printers. */
@@ -22,6 +23,7 @@ export function addTokenCommands(program: Command, io: Io): void {
     .description('create a token; its secret is shown once')
     .requiredOption('--name <name>', 'who or what the token is for')
     .addOption(new Option('--role <role>', 'admin: everything; viewer: every read and the dashboard read-only; metrics: GET /metrics only').choices(TOKEN_ROLES).makeOptionMandatory())
+    .addHelpText('after', examplesText('ctl tokens create --name grafana --role viewer', 'ctl tokens create --name prom --role metrics -o json'))
     .action(async (o: { name: string; role: string }) => {
       const { conn, json } = io.globals();
       const created = await call<TokenCreated>(conn, 'POST', '/tokens', { name: o.name, role: o.role });
@@ -34,6 +36,7 @@ export function addTokenCommands(program: Command, io: Io): void {
   tokens
     .command('list')
     .description('list tokens (never their secrets); the bootstrap admin token is not among them')
+    .addHelpText('after', examplesText('ctl tokens list'))
     .action(async () => {
       const { conn, json } = io.globals();
       const list = await call<TokenView[]>(conn, 'GET', '/tokens');
@@ -44,6 +47,7 @@ export function addTokenCommands(program: Command, io: Io): void {
   tokens
     .command('revoke <id>')
     .description('revoke a token by id (or by name); it stops working at once, its dashboard sessions too')
+    .addHelpText('after', examplesText('ctl tokens revoke tok-1a2b3c4d'))
     .action(async (id: string) => {
       const { conn, json } = io.globals();
       const t = await call<TokenView>(conn, 'DELETE', `/tokens/${encodeURIComponent(id)}`);

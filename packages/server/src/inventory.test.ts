@@ -28,3 +28,30 @@ describe('Inventory.setAdmin', () => {
     expect(inv.snapshot(2000).at(0)?.admin).toBe('ready');
   });
 });
+
+describe('Inventory.setAdmin on a node already in that state', () => {
+  const inv = () => {
+    const i = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 });
+    i.report(report, 1000);
+    return i;
+  };
+
+  it('keeps the reason and the time it began unless a new reason is given', () => {
+    const i = inv();
+    i.setAdmin('n1', 'cordoned', 'PSU swap', new Date(2000));
+    i.setAdmin('n1', 'cordoned', undefined, new Date(3000));
+    expect(i.get('n1')!.admin).toEqual({ state: 'cordoned', reason: 'PSU swap', changedAt: new Date(2000).toISOString() });
+    i.setAdmin('n1', 'cordoned', 'fan', new Date(4000));
+    expect(i.get('n1')!.admin.reason).toBe('fan');
+    // Another state starts afresh: an uncordoned node has no reason to be cordoned.
+    i.setAdmin('n1', 'ready', undefined, new Date(5000));
+    expect(i.get('n1')!.admin).toEqual({ state: 'ready', changedAt: new Date(5000).toISOString() });
+  });
+
+  it("keeps a drain's deadline and force when the drain is asked for again without them", () => {
+    const i = inv();
+    i.setAdmin('n1', 'draining', 'move', new Date(2000), { deadlineS: 60, force: true });
+    i.setAdmin('n1', 'draining', undefined, new Date(3000));
+    expect(i.get('n1')!.admin).toEqual({ state: 'draining', reason: 'move', changedAt: new Date(2000).toISOString(), drainDeadline: new Date(62_000).toISOString(), force: true });
+  });
+});

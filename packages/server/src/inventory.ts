@@ -136,12 +136,18 @@ export class Inventory {
     if (node.admin.state === 'pending-approval') {
       throw new DomainError('conflict', `node ${id} is waiting for approval: approve it with ctl nodes approve ${id}, or remove it with ctl nodes delete ${id}`);
     }
+    // The same state again (a second `ctl cordon`, a `ctl drain` to watch one under way)
+    // keeps what was said and decided before unless it is said anew: a reason, a drain's
+    // deadline and force, and when the state began.
+    const same = node.admin.state === state ? node.admin : undefined;
+    const kept = reason ?? same?.reason;
+    const deadline = drain.deadlineS !== undefined ? new Date(now.getTime() + drain.deadlineS * 1000).toISOString() : same?.drainDeadline;
     const admin: AdminState = {
       state,
-      ...(reason ? { reason } : {}),
-      changedAt: now.toISOString(),
-      ...(state === 'draining' && drain.deadlineS !== undefined ? { drainDeadline: new Date(now.getTime() + drain.deadlineS * 1000).toISOString() } : {}),
-      ...(state === 'draining' && drain.force ? { force: true } : {}),
+      ...(kept ? { reason: kept } : {}),
+      changedAt: same?.changedAt ?? now.toISOString(),
+      ...(state === 'draining' && deadline ? { drainDeadline: deadline } : {}),
+      ...(state === 'draining' && (drain.force || same?.force) ? { force: true } : {}),
     };
     // Stored first: a state the store refused is neither acknowledged nor acted on.
     this.store.saveNodeAdmin(id, admin);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
 import { LOG_REDACT } from '@llmgw/shared';
-import { CatalogError, CatalogWatcher, LoadedCatalog } from './catalog/catalog.js';
+import { CatalogError, CatalogWatcher, LoadedCatalog, describeDiff, diffCatalogs } from './catalog/catalog.js';
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
@@ -89,15 +89,19 @@ const program = new Command('llmgw-server')
     if (o.catalog) {
       try {
         watcher = await CatalogWatcher.start(path.resolve(o.catalog), {
-          onChange: (next) => {
-            log.info({ file: next.file, models: next.models.map((m) => m.name) }, 'catalog reloaded');
+          onChange: (next, previous) => {
+            // What changed, so the last line after fixing a typo is not still the error.
+            const diff = diffCatalogs(previous, next);
+            log.info({ file: next.file, models: next.models.map((m) => m.name), ...diff }, `catalog reloaded: ${describeDiff(diff)}`);
             running?.controller.setCatalog(next);
           },
-          onError: (err) => log.error({ file: err.file }, `catalog reload failed, keeping the running catalog: ${err.message}`),
+          onRecover: (current) => log.info({ file: current.file }, 'catalog reloaded: the file is fixed and matches the running catalog; no model changed'),
+          onError: (err) => log.error({ file: err.file, problems: err.lines() }, `catalog reload failed, keeping the running catalog: ${err.message}`),
         });
         catalog = watcher.current;
       } catch (err) {
-        fail(err instanceof CatalogError ? err.message : `cannot read catalog ${o.catalog}: ${(err as Error).message}`);
+        // Every problem, one line each: the launcher relays these lines to the terminal.
+        fail(err instanceof CatalogError ? err.lines() : `cannot read catalog ${o.catalog}: ${(err as Error).message}`);
       }
     } else {
       log.warn('no --catalog given: no models will be placed');
@@ -156,10 +160,13 @@ const program = new Command('llmgw-server')
         },
         catalog,
         log,
+        { catalogStatus: watcher },
       );
     } catch (err) {
       fail(`cannot start: ${(err as Error).message}`);
     }
+    // A reload between the first load and the listeners reached no controller yet.
+    if (watcher && watcher.current !== catalog) running.controller.setCatalog(watcher.current);
     process.on('SIGHUP', () => {
       if (!watcher) return log.warn('SIGHUP: no --catalog to reload');
       void watcher.reload();
@@ -187,8 +194,8 @@ program
     }
   });
 
-function fail(message: string): never {
-  process.stderr.write(`llmgw-server: ${message}\n`);
+function fail(message: string | string[]): never {
+  for (const line of [message].flat()) process.stderr.write(`llmgw-server: ${line}\n`);
   process.exit(2);
 }
 

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Logger } from 'pino';
 import { adminApi } from './api/admin.js';
+import { catalogApi } from './api/catalog-api.js';
+import type { CatalogStatusSource } from './api/views.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
 import { engineKeys } from './controller/engine-keys.js';
@@ -143,9 +145,11 @@ function urlOf(server: http.Server): string {
 
 /**
  * Starts both listeners over one controller. Used by main and by in-process tests;
- * `deps.store` replaces the SQLite store in `dataDir` (tests inject failing ones).
+ * `deps.store` replaces the SQLite store in `dataDir` (tests inject failing ones);
+ * `deps.catalogStatus` is the catalog file's watcher, whose failed reloads the admin API
+ * and the dashboard show.
  */
-export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger, deps: { store?: Store } = {}): Promise<RunningServer> {
+export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger, deps: { store?: Store; catalogStatus?: CatalogStatusSource } = {}): Promise<RunningServer> {
   const store = new GuardedStore(deps.store ?? new SqliteStore(settings.dataDir), { log });
   const inventory = new Inventory(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS });
   const controller = new Controller(
@@ -199,11 +203,11 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = new AccessTokens(store, settings.adminToken);
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership));
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
-  admin.use('/', dashboard(controller, keys, settings.adminToken, access, { insecureHttp: !settings.adminTls, onNodeState: events.onNodeState }));
+  admin.use('/', dashboard(controller, keys, settings.adminToken, access, { insecureHttp: !settings.adminTls, catalogStatus: deps.catalogStatus, onNodeState: events.onNodeState }));
   admin.use((req, _res, next) => {
     next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });

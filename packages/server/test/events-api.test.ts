@@ -30,6 +30,8 @@ describe('GET /api/v1/events', () => {
     expect((await post('/api/v1/nodes/node-a/state', { state: 'cordon', reason: 'PSU swap' }, bearer(secret))).status).toBe(200);
     // A refused action (no such node) leaves no event.
     expect((await post('/api/v1/nodes/nope/state', { state: 'cordon' }, bearer(secret))).status).toBe(404);
+    // Nor does one that changes nothing: the node is cordoned already, and keeps its reason.
+    expect((await post('/api/v1/nodes/node-a/state', { state: 'cordon' }, bearer(secret))).status).toBe(200);
     expect((await post('/api/v1/nodes/node-a/state', { state: 'uncordon' }, bearer(secret))).status).toBe(200);
     const list = await events();
     expect(list.events.map((e) => [e.source, e.reason, e.object, e.who, e.message])).toEqual([

@@ -10,3 +10,5 @@ export * from './redact.js';
 export * from './tokens.js';
 export * from './join-token.js';
 export * from './events.js';
+export * from './catalog-status.js';
+export * from './version.js';

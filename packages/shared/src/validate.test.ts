@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CatalogSchema, HeartbeatSchema, NodeStateRequestSchema, fieldPath, formatFailure, validate } from './index.js';
+import { CatalogSchema, HeartbeatSchema, NodeStateRequestSchema, fieldPath, formatFailure, validate, validateAll } from './index.js';
 import type { Heartbeat } from './index.js';
 
 const beat = (): Heartbeat => ({
@@ -59,5 +59,24 @@ describe('validate', () => {
   it('fieldPath renders JSON pointers with a root', () => {
     expect(fieldPath('/a/0/b~1c', 'body')).toBe('body.a[0].b/c');
     expect(fieldPath('')).toBe('(body)');
+  });
+});
+
+describe('validateAll', () => {
+  const profile = (extra: Record<string, unknown>) => ({ name: 'p', engine: 'vllm', ...extra });
+  const catalog = (...profiles: Record<string, unknown>[]) => ({ models: [{ name: 'm', source: 's', profiles }] });
+
+  it('accepts what validate accepts', () => {
+    expect(validateAll(CatalogSchema, catalog(profile({})))).toEqual({ ok: true, value: catalog(profile({})) });
+  });
+
+  it('reports every broken field, once each, with the options of a union', () => {
+    const r = validateAll(CatalogSchema, catalog(profile({ engine: 'vlm', gpus: 'x' }), profile({ min_memroy_gb: 3, name: '-' + 'a'.repeat(300) })));
+    expect(!r.ok && r.errors).toEqual([
+      { field: 'models[0].profiles[0].engine', message: 'must be one of vllm, sglang, llama.cpp, node-llama-cpp, command', options: ['vllm', 'sglang', 'llama.cpp', 'node-llama-cpp', 'command'] },
+      { field: 'models[0].profiles[0].gpus', message: 'must be integer' },
+      { field: 'models[0].profiles[1].min_memroy_gb', message: 'is not a known field' },
+      { field: 'models[0].profiles[1].name', message: 'must NOT have more than 200 characters' },
+    ]);
   });
 });

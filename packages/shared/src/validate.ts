@@ -6,11 +6,16 @@ import type { Static, TSchema } from '@sinclair/typebox';
 export interface ValidationFailure {
   field: string;
   message: string;
+  /** The allowed values, when the field must be one of a list (for a "did you mean"). */
+  options?: string[];
 }
 
 export type Validated<T> = { ok: true; value: T } | { ok: false; error: ValidationFailure };
 
 const ajv = new Ajv({ allErrors: false, strict: false, verbose: true });
+// A second instance for `validateAll`: allErrors changes the compiled code, so one
+// instance cannot serve both (the wire stays on the cheaper first-error code).
+const ajvAll = new Ajv({ allErrors: true, strict: false, verbose: true });
 
 /** An RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens (IPv4 is one too). */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -21,7 +26,9 @@ export function isHost(s: string): boolean {
   return s.length <= 253 && ((isIP(s) !== 0 && !s.includes('%')) || HOST_NAME.test(s));
 }
 ajv.addFormat('host', { type: 'string', validate: isHost });
+ajvAll.addFormat('host', { type: 'string', validate: isHost });
 const compiled = new WeakMap<TSchema, ValidateFunction>();
+const compiledAll = new WeakMap<TSchema, ValidateFunction>();
 
 /** `/report/gpus/0/index` → `report.gpus[0].index`. */
 export function fieldPath(pointer: string, root = ''): string {
@@ -55,6 +62,7 @@ function describe(e: ErrorObject, root: string): ValidationFailure {
     case 'const': {
       const options = unionLiterals(e.parentSchema);
       message = options ? `must be one of ${options.join(', ')}` : 'has an invalid value';
+      if (options) return { field, message, options };
       break;
     }
     case 'pattern':
@@ -92,10 +100,40 @@ export function validate<S extends TSchema>(schema: S, data: unknown, root = '')
   // With unions ajv reports each branch and then the union; the union line is clearer.
   const union = errs.find((e) => e.keyword === 'anyOf');
   const first = union && errs.every((e) => e.instancePath.startsWith(union.instancePath)) ? union : errs[0];
-  return { ok: false, error: first ? describe(first, root) : { field: root || '(body)', message: 'is invalid' } };
+  if (!first) return { ok: false, error: { field: root || '(body)', message: 'is invalid' } };
+  // The options are for validateAll's readers; a wire error stays field and message.
+  const { field, message } = describe(first, root);
+  return { ok: false, error: { field, message } };
 }
 
 /** Renders a failure as one line: `report.memory_total_mb must be integer`. */
 export function formatFailure(f: ValidationFailure): string {
   return `${f.field} ${f.message}`;
+}
+
+/**
+ * Like `validate`, but every failure, one per field, in the order ajv finds them; for
+ * inputs a person wrote (the catalog), where fixing one typo per try wastes their time.
+ */
+export function validateAll<S extends TSchema>(schema: S, data: unknown, root = ''): { ok: true; value: Static<S> } | { ok: false; errors: ValidationFailure[] } {
+  let fn = compiledAll.get(schema);
+  if (!fn) {
+    fn = ajvAll.compile(schema);
+    compiledAll.set(schema, fn);
+  }
+  if (fn(data)) return { ok: true, value: data as Static<S> };
+  const errs = fn.errors ?? [];
+  // A union reports each branch it tried and then itself; the union's line is the clearer one.
+  const unions = errs.filter((e) => e.keyword === 'anyOf');
+  const kept = errs.filter((e) => !unions.some((u) => u !== e && e.schemaPath.startsWith(`${u.schemaPath}/`)));
+  const seen = new Set<string>();
+  const errors: ValidationFailure[] = [];
+  for (const e of kept) {
+    const f = describe(e, root);
+    // Several rules broken by one value (too long and a bad pattern) are one problem to fix.
+    if (seen.has(f.field)) continue;
+    seen.add(f.field);
+    errors.push(f);
+  }
+  return { ok: false, errors: errors.length ? errors : [{ field: root || '(body)', message: 'is invalid' }] };
 }

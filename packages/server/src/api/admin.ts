@@ -1,5 +1,5 @@
 import express, { type Router } from 'express';
-import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema } from '@llmgw/shared';
+import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema, type NodeStateReply, type VersionView } from '@llmgw/shared';
 import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import type { Controller } from '../controller/controller.js';
 import { DomainError, badRequest, echo, notFound } from '../errors.js';
@@ -7,6 +7,7 @@ import { forbidden, principalOf } from './access.js';
 import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
+import { SERVER_VERSION } from '../version.js';
 
 /**
  * The management surface `ctl` and the dashboard use, mounted on the admin listener
@@ -17,6 +18,11 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
 
   // Each path is one route ending in `methodNotAllowed`, so any other method is a 405
   // with `Allow` rather than a 404.
+  r.route('/version').get((_req, res) => {
+    const v: VersionView = { version: SERVER_VERSION, node: process.version };
+    res.json(v);
+  }).all(methodNotAllowed);
+
   r.route('/nodes').get((_req, res) => {
     res.json(nodeViews(ctl));
   }).all(methodNotAllowed);
@@ -72,8 +78,12 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
       throw badRequest('deadline_s and force apply only to drain', body.force ? 'force' : 'deadline_s');
     }
     const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
+    const before = ctl.inventory.get(id)?.admin.state;
     if (!ctl.setNodeState(id, state, reason, drain)) throw notFound(`no node "${echo(id)}"`);
-    res.json({ id, state, ...(reason ? { reason } : {}) });
+    // The reason in force, which a repeated cordon without one keeps (Inventory.setAdmin).
+    const kept = ctl.inventory.get(id)?.admin.reason;
+    const reply: NodeStateReply = { id, state, ...(kept ? { reason: kept } : {}), ...(before === state ? { already: true } : {}) };
+    res.json(reply);
   }).all(methodNotAllowed);
 
   r.route('/keys').get((_req, res) => {

@@ -1,6 +1,7 @@
-import type { ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
+import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { UNKNOWN_STATE, mbToGb, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
+import type { CatalogError } from '../catalog/errors.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
 import { indexReservations, reservationsOf } from '../placement/index.js';
 
@@ -152,5 +153,43 @@ export function explainView(ctl: Controller, model: string): ExplainView {
     attempted_at: new Date(attempt.atMs).toISOString(),
     notes: attempt.outcome.notes,
     rejections: attempt.outcome.rejections,
+  };
+}
+
+/**
+ * What a catalog status is read from: the watcher of the catalog file (`CatalogWatcher`),
+ * absent when the server runs without `--catalog`.
+ */
+export interface CatalogStatusSource {
+  readonly current: { file: string; models: readonly unknown[] };
+  readonly loadedAtMs: number;
+  readonly failure?: { atMs: number; error: CatalogError };
+}
+
+/** The catalog in force and the latest failed reload, until a good one (`GET /api/v1/catalog`). */
+export function catalogStatusView(source: CatalogStatusSource | undefined, nowMs: number): CatalogStatusView {
+  if (!source) return { models: 0 };
+  const failure = source.failure;
+  return {
+    file: source.current.file,
+    models: source.current.models.length,
+    loaded_at: new Date(source.loadedAtMs).toISOString(),
+    ...(failure
+      ? {
+          reload_error: {
+            at: new Date(failure.atMs).toISOString(),
+            age_s: Math.max(0, Math.floor((nowMs - failure.atMs) / 1000)),
+            problems: failure.error.problems.map((p) => ({
+              message: p.message,
+              file: p.file,
+              ...(p.model !== undefined ? { model: p.model } : {}),
+              ...(p.field !== undefined ? { field: p.field } : {}),
+              ...(p.line !== undefined ? { line: p.line } : {}),
+              problem: p.problem,
+            })),
+            more: failure.error.more,
+          },
+        }
+      : {}),
   };
 }

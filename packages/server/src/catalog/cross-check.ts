@@ -3,11 +3,13 @@ import { LoadedCatalog, type CatalogModel } from './loaded.js';
 
 /**
  * The rules the schema cannot express because they relate fields or models to each
- * other. Reports the first problem in file order through `fail`, which does not return.
+ * other. Reports every problem through `fail` and goes on; a name that is a problem
+ * (a duplicate, a clashing alias) is left out of the later checks, so one mistake is
+ * reported once.
  */
 export function crossCheck(
   models: CatalogModel[],
-  fail: (field: string, problem: string) => never,
+  fail: (field: string, problem: string) => void,
   lineOf: (field: string) => number,
 ): void {
   const firstByName = new Map<string, number>();
@@ -16,6 +18,7 @@ export function crossCheck(
     if (earlier !== undefined) {
       const line = lineOf(`models[${earlier}]`);
       fail(`models[${i}].name`, `${q(m.name)} is already used by models[${earlier}] (line ${line})`);
+      return;
     }
     firstByName.set(m.name, i);
   });
@@ -34,8 +37,9 @@ export function crossCheck(
       if (earlier !== undefined) {
         const line = lineOf(`${at}.profiles[${earlier}]`);
         fail(`${pat}.name`, `${q(p.name)} is already used by profiles[${earlier}] (line ${line})`);
+      } else {
+        profileNames.set(p.name, j);
       }
-      profileNames.set(p.name, j);
       if (p.engine === 'command' && !p.command) fail(`${pat}.command`, 'is required with engine command');
       if (p.engine !== 'command' && p.command) {
         fail(`${pat}.command`, `is only used with engine command, not ${p.engine}`);
@@ -52,15 +56,15 @@ export function crossCheck(
     m.aliases.forEach((a, j) => {
       const field = `${at}.aliases[${j}]`;
       const named = firstByName.get(a);
-      if (named === i) fail(field, `${q(a)} is the model's own name`);
+      if (named === i) return fail(field, `${q(a)} is the model's own name`);
       if (named !== undefined) {
-        fail(field, `${q(a)} is already the name of models[${named}] (line ${lineOf(`models[${named}]`)})`);
+        return fail(field, `${q(a)} is already the name of models[${named}] (line ${lineOf(`models[${named}]`)})`);
       }
       const other = aliasOwner.get(a);
-      if (other?.model === i) fail(field, `${q(a)} is listed twice`);
+      if (other?.model === i) return fail(field, `${q(a)} is listed twice`);
       if (other) {
         const line = lineOf(`models[${other.model}].aliases[${other.alias}]`);
-        fail(field, `${q(a)} is already an alias of model ${q(other.name)} (line ${line})`);
+        return fail(field, `${q(a)} is already an alias of model ${q(other.name)} (line ${line})`);
       }
       aliasOwner.set(a, { model: i, alias: j, name: m.name });
     });
@@ -70,15 +74,16 @@ export function crossCheck(
     const seen = new Set<string>();
     m.fallbacks.forEach((f, j) => {
       const field = `models[${i}].fallbacks[${j}]`;
-      if (f === m.name) fail(field, `${q(f)} is the model itself`);
-      if (seen.has(f)) fail(field, `${q(f)} is listed twice`);
+      if (f === m.name) return fail(field, `${q(f)} is the model itself`);
+      if (seen.has(f)) return fail(field, `${q(f)} is listed twice`);
       seen.add(f);
       if (firstByName.has(f)) return;
       const owner = aliasOwner.get(f);
-      if (owner) fail(field, `${q(f)} is an alias; name the model ${q(owner.name)}`);
+      if (owner) return fail(field, `${q(f)} is an alias; name the model ${q(owner.name)}`);
       // Suggest model names only: an alias would be rejected here too.
       const known = new LoadedCatalog('', models);
-      const close = known.suggest(f).map((s) => known.resolve(s)?.name ?? s);
+      // A name given twice (reported above) would be suggested twice.
+      const close = [...new Set(known.suggest(f).map((s) => known.resolve(s)?.name ?? s))];
       const hint = close.length ? ` (did you mean ${close.map(q).join(', ')}?)` : '';
       fail(field, `${q(f)} is not a model in this catalog${hint}`);
     });

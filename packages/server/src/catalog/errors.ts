@@ -15,11 +15,20 @@ export interface CatalogErrorDetails {
   problem: string;
 }
 
+/** Most problems one `CatalogError` lists; more are counted, not listed. */
+export const MAX_CATALOG_PROBLEMS = 20;
+
+/** One problem of a catalog, with the line an operator reads. */
+export type CatalogProblem = CatalogErrorDetails & { message: string };
+
 /**
  * Thrown by `parseCatalog` / `loadCatalog`, and passed to a `CatalogWatcher`'s `onError`,
  * when the catalog file cannot be read, is not YAML, does not match the schema, or
- * contradicts itself. The message is one line an operator can act on:
- * `catalog /etc/llmgw/catalog.yaml: model "qwen" (line 12): profiles[0].min_memory_gb must be number`.
+ * contradicts itself. It carries every problem found (`problems`, in file order, at most
+ * `MAX_CATALOG_PROBLEMS`), so an operator fixes them in one go; its own fields are the
+ * first problem's. The message is that problem's line, which an operator can act on:
+ * `catalog /etc/llmgw/catalog.yaml: model "qwen" (line 12): profiles[0].min_memory_gb must be number`,
+ * and says how many more there are; `lines()` gives them all.
  */
 export class CatalogError extends Error {
   readonly file: string;
@@ -28,9 +37,14 @@ export class CatalogError extends Error {
   readonly modelField?: string;
   readonly line?: number;
   readonly problem: string;
+  readonly problems: readonly CatalogProblem[];
+  /** Problems found beyond `MAX_CATALOG_PROBLEMS`. */
+  readonly more: number;
 
-  constructor(details: CatalogErrorDetails) {
-    super(formatCatalogError(details));
+  constructor(details: CatalogErrorDetails, all: { problems: CatalogErrorDetails[]; more: number } = { problems: [details], more: 0 }) {
+    const problems = all.problems.map((p) => ({ ...p, message: formatCatalogError(p) }));
+    const others = problems.length - 1 + all.more;
+    super(formatCatalogError(details) + (others > 0 ? ` (and ${others} more ${others === 1 ? 'problem' : 'problems'})` : ''));
     this.name = 'CatalogError';
     this.file = details.file;
     this.model = details.model;
@@ -38,6 +52,30 @@ export class CatalogError extends Error {
     this.modelField = details.modelField;
     this.line = details.line;
     this.problem = details.problem;
+    this.problems = problems;
+    this.more = all.more;
+  }
+
+  /**
+   * One error for several problems: in file order (by line; problems without one keep
+   * their place at the end), at most `MAX_CATALOG_PROBLEMS` listed.
+   */
+  static of(found: CatalogErrorDetails[]): CatalogError {
+    const sorted = found
+      .map((d, i) => ({ d, i }))
+      .sort((a, b) => (a.d.line ?? Infinity) - (b.d.line ?? Infinity) || a.i - b.i)
+      .map((x) => x.d);
+    const problems = sorted.slice(0, MAX_CATALOG_PROBLEMS);
+    const [first] = problems;
+    if (!first) throw new Error('CatalogError.of needs at least one problem');
+    return new CatalogError(first, { problems, more: sorted.length - problems.length });
+  }
+
+  /** Every problem's line, and one more saying how many were left out. */
+  lines(): string[] {
+    const lines = this.problems.map((p) => p.message);
+    if (this.more > 0) lines.push(`catalog ${this.file}: ${this.more} more ${this.more === 1 ? 'problem' : 'problems'} not listed; fix these first`);
+    return lines;
   }
 }
 

@@ -101,11 +101,11 @@ describe('parseCatalog: schema errors name the model, field and line', () => {
     expect(err.line).toBe(11);
   });
 
-  it('an unknown engine, listing the valid ones', async () => {
+  it('an unknown engine, listing the valid ones and the likely one', async () => {
     const err = await loadError('bad-engine.yaml');
     expect(err.message).toBe(
       `catalog ${fixture('bad-engine.yaml')}: model "qwen-coder-14b" (line 7): ` +
-        'profiles[0].engine must be one of vllm, sglang, llama.cpp, node-llama-cpp, command',
+        'profiles[0].engine must be one of vllm, sglang, llama.cpp, node-llama-cpp, command (did you mean vllm?)',
     );
     expect(err.field).toBe('models[0].profiles[0].engine');
   });

@@ -1,16 +1,18 @@
 import { readFile } from 'node:fs/promises';
-import { CatalogSchema, validate } from '@llmgw/shared';
-import type { Catalog } from '@llmgw/shared';
+import { CatalogSchema, validateAll } from '@llmgw/shared';
+import type { Catalog, ValidationFailure } from '@llmgw/shared';
 import { LineCounter, parseDocument } from 'yaml';
 import { crossCheck } from './cross-check.js';
-import { CatalogError } from './errors.js';
+import { CatalogError, type CatalogErrorDetails } from './errors.js';
 import { LoadedCatalog, type CatalogModel } from './loaded.js';
 import { Locator } from './locate.js';
-import { didYouMean, misspelling } from './suggest.js';
+import { closestOption, didYouMean, misspelling } from './suggest.js';
 
 /**
  * Parses and checks catalog text. `file` is only used in error messages.
- * Throws `CatalogError` naming the file, model, field and line of the first problem.
+ * Throws one `CatalogError` with every problem found, each naming the file, model, field
+ * and line: all YAML syntax errors; else every schema problem; else, once the schema
+ * holds (the rules between fields need well-typed fields), every cross-check problem.
  */
 export function parseCatalog(text: string, file: string): LoadedCatalog {
   const lines = new LineCounter();
@@ -18,9 +20,8 @@ export function parseCatalog(text: string, file: string): LoadedCatalog {
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, merge: true });
   const lineAt = (offset: number): number => lines.linePos(offset).line;
 
-  const syntax = doc.errors[0];
-  if (syntax) {
-    throw new CatalogError({ file, line: lineAt(syntax.pos[0]), problem: `YAML syntax error: ${syntax.message}` });
+  if (doc.errors.length) {
+    throw CatalogError.of(doc.errors.map((e) => ({ file, line: lineAt(e.pos[0]), problem: `YAML syntax error: ${e.message}` })));
   }
   let data: unknown;
   try {
@@ -34,37 +35,50 @@ export function parseCatalog(text: string, file: string): LoadedCatalog {
   }
 
   const locator = new Locator(doc, lineAt);
-  const fail = (field: string, problem: string): CatalogError => {
+  const at = (field: string, problem: string): CatalogErrorDetails => {
     const line = locator.line(field);
     const m = /^models\[(\d+)\]/.exec(field);
-    if (!m) return new CatalogError({ file, field, line, problem });
+    if (!m) return { file, field, line, problem };
     const entry = (data as { models?: unknown[] }).models?.[Number(m[1])];
     const name = (entry as { name?: unknown } | undefined)?.name;
     const model = typeof name === 'string' && name !== '' ? name : m[0];
     const rest = field.slice(m[0].length).replace(/^\./, '');
-    return new CatalogError({ file, model, field, modelField: rest || undefined, line, problem });
+    return { file, model, field, modelField: rest || undefined, line, problem };
   };
 
-  const checked = validate(CatalogSchema, data);
+  const checked = validateAll(CatalogSchema, data);
   if (!checked.ok) {
-    const { field, message } = checked.error;
-    if (field === '(body)') {
+    if (checked.errors.some((e) => e.field === '(body)')) {
       throw new CatalogError({ file, line: 1, problem: 'the top level must be a mapping with a models: list' });
     }
-    if (message === 'is required') throw fail(field, message + misspelling(data, field));
-    if (message === 'is not a known field') throw fail(field, message + didYouMean(field));
-    throw fail(field, message);
+    throw CatalogError.of(schemaProblems(data, checked.errors).map((p) => at(p.field, p.problem)));
   }
 
   const models = checked.value.models.map(withDefaults);
-  crossCheck(
-    models,
-    (field, problem) => {
-      throw fail(field, problem);
-    },
-    (field) => locator.line(field),
-  );
+  const found: CatalogErrorDetails[] = [];
+  crossCheck(models, (field, problem) => void found.push(at(field, problem)), (field) => locator.line(field));
+  if (found.length) throw CatalogError.of(found);
   return new LoadedCatalog(file, models);
+}
+
+/**
+ * The validator's failures as problems, each with its hint. A key misspelt next to the
+ * required one it stands for is one mistake: the "is required (is "engin" a typo?)" says
+ * it, so its "is not a known field" is dropped.
+ */
+function schemaProblems(data: unknown, failures: ValidationFailure[]): { field: string; problem: string }[] {
+  const typos = new Set<string>();
+  const problems = failures.map(({ field, message, options }) => {
+    if (message === 'is required') {
+      const { hint, key } = misspelling(data, field);
+      if (key !== undefined) typos.add(field.slice(0, field.length - field.split('.').pop()!.length) + key);
+      return { field, problem: message + hint };
+    }
+    if (message === 'is not a known field') return { field, problem: message + didYouMean(field) };
+    if (options) return { field, problem: message + closestOption(data, field, options) };
+    return { field, problem: message };
+  });
+  return problems.filter((p) => !(typos.has(p.field) && p.problem.startsWith('is not a known field')));
 }
 
 /** Reads and parses a catalog file; an unreadable file is a `CatalogError` too. */

@@ -30,15 +30,32 @@ export function editDistance(a: string, b: string, max = Infinity): number {
 
 /**
  * A required key is often missing only because it is misspelt next door (`engin: vllm`);
- * ajv reports the missing key first, so point at the likely typo.
+ * the validator reports the missing key, so point at the likely typo. The key found is
+ * returned too, so its own "is not a known field" is not reported a second time.
  */
-export function misspelling(data: unknown, field: string): string {
+export function misspelling(data: unknown, field: string): { hint: string; key?: string } {
   const [parentPath, missing] = splitLast(field);
   const parent = valueAt(data, parentPath);
-  if (typeof parent !== 'object' || parent === null || Array.isArray(parent)) return '';
+  if (typeof parent !== 'object' || parent === null || Array.isArray(parent)) return { hint: '' };
   const known = knownKeys(parentPath);
   const near = Object.keys(parent).find((k) => !known.includes(k) && editDistance(k, missing) <= 2);
-  return near === undefined ? '' : ` (is ${q(near)} a typo?)`;
+  return near === undefined ? { hint: '' } : { hint: ` (is ${q(near)} a typo?)`, key: near };
+}
+
+/**
+ * For a value that must be one of `options` (`engine: node-lama-cpp`), the option
+ * closest to it, ignoring case, when it is close enough to be a typo.
+ */
+export function closestOption(data: unknown, field: string, options: string[]): string {
+  const value = valueAt(data, field);
+  if (typeof value !== 'string') return '';
+  const typed = value.toLowerCase();
+  const limit = Math.max(2, Math.floor(typed.length / 3));
+  const near = options
+    .map((o) => ({ o, d: editDistance(typed, o.toLowerCase(), limit) }))
+    .filter((c) => c.d <= limit)
+    .sort((a, b) => a.d - b.d)[0];
+  return near ? ` (did you mean ${near.o}?)` : '';
 }
 
 /** For an unknown key, the known key of that object closest to it. */
@@ -64,13 +81,16 @@ function knownKeys(path: string): string[] {
     : /^models\[\d+\]$/.test(path)
       ? Object.keys(ModelSchema.properties)
       : path.endsWith('.scaling')
-        ? ['min', 'max']
+        ? Object.keys(ModelSchema.properties.scaling.properties)
         : path === ''
           ? Object.keys(CatalogSchema.properties)
           : [];
 }
 
-/** Follows a validator path through parsed data; the paths of required fields hold no dotted keys. */
+/**
+ * Follows a validator path through parsed data. Paths of required fields hold no dotted
+ * keys; an enum's may (`node_selector` values are not enums), and then nothing is found.
+ */
 function valueAt(data: unknown, path: string): unknown {
   let value = data;
   for (const part of path.match(/[^.[\]]+/g) ?? []) {

@@ -101,6 +101,53 @@ describe('CatalogWatcher', () => {
     expect(changes).toHaveLength(1);
   });
 
+  it('keeps the latest failure until a reload succeeds, and says when a fix changed nothing', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'llmgw-catalog-'));
+    const file = join(dir, 'catalog.yaml');
+    await writeFile(file, catalogText('a'));
+    let clock = 1000;
+    const recovered: LoadedCatalog[] = [];
+    const changes: LoadedCatalog[] = [];
+    watcher = await CatalogWatcher.start(file, {
+      onChange: (c) => changes.push(c),
+      onError: () => undefined,
+      onRecover: (c) => recovered.push(c),
+      now: () => clock,
+      fsWatch: false,
+      pollMs: 0,
+    });
+    expect(watcher.loadedAtMs).toBe(1000);
+    expect(watcher.failure).toBeUndefined();
+
+    clock = 2000;
+    await writeFile(file, 'models:\n  - name: a\n');
+    await watcher.reload();
+    expect(watcher.failure?.atMs).toBe(2000);
+    expect(watcher.failure?.error.lines()).toEqual([
+      `catalog ${file}: model "a" (line 2): source is required`,
+      `catalog ${file}: model "a" (line 2): profiles is required`,
+    ]);
+
+    // Putting back what runs ends the failure, with nothing to apply.
+    clock = 3000;
+    await writeFile(file, catalogText('a'));
+    await expect(watcher.reload()).resolves.toBe(false);
+    expect(watcher.failure).toBeUndefined();
+    expect(recovered.map(names)).toEqual([['a']]);
+    expect(watcher.loadedAtMs).toBe(1000);
+
+    // A fix that changes the models is an onChange, not also an onRecover.
+    await writeFile(file, 'models: [\n');
+    await watcher.reload();
+    clock = 4000;
+    await writeFile(file, catalogText('a', 'b'));
+    await expect(watcher.reload()).resolves.toBe(true);
+    expect(watcher.failure).toBeUndefined();
+    expect(watcher.loadedAtMs).toBe(4000);
+    expect(changes.map(names)).toEqual([['a', 'b']]);
+    expect(recovered).toHaveLength(1);
+  });
+
   it('reports a deleted file once and keeps the catalog', async () => {
     const { file, errors, watcher } = await setUp({ pollMs: 50 });
     await rm(file);

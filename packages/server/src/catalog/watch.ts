@@ -11,6 +11,13 @@ export interface CatalogWatcherOptions {
   onChange: (catalog: LoadedCatalog, previous: LoadedCatalog) => void;
   /** A reload failed; the running catalog stays in force. */
   onError: (error: CatalogError) => void;
+  /**
+   * After a failed reload, one that succeeded without changing the models (the fix put
+   * back what runs, or only comments differ): the failure is over, with nothing to apply.
+   */
+  onRecover?: (catalog: LoadedCatalog) => void;
+  /** The clock of `loadedAtMs` and `failure`. Default `Date.now`. */
+  now?: () => number;
   /** Quiet time after a file event before reloading; editors write in bursts. Default 100. */
   debounceMs?: number;
   /** Interval of the mtime/size/inode poll; 0 turns it off. Default 2000. */
@@ -19,13 +26,22 @@ export interface CatalogWatcherOptions {
   fsWatch?: boolean;
 }
 
+/** The latest reload's failure, kept until a reload succeeds. */
+export interface CatalogFailure {
+  atMs: number;
+  error: CatalogError;
+}
+
 /**
  * Keeps a catalog file loaded: reloads on `reload()` (wire SIGHUP to it) and when the
- * file changes. A reload that fails leaves the running catalog in place and reports
- * through `onError`; one that yields the same models does not call `onChange`.
+ * file changes. A reload that fails leaves the running catalog in place, reports through
+ * `onError` and is kept in `failure` (for `ctl models` and the dashboard) until a reload
+ * succeeds; one that yields the same models does not call `onChange`.
  */
 export class CatalogWatcher {
   private catalog: LoadedCatalog;
+  private loadedAt: number;
+  private failing?: CatalogFailure;
   private text: string;
   private signature: string;
   /** What the last failed background reload saw, so a broken file is reported once. */
@@ -42,6 +58,7 @@ export class CatalogWatcher {
     initial: { catalog: LoadedCatalog; text: string; signature: string },
   ) {
     this.catalog = initial.catalog;
+    this.loadedAt = this.now();
     this.text = initial.text;
     this.signature = initial.signature;
   }
@@ -61,6 +78,20 @@ export class CatalogWatcher {
   /** The catalog in force. */
   get current(): LoadedCatalog {
     return this.catalog;
+  }
+
+  /** When the catalog in force was loaded. */
+  get loadedAtMs(): number {
+    return this.loadedAt;
+  }
+
+  /** The latest reload's failure while no reload has succeeded since; else undefined. */
+  get failure(): CatalogFailure | undefined {
+    return this.failing;
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
   }
 
   /**
@@ -146,10 +177,7 @@ export class CatalogWatcher {
       return this.failed(err as CatalogError, `\0${signature}`, explicit);
     }
     this.signature = signature;
-    if (text === this.text) {
-      this.failedOn = undefined;
-      return false;
-    }
+    if (text === this.text) return this.succeeded(false);
     let next: LoadedCatalog;
     try {
       next = parseCatalog(text, this.file);
@@ -157,20 +185,32 @@ export class CatalogWatcher {
       if (!(err instanceof CatalogError)) throw err;
       return this.failed(err, text, explicit);
     }
-    this.failedOn = undefined;
     this.text = text;
     // A comment or formatting edit is not a change anyone downstream needs to act on.
-    if (JSON.stringify(next.models) === JSON.stringify(this.catalog.models)) return false;
+    if (JSON.stringify(next.models) === JSON.stringify(this.catalog.models)) return this.succeeded(false);
     const previous = this.catalog;
     this.catalog = next;
+    this.loadedAt = this.now();
+    this.succeeded(true);
     this.options.onChange(next, previous);
     return true;
+  }
+
+  /** Ends a failure; without a change to apply, says so through `onRecover`. */
+  private succeeded(changed: boolean): boolean {
+    const recovered = this.failing !== undefined;
+    this.failedOn = undefined;
+    this.failing = undefined;
+    if (recovered && !changed) this.options.onRecover?.(this.catalog);
+    return changed;
   }
 
   private failed(error: CatalogError, seen: string, explicit: boolean): false {
     // An operator's SIGHUP always gets an answer; repeated file events for the same broken
     // content do not repeat the same complaint.
     if (explicit || seen !== this.failedOn) this.options.onError(error);
+    // The time of the latest try that found it broken, as the operator saw it in the log.
+    if (explicit || seen !== this.failedOn || !this.failing) this.failing = { atMs: this.now(), error };
     this.failedOn = seen;
     return false;
   }

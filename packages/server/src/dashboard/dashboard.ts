@@ -6,7 +6,7 @@ import { forbidden, type AccessTokens, type Principal } from '../api/access.js';
 import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../api/http.js';
 import type { KeyRing } from '../gateway/keys.js';
-import { explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
+import { catalogStatusView, explainView, modelViews, nodeViews, replicaViews, type CatalogStatusSource } from '../api/views.js';
 import { drainPage, fleetPage } from './fleet-page.js';
 import { keysPage } from './keys-page.js';
 import { layout, messagePage, type Page } from './layout.js';
@@ -26,7 +26,7 @@ import { CSP } from './style.js';
  * session, its CSRF token in a hidden field, and, when the browser sends them, an
  * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
  */
-export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: { insecureHttp?: boolean; onNodeState?: (who: string, id: string, state: NodeAdminState) => void } = {}): Router {
+export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: { insecureHttp?: boolean; catalogStatus?: CatalogStatusSource; onNodeState?: (who: string, id: string, state: NodeAdminState) => void } = {}): Router {
   const r = express.Router();
   // Every page of an --insecure-http server carries the warning; `send` reads it here.
   r.use((_req, res, next) => {
@@ -178,7 +178,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
   })).all(methodNotAllowed);
 
   r.route('/models').get(authed((req, res, s) => {
-    send(req, res, modelsPage(modelViews(ctl), new Date(ctl.now())), s);
+    send(req, res, modelsPage(modelViews(ctl), new Date(ctl.now()), catalogStatusView(opts.catalogStatus, ctl.now())), s);
   })).all(methodNotAllowed);
 
   r.route('/models/:name').get(authed((req, res, s) => {

@@ -1,8 +1,9 @@
-import type { ExplainView, ModelView, RejectionView, ReplicaView } from '@llmgw/shared';
+import type { CatalogStatusView, ExplainView, ModelView, RejectionView, ReplicaView } from '@llmgw/shared';
 import { html, seg, type Html } from './html.js';
 import { table, updated, badge, chips, type Page } from './layout.js';
 
-export function modelsPage(models: ModelView[], now: Date): Page {
+/** The models table, under the catalog's failed reload while there is one. */
+export function modelsPage(models: ModelView[], now: Date, catalog?: CatalogStatusView): Page {
   const short = models.filter((m) => m.placement_summary);
   const body =
     models.length === 0
@@ -22,7 +23,17 @@ export function modelsPage(models: ModelView[], now: Date): Page {
 ${short.length ? html`<h2>Not fully placed</h2><ul class="problems">${short.map(
           (m) => html`<li><a href="/models/${seg(m.name)}">${m.name}</a>: ${m.placement_summary}</li>`,
         )}</ul>` : ''}`;
-  return { title: 'Models', section: 'models', refresh: true, main: html`<h1>Models</h1>${body}${updated(now)}` };
+  return { title: 'Models', section: 'models', refresh: true, main: html`<h1>Models</h1>${reloadError(catalog)}${body}${updated(now)}` };
+}
+
+/** Every problem of the catalog's failed reload, and that the models shown are the previous catalog's. */
+export function reloadError(catalog: CatalogStatusView | undefined): Html | '' {
+  const e = catalog?.reload_error;
+  if (!e) return '';
+  const since = catalog.loaded_at ? html`, loaded at <time datetime="${catalog.loaded_at}">${catalog.loaded_at.slice(11, 19)} UTC</time>` : '';
+  return html`<div class="alert" role="alert"><p><b>Catalog reload failed</b> at <time datetime="${e.at}">${e.at.slice(11, 19)} UTC</time> (${age(e.age_s)} ago): the models below are still the previous catalog's${since}.</p>
+<ul class="problems">${e.problems.map((p) => html`<li>${p.message}</li>`)}${e.more ? html`<li>… and ${e.more} more</li>` : ''}</ul>
+<p>Fix <code>${catalog.file ?? 'the catalog'}</code> and save it: it is reloaded on change (or on SIGHUP), and this notice goes away.</p></div>`;
 }
 
 function modelStatus(m: ModelView): Html {

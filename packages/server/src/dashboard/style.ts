@@ -23,6 +23,7 @@ header nav a:hover{background:#1f2937}
 header nav a[aria-current=page]{background:#374151;color:#fff;font-weight:600}
 header form{margin-left:auto}
 .banner{margin:0;padding:.5rem 1.25rem;background:var(--bad-bg);color:var(--bad);font-weight:600}
+.alert{margin:.5rem 0 1rem;padding:.5rem 1rem;border-left:4px solid var(--bad);background:var(--bad-bg)}
 header button{background:transparent;color:#e5e7eb;border:1px solid #6b7280;border-radius:6px;padding:.3rem .7rem;font:inherit;cursor:pointer}
 main{max-width:1400px;margin:0 auto;padding:1rem 1.25rem 2rem}
 main:focus{outline:none}

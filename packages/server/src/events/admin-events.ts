@@ -87,7 +87,8 @@ export function recordAdminActions(events: EventLog, admin: (id: string) => Admi
       return json(b);
     };
     res.on('finish', () => {
-      if (res.statusCode >= 300) return;
+      // A request that changed nothing (`already` cordoned, with no new reason) is no event.
+      if (res.statusCode >= 300 || (reply.already === true && !str(sub(req.body).reason))) return;
       const who = principalOf(res)?.name ?? 'unknown';
       recordAdmin(events, who, found[1](found[0]!, { method, path, body: sub(req.body), query: sub(req.query), reply, admin }));
     });

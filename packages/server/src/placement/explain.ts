@@ -106,12 +106,7 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
 function explainNode(fleet: Fleet, view: ProfileView, pos: number, out: Rejection[]): number {
   const node = fleet.nodes[pos]!; // callers pass positions of the fleet's nodes
   // One Detail per view, pointed at each node in turn: fixedOf explains every node.
-  const d = (view.detail ??= detailFor(view, node, out));
-  d.pool = view.req.shards > 1 ? poolOf(node) : node.pool;
-  d.node = node.id;
-  d.out = out;
-  d.cat = NO_CATEGORY;
-  d.check = -1;
+  const d = detailFor(view, node, out);
   evaluate(node, fleet.usage[pos], view, d);
   return d.cat;
 }

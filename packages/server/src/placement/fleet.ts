@@ -1,6 +1,6 @@
 import type { Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
-import { DYNAMIC, GPU_COLUMN, MEMORY_COLUMN, planFor, type Detail, type Plan } from './checks.js';
+import { DYNAMIC, GPU_COLUMN, MEMORY_COLUMN, planFor, type Plan } from './checks.js';
 import { poolOf, requirementOf, type Requirement } from './requirement.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
@@ -47,8 +47,6 @@ export interface ProfileView {
   fixed: FixedExplanation | undefined;
   /** The notes of nodes not chosen, built on first need (explain.ts). */
   quiet: QuietNotes | undefined;
-  /** Scratch for explaining one node at a time (explain.ts). */
-  detail: Detail | undefined;
 }
 
 /**
@@ -266,7 +264,6 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     candAt,
     fixed: undefined,
     quiet: undefined,
-    detail: undefined,
   };
   fleet.views.set(profile, view);
   return view;
