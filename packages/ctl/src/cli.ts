@@ -10,6 +10,7 @@ import { colours } from './render.js';
 import { addTokenCommands } from './tokens-cmd.js';
 import { CommanderError, commanderExit, examples, examplesText, strictUsage, usageHint } from './usage.js';
 import { CTL_VERSION, addVersionCommand } from './version-cmd.js';
+import { addEventsCommand } from './events-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
@@ -162,6 +163,7 @@ keys
 
 addTokenCommands(program, io);
 addVersionCommand(program, io);
+addEventsCommand(program, io);
 
 program
   .command('usage')

@@ -4,7 +4,7 @@ import { elapsed, waitForDrain, type DrainWatch } from './node-state-cmd.js';
 
 const node = (over: Partial<NodeView> = {}): NodeView => ({
   id: 'roomy', state: 'draining', liveness: 'ready', labels: {}, gpu_total: 0, gpu_free: 0, gpu_classes: [], fabrics: [], unhealthy_gpus: [],
-  last_seen_ago: '1s', replicas: 1, drain_status: '1 replica left: r-1 (big) cannot move: 0/2 nodes can run big', ...over,
+  last_seen_s: 1, replicas: 1, drain_status: '1 replica left: r-1 (big) cannot move: 0/2 nodes can run big', ...over,
 });
 
 /** A watch on a fake clock: each poll advances it by `pollMs`; `views` are what the server answers, the last repeated. */

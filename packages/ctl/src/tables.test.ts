@@ -17,7 +17,7 @@ const node = (o: Partial<NodeView> = {}): NodeView => ({
   gpu_classes: [],
   fabrics: [],
   unhealthy_gpus: [],
-  last_seen_ago: '1s',
+  last_seen_s: 1,
   agent_version: '0.1.0',
   replicas: 0,
   ...o,
@@ -28,9 +28,9 @@ describe('nodesTable', () => {
     const { memory_gb: _, ...noMem } = node({ id: 'old-agent' });
     const out = nodesTable([node(), noMem, node({ id: 'gpu', gpu_total: 8, gpu_free: 7, gpu_classes: ['H100-80GB'], memory_gb: 2015.5 })], plain);
     const lines = out.split('\n');
-    expect(lines[0]).toBe('NAME       STATE  GPUS  CLASS      MEM     FABRICS  REPLICAS  LAST SEEN  VERSION');
-    expect(lines[1]).toBe('cpu-small  ready  0/0   -          8       -        0         1s         0.1.0');
-    expect(lines[2]).toBe('old-agent  ready  0/0   -          -       -        0         1s         0.1.0');
+    expect(lines[0]).toBe('NAME       STATE  GPUS  CLASS      MEM(GiB)  FABRICS  REPLICAS  LAST SEEN  VERSION');
+    expect(lines[1]).toBe('cpu-small  ready  0/0   -          8         -        0         1s         0.1.0');
+    expect(lines[2]).toBe('old-agent  ready  0/0   -          -         -        0         1s         0.1.0');
     expect(lines[3]).toMatch(/^gpu\s+ready\s+7\/8\s+H100-80GB\s+2015\.5 /);
   });
 
@@ -68,7 +68,7 @@ describe('explainText', () => {
       summary: '0/3 nodes can run m: 2 too little memory, 1 cordoned',
       notes: [{ profile: 'cpu', node: 'old', note: 'memory unknown' }],
       rejections: [
-        { profile: 'cpu', node: 'a', code: 'memory', reason: 'has 8 GB of memory, needs 24' },
+        { profile: 'cpu', node: 'a', code: 'memory', reason: 'has 8 GiB of memory, needs 24' },
         { profile: 'cpu', node: 'a', code: 'label', reason: 'lacks label role=coding' },
         { profile: 'cpu', node: 'old', code: 'cordoned', reason: 'is cordoned' },
         { profile: 'multi', pool: 'rack-a', node: 'b', code: 'fabric', reason: 'lacks fabric infiniband' },
@@ -80,7 +80,7 @@ describe('explainText', () => {
         '0/3 nodes can run m: 2 too little memory, 1 cordoned',
         '',
         'profile cpu:',
-        '  a: has 8 GB of memory, needs 24; lacks label role=coding',
+        '  a: has 8 GiB of memory, needs 24; lacks label role=coding',
         '  old: is cordoned',
         '  old: memory unknown',
         '',

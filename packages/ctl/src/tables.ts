@@ -1,5 +1,5 @@
 import type { ChalkInstance } from 'chalk';
-import type { ExplainView, KeyView, ModelView, NodeView, RejectionView, ReplicaView, UsageRow } from '@llmgw/shared';
+import { lastSeenText, nodeStateWords, type ExplainView, type KeyView, type ModelView, type NodeView, type RejectionView, type ReplicaView, type UsageRow } from '@llmgw/shared';
 import { CtlError } from './failure.js';
 import { table } from './render.js';
 
@@ -8,7 +8,7 @@ import { table } from './render.js';
 export function nodesTable(nodes: NodeView[], c: ChalkInstance): string {
   if (nodes.length === 0) return 'No nodes have joined yet. Start llmgw-agent on a machine (see README: joining a machine).';
   return table(
-    ['NAME', 'STATE', 'GPUS', 'CLASS', 'MEM', 'FABRICS', 'REPLICAS', 'LAST SEEN', 'VERSION'],
+    ['NAME', 'STATE', 'GPUS', 'CLASS', 'MEM(GiB)', 'FABRICS', 'REPLICAS', 'LAST SEEN', 'VERSION'],
     nodes.map((n) => [
       n.id,
       nodeState(n, c),
@@ -18,19 +18,15 @@ export function nodesTable(nodes: NodeView[], c: ChalkInstance): string {
       n.memory_gb === undefined ? '-' : String(n.memory_gb),
       n.fabrics.join(',') || '-',
       n.replicas,
-      n.last_seen_ago,
+      lastSeenText(n),
       n.agent_version ?? '-',
     ]),
   );
 }
 
 function nodeState(n: NodeView, c: ChalkInstance): string {
-  // Like kubectl's "NotReady,SchedulingDisabled": liveness first when it is bad, the
-  // admin state whenever it is not the default.
-  const parts: string[] = [];
-  if (n.liveness !== 'ready') parts.push(n.liveness);
-  if (n.state !== 'ready' || parts.length === 0) parts.push(n.state);
-  const text = parts.join(',');
+  // The words the dashboard shows too (nodeStateWords in @llmgw/shared).
+  const text = nodeStateWords(n).join(',');
   if (n.liveness !== 'ready') return c.red(text);
   if (n.state !== 'ready') return c.yellow(text);
   return c.green(text);

@@ -145,9 +145,9 @@ async function nodeState(id: string): Promise<string> {
 
   it('explains why the model is not placed, grouped by profile', async () => {
     const main = page.locator('main');
-    await main.getByText('has 8 GB of memory, needs 24').waitFor();
+    await main.getByText('has 8 GiB of memory, needs 24').waitFor();
     const row = main.getByRole('row', { name: /cpu-small/ });
-    expect(await row.textContent()).toContain('has 8 GB of memory, needs 24');
+    expect(await row.textContent()).toContain('has 8 GiB of memory, needs 24');
     expect(await main.getByRole('row', { name: /old-agent/ }).textContent()).toContain('cordoned');
     expect(await main.getByRole('row', { name: /gpu-h100/ }).textContent()).toContain('role=coding');
     expect(await main.getByRole('heading', { name: 'profile cpu' }).count()).toBe(1);

@@ -128,7 +128,7 @@ describe('the OpenAI SDK through the gateway', () => {
     // A model that cannot be placed: 503 with the placement summary, which the SDK may retry.
     const huge = client.chat.completions.create({ model: 'huge', messages: [{ role: 'user', content: 'x' }] });
     await expect(huge).rejects.toMatchObject({ status: 503 });
-    await expect(huge).rejects.toThrow(/has 32 GB of memory, needs 999/);
+    await expect(huge).rejects.toThrow(/has 32 GiB of memory, needs 999/);
 
     // Revoked keys stop at once.
     const keys = await ctlJson<{ id: string; name: string }[]>(server.adminUrl, ['keys', 'list']);

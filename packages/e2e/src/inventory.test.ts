@@ -33,8 +33,8 @@ describe('fleet inventory through ctl', () => {
     const table = await ctl(url, ['nodes']);
     expect(table.code).toBe(0);
     const byName = rows(table.stdout);
-    expect(byName.get('cpu-small')).toMatchObject({ STATE: 'ready', GPUS: '0/0', MEM: '8', CLASS: '-' });
-    expect(byName.get('old-agent')).toMatchObject({ MEM: '-', GPUS: '0/0' });
+    expect(byName.get('cpu-small')).toMatchObject({ STATE: 'ready', GPUS: '0/0', 'MEM(GiB)': '8', CLASS: '-' });
+    expect(byName.get('old-agent')).toMatchObject({ 'MEM(GiB)': '-', GPUS: '0/0' });
     // A GPU that fell off the bus is neither free nor hidden.
     expect(byName.get('gpu-h100')).toMatchObject({ GPUS: '7/8', CLASS: 'H100-80GB' });
     expect(byName.get('gpu-h100')!.FABRICS).toContain('infiniband');

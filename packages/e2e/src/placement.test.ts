@@ -53,7 +53,7 @@ describe('placement that explains itself', () => {
     expect(explain.placed).toBe(false);
     const text = (await ctl(url, ['explain', 'coder'])).stdout;
     expect(text).toMatch(/^0\/4 nodes can run qwen-coder-14b: /);
-    expect(text).toMatch(/cpu-small: has 8 GB of memory, needs 24/);
+    expect(text).toMatch(/cpu-small: has 8 GiB of memory, needs 24/);
     expect(text).toMatch(/old-agent: is cordoned \(maintenance: PSU swap\)/);
     expect(text).toMatch(/old-agent: .*memory (is )?unknown/);
     expect(text).toMatch(/gpu-h100: lacks label role=coding/);
@@ -74,7 +74,7 @@ describe('placement that explains itself', () => {
     await new Promise((r) => setTimeout(r, 2000));
     expect(await ctlJson<ReplicaView[]>(url, ['replicas', '--model', 'coder'])).toHaveLength(1);
     const again = (await ctl(url, ['explain', 'coder'])).stdout;
-    expect(again).toMatch(/roomy: has 32 GB of memory, 24 reserved by 1 replica, needs 24/);
+    expect(again).toMatch(/roomy: has 32 GiB of memory, 24 reserved by 1 replica, needs 24/);
     const nodes = rows((await ctl(url, ['nodes'])).stdout);
     expect(nodes.get('roomy')!.REPLICAS).toBe('1');
     expect(nodes.get('cpu-small')!.REPLICAS).toBe('0');

@@ -23,7 +23,7 @@ describe('GGUF memory estimates', () => {
     expect(model.profiles[0]).toMatchObject({ min_memory_gb: 9, memory_estimated: true });
     const out = place({ model, nodes: [makeNode({ id: 'small', memoryTotalMb: 8 * 1024 })], reservations: [] });
     expect(out.placement).toBeUndefined();
-    expect(out.rejections.map((r) => r.reason)).toEqual(['has 8 GB of memory, needs about 9 GB (estimated from the GGUF)']);
+    expect(out.rejections.map((r) => r.reason)).toEqual(['has 8 GiB of memory, needs about 9 GiB (estimated from the GGUF)']);
   });
 
   it('waits only for agents that can estimate and have not looked yet', () => {

@@ -51,7 +51,7 @@ export function estimatesFrom(reports: Iterable<NodeReport | undefined>): Map<st
 /**
  * The catalog as placement should see it: a GGUF profile without `min_memory_gb` takes
  * the estimate from the model file (weights + KV cache + overhead), marked as such so
- * explanations say "needs about 9 GB (estimated from the GGUF)". Without an estimate the
+ * explanations say "needs about 9 GiB (estimated from the GGUF)". Without an estimate the
  * profile is left as written (no requirement).
  */
 export function withEstimates(models: Model[], estimates: ReadonlyMap<string, number>): Model[] {

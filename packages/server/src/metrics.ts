@@ -104,7 +104,9 @@ export class Metrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_process_' });
+    // prom-client's names already say what they are (process_cpu_…, nodejs_heap_…): the
+    // prefix only says whose, so `llmgw_process_cpu_…`, never `llmgw_process_process_cpu_…`.
+    collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_' });
   }
 
   private readonly children = new Map<string, { inc(n?: number): void } & { observe?(v: number): void }>();

@@ -15,6 +15,7 @@ import { JoinToken } from './credentials/join-token.js';
 import { Membership, type JoinApproval } from './credentials/membership.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
+import { fleetEvents } from './events/index.js';
 import { Gateway } from './gateway/gateway.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './api/http.js';
@@ -166,6 +167,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     },
     log,
   );
+  const events = fleetEvents(store, controller, log);
 
   const keys = new KeyRing(store);
   const metrics = new Metrics();
@@ -201,11 +203,11 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = new AccessTokens(store, settings.adminToken);
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus));
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
-  admin.use('/', dashboard(controller, keys, settings.adminToken, access, { insecureHttp: !settings.adminTls, catalogStatus: deps.catalogStatus }));
+  admin.use('/', dashboard(controller, keys, settings.adminToken, access, { insecureHttp: !settings.adminTls, catalogStatus: deps.catalogStatus, onNodeState: events.onNodeState }));
   admin.use((req, _res, next) => {
     next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });

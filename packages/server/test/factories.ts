@@ -148,6 +148,8 @@ export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): 
     saveKey: (k) => void keys.set(k.id, k),
     addUsage: (ds) => void usage.push(...ds.map((d) => ({ ...d }))),
     loadUsage: () => [],
+    addEvents: () => {},
+    loadEvents: () => [],
     loadTokens: () => [...tokens.values()],
     saveToken: (t) => void tokens.set(t.id, t),
     transaction: (fn) => fn(),

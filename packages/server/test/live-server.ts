@@ -127,7 +127,7 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
       for (const p of ['/api/v1/nodes', '/api/v1/replicas', '/api/v1/keys']) {
         const r = await send(admin, { path: p, headers: adminAuth });
         // How long ago a node was seen moves on by itself; everything else must not.
-        parts.push(JSON.parse(r.body, (k, v: unknown) => (k === 'last_seen_ago' ? undefined : v)));
+        parts.push(JSON.parse(r.body, (k, v: unknown) => (k === 'last_seen_s' ? undefined : v)));
       }
       return JSON.stringify(parts);
     },

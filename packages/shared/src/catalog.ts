@@ -20,8 +20,9 @@ export const ProfileSchema = Type.Object(
     gpus: Type.Optional(NonNeg),
     /** Accepted GPU classes; a class matches by prefix, so `H100` accepts `H100-80GB`. */
     gpu_class: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    /** Memory each GPU must have, in GiB (2^30 bytes, as nvidia-smi's MiB figures add up). */
     min_gpu_memory_gb: Type.Optional(Type.Number({ minimum: 0 })),
-    /** Host RAM the replica needs on each node; reserved while it is placed there. */
+    /** Host RAM the replica needs on each node, in GiB; reserved while it is placed there. */
     min_memory_gb: Type.Optional(Type.Number({ minimum: 0 })),
     /** CPU cores each node must have (not reserved: a node's cores are shared). */
     min_cpu_cores: Type.Optional(Type.Integer({ minimum: 1 })),

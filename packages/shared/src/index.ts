@@ -9,5 +9,6 @@ export * from './errors.js';
 export * from './redact.js';
 export * from './tokens.js';
 export * from './join-token.js';
+export * from './events.js';
 export * from './catalog-status.js';
 export * from './version.js';

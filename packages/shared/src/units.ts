@@ -1,6 +1,6 @@
 /**
- * Sizes are carried in MiB on the wire and shown in GB (GiB, as the original system
- * did: "has 8 GB of memory, needs 24"). One rule for rounding, shared by the server's
+ * Sizes are carried in MiB on the wire and shown in GiB, labelled so ("has 8 GiB
+ * of memory, needs 24"); the catalog's and views' `*_gb` fields are GiB too. One rule for rounding, shared by the server's
  * messages and ctl's tables, so the two never print different figures.
  */
 export function mbToGb(mb: number): number {

@@ -26,7 +26,7 @@ export const NodeViewSchema = Type.Object({
   pool: Type.Optional(Type.String()),
   gpu_total: Type.Integer(),
   gpu_free: Type.Integer(),
-  /** The machine's RAM in GB; omitted (not 0) when the agent did not report it. */
+  /** The machine's RAM in GiB (the name is kept for scripts); omitted (not 0) when the agent did not report it. */
   memory_gb: Type.Optional(Type.Number()),
   memory_reserved_gb: Type.Optional(Type.Number()),
   gpu_classes: Type.Array(Type.String()),
@@ -34,7 +34,11 @@ export const NodeViewSchema = Type.Object({
   /** GPUs kept out of placement and why, e.g. "gpu 3: fell off the bus". */
   unhealthy_gpus: Type.Array(Type.String()),
   gpu_error: Type.Optional(Type.String()),
-  last_seen_ago: Type.String(),
+  /**
+   * Seconds since the node's last heartbeat to this server; absent when none came since
+   * the server started (a node it knows from its store, or one that never reported).
+   */
+  last_seen_s: Type.Optional(Type.Integer({ minimum: 0 })),
   agent_version: Type.Optional(Type.String()),
   /** Shards placed on this node. */
   replicas: Type.Integer(),
@@ -45,6 +49,28 @@ export const NodeViewSchema = Type.Object({
   replacement_paused: Type.Optional(Type.String()),
 });
 export type NodeView = Static<typeof NodeViewSchema>;
+
+/** How long ago a node was seen, in words for tables: `3s`, `2m5s`, `1h4m`, `2d`; `before restart` or `never` without `last_seen_s`. */
+export function lastSeenText(n: Pick<NodeView, 'last_seen_s' | 'hostname'>): string {
+  const s = n.last_seen_s;
+  if (s === undefined) return n.hostname !== undefined ? 'before restart' : 'never';
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ''}`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+/**
+ * A node's state in words, the one vocabulary of ctl and the dashboard (like kubectl's
+ * `NotReady,SchedulingDisabled`): its liveness first when it is not ready, then its admin
+ * state when it is not the default; `ready` alone when both are.
+ */
+export function nodeStateWords(n: Pick<NodeView, 'liveness' | 'state'>): string[] {
+  const parts: string[] = [];
+  if (n.liveness !== 'ready') parts.push(n.liveness);
+  if (n.state !== 'ready' || parts.length === 0) parts.push(n.state);
+  return parts;
+}
 
 export const ModelViewSchema = Type.Object({
   name: Type.String(),
@@ -65,13 +91,19 @@ export const ReplicaStates = ['pending', 'starting', 'ready', 'draining', 'stopp
 export type ReplicaState = (typeof ReplicaStates)[number];
 export const ShardViewStates = ['pending', 'starting', 'ready', 'failed', 'stopped'] as const;
 export type ShardState = (typeof ShardViewStates)[number];
+/**
+ * What a view shows: a replica's or shard's state, or `unknown` while its node has
+ * stopped reporting (not-ready or lost), because nobody knows whether the engine there
+ * still runs; the gateway routes nothing to it meanwhile.
+ */
+export const UNKNOWN_STATE = 'unknown';
 
 export const ShardViewSchema = Type.Object({
   id: Type.String(),
   node: Type.String(),
   rank: Type.Integer(),
   gpus: Type.Array(Type.Integer()),
-  state: Lit(ShardViewStates),
+  state: Lit([...ShardViewStates, UNKNOWN_STATE] as const),
   /** The engine's port and pid on its node, as its agent last reported them. */
   port: Type.Optional(Type.Integer()),
   pid: Type.Optional(Type.Integer()),
@@ -84,7 +116,8 @@ export const ReplicaViewSchema = Type.Object({
   id: Type.String(),
   model: Type.String(),
   profile: Type.String(),
-  state: Lit(ReplicaStates),
+  /** `unknown` while a node of the replica has stopped reporting (see `UNKNOWN_STATE`). */
+  state: Lit([...ReplicaStates, UNKNOWN_STATE] as const),
   pool: Type.Optional(Type.String()),
   fabric: Type.Optional(Type.String()),
   endpoint: Type.Optional(Type.String()),

@@ -1,9 +1,12 @@
 import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
-import { mbToGb } from '@llmgw/shared';
+import { UNKNOWN_STATE, mbToGb, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { CatalogError } from '../catalog/errors.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
 import { indexReservations, reservationsOf } from '../placement/index.js';
+
+/** States in which a replica has an engine running, as far as the server knows. */
+const LIVE_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'ready', 'draining']);
 
 /**
  * The admin API's views, built in one place: the JSON API and the dashboard both call
@@ -39,7 +42,7 @@ export function nodeViews(ctl: Controller): NodeView[] {
       fabrics: r?.fabrics ?? [],
       unhealthy_gpus: gpus.filter((g) => g.problems.length > 0).map((g) => `gpu ${g.index}: ${g.problems.join('; ')}`),
       ...(r?.gpu_error ? { gpu_error: r.gpu_error } : {}),
-      last_seen_ago: n.reported ? formatAgo(nowMs - n.lastSeenMs) : n.report ? 'before restart' : 'never',
+      ...(n.reported ? { last_seen_s: Math.max(0, Math.round((nowMs - n.lastSeenMs) / 1000)) } : {}),
       ...(r ? { agent_version: r.agent_version } : {}),
       replicas: shardsOn.get(n.id) ?? 0,
       ...(n.admin.state === 'draining' ? { drain_status: drainStatus(n.id, replicas) } : {}),
@@ -92,24 +95,30 @@ export function modelViews(ctl: Controller): ModelView[] {
   });
 }
 
-export function replicaView(r: Replica, nowMs: number, showKeys = false): ReplicaView {
+/**
+ * A replica as the API shows it. `silent` says which nodes stopped reporting: a live
+ * replica with a shard there is `unknown`, not `ready`, as is that shard, and says why.
+ */
+export function replicaView(r: Replica, nowMs: number, showKeys = false, silent: (nodeId: string) => boolean = () => false): ReplicaView {
+  const lost = LIVE_STATES.has(r.state) ? [...new Set(r.shards.filter((s) => silent(s.nodeId)).map((s) => s.nodeId))] : [];
+  const error = r.error ?? (lost.length ? `node ${lost.join(', ')} stopped reporting: whether its engine still runs is unknown (ctl nodes)` : undefined);
   return {
     id: r.id,
     model: r.model,
     profile: r.profile,
-    state: r.state,
+    state: lost.length ? UNKNOWN_STATE : r.state,
     ...(r.pool ? { pool: r.pool } : {}),
     ...(r.fabric ? { fabric: r.fabric } : {}),
     ...(r.endpoint ? { endpoint: r.endpoint } : {}),
     age_seconds: Math.max(0, Math.floor((nowMs - r.createdAtMs) / 1000)),
-    ...(r.error ? { error: r.error } : {}),
+    ...(error ? { error } : {}),
     ...(showKeys ? { api_key: r.apiKey } : {}),
     shards: r.shards.map((s) => ({
       id: s.id,
       node: s.nodeId,
       rank: s.rank,
       gpus: s.gpuIndices,
-      state: s.state,
+      state: lost.includes(s.nodeId) ? UNKNOWN_STATE : s.state,
       ...(s.port !== undefined ? { port: s.port } : {}),
       ...(s.pid !== undefined ? { pid: s.pid } : {}),
       ...(s.restarts !== undefined ? { restarts: s.restarts } : {}),
@@ -120,10 +129,14 @@ export function replicaView(r: Replica, nowMs: number, showKeys = false): Replic
 
 export function replicaViews(ctl: Controller, model?: string, showKeys = false): ReplicaView[] {
   const nowMs = ctl.now();
+  const silent = (id: string) => {
+    const n = ctl.inventory.get(id);
+    return n === undefined || ctl.inventory.liveness(n, nowMs) !== 'ready';
+  };
   return ctl
     .listReplicas()
     .filter((r) => !model || r.model === model)
-    .map((r) => replicaView(r, nowMs, showKeys));
+    .map((r) => replicaView(r, nowMs, showKeys, silent));
 }
 
 /** Why a model is or is not placed, from the reconciler's latest attempt. */
@@ -141,15 +154,6 @@ export function explainView(ctl: Controller, model: string): ExplainView {
     notes: attempt.outcome.notes,
     rejections: attempt.outcome.rejections,
   };
-}
-
-/** `3s`, `2m5s`, `1h4m`: short like kubectl's AGE column. */
-export function formatAgo(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ''}`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
-  return `${Math.floor(s / 86400)}d`;
 }
 
 /**

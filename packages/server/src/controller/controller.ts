@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { redactSecrets, type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Replica } from '../domain.js';
+import type { Decision } from '../events/decisions.js';
 import type { Inventory } from '../inventory.js';
 import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from '../estimates.js';
 import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
@@ -240,6 +241,7 @@ export class Controller {
       if (before.state !== after.state) {
         this.log.info({ replica: id, model: after.model, from: before.state, to: after.state, error: after.error }, 'replica state changed');
         if (after.state === 'failed') this.failuresByModel.set(after.model, (this.failuresByModel.get(after.model) ?? 0) + 1);
+        if (after.state === 'failed') this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }] satisfies Decision[]);
         this.events.emit('replicas');
       } else if (before.endpoint !== after.endpoint) {
         // An engine restarted on another port while staying ready: the routing table must follow.
@@ -299,8 +301,11 @@ export class Controller {
       this.paused = plan.paused;
     }
     for (const [model, outcome] of plan.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
+    // For the events (`decided`): each action with its replica as created, removed or updated.
+    const touched = new Map<unknown, Replica>();
     for (const { id, reason } of plan.remove) {
       const r = this.replicas.get(id);
+      if (r) touched.set(id, r);
       const code = plan.actions.find((a) => a.kind === 'remove' && a.replicaId === id)?.code;
       this.replicas.delete(id);
       changed.push(id);
@@ -320,8 +325,11 @@ export class Controller {
       const r = materialize(p, newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined));
       this.replicas.set(r.id, frozen(r));
       changed.push(r.id);
+      touched.set(action, r);
       this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
     }
+    const decided = plan.actions.map((a): Decision => ({ kind: a.kind, code: a.code, reason: a.reason, ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? this.replicas.get(a.replicaId) }) }));
+    if (decided.length) this.events.emit('decided', decided);
     return changed;
   }
 

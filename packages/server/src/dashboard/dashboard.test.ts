@@ -20,7 +20,7 @@ const node = (o: Partial<NodeView> = {}): NodeView => ({
   gpu_classes: [],
   fabrics: [],
   unhealthy_gpus: [],
-  last_seen_ago: '1s',
+  last_seen_s: 1,
   replicas: 0,
   ...o,
 });
@@ -76,13 +76,13 @@ describe('pages', () => {
       summary: '0/3 nodes can run m',
       notes: [{ profile: 'cpu', node: 'c', note: 'memory unknown (agent did not report it)' }],
       rejections: [
-        { profile: 'gpu', pool: 'rack-a', node: 'a', code: 'memory', reason: 'has 8 GB of memory, needs 24' },
+        { profile: 'gpu', pool: 'rack-a', node: 'a', code: 'memory', reason: 'has 8 GiB of memory, needs 24' },
         { profile: 'gpu', pool: 'rack-a', node: 'a', code: 'gpu_count', reason: 'has 0 free GPUs, needs 2' },
         { profile: 'gpu', pool: 'rack-b', node: 'b', code: 'cordoned', reason: 'is cordoned' },
       ],
     };
     const out = explanation(v).value;
-    const order = ['profile gpu', 'pool rack-a', 'has 8 GB of memory, needs 24<br>has 0 free GPUs', 'pool rack-b', 'is cordoned', 'profile cpu', 'memory unknown'];
+    const order = ['profile gpu', 'pool rack-a', 'has 8 GiB of memory, needs 24<br>has 0 free GPUs', 'pool rack-b', 'is cordoned', 'profile cpu', 'memory unknown'];
     let at = 0;
     for (const s of order) {
       const i = out.indexOf(s, at);

@@ -26,7 +26,7 @@ import { CSP } from './style.js';
  * session, its CSRF token in a hidden field, and, when the browser sends them, an
  * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
  */
-export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: { insecureHttp?: boolean; catalogStatus?: CatalogStatusSource } = {}): Router {
+export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: { insecureHttp?: boolean; catalogStatus?: CatalogStatusSource; onNodeState?: (who: string, id: string, state: NodeAdminState) => void } = {}): Router {
   const r = express.Router();
   // Every page of an --insecure-http server carries the warning; `send` reads it here.
   r.use((_req, res, next) => {
@@ -234,6 +234,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
       return;
     }
     ctl.setNodeState(id, state, reason || undefined);
+    opts.onNodeState?.(whoOf(s).name, id, state);
     res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
   }))).all(methodNotAllowed);
 

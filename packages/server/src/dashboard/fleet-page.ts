@@ -1,4 +1,4 @@
-import type { ModelView, NodeView, ReplicaView } from '@llmgw/shared';
+import { lastSeenText, nodeStateWords, type ModelView, type NodeView, type ReplicaView } from '@llmgw/shared';
 import { html, seg, type Html } from './html.js';
 import { csrfField, table, updated, badge, type Page } from './layout.js';
 
@@ -36,7 +36,7 @@ export function fleetPage(v: FleetInput): Page {
       ? html`<p>No nodes have joined yet. Start <code>llmgw-agent</code> on a machine with the join token (see the README: joining a machine).</p>`
       : html`${table(
           'Nodes',
-          html`<tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">GPUs</th><th scope="col" class="num">Memory (GB)<span class="sub">reserved / total</span></th><th scope="col">Labels</th><th scope="col">Replicas</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr>`,
+          html`<tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">GPUs</th><th scope="col" class="num">Memory (GiB)<span class="sub">reserved / total</span></th><th scope="col">Labels</th><th scope="col">Replicas</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr>`,
           html`<tbody>${v.nodes.map((n) => nodeRow(n, [...(modelsOn.get(n.id) ?? [])], v.readOnly ? undefined : v.csrf))}</tbody>`,
         )}
 ${gpuTotal > 0 ? html`<p class="legend" aria-hidden="true"><span class="used">GPU in use</span><span class="free">GPU free</span><span class="sick">GPU unhealthy</span></p>` : ''}
@@ -48,7 +48,7 @@ ${problems(v.nodes)}`;
     refresh: true,
     main: html`${notice}<h1>Fleet</h1>
 <ul class="tiles">
-<li><b>${readyNodes} / ${v.nodes.length}</b>nodes reporting</li>
+<li><b>${readyNodes} / ${v.nodes.length}</b>nodes ready</li>
 <li><b>${gpuFree} / ${gpuTotal}</b>GPUs free</li>
 <li><b>${readyReplicas} / ${v.replicas.length}</b>replicas ready</li>
 <li><b>${short}</b>${short > 0 ? html`<a href="/models">models short of replicas</a>` : 'models short of replicas'}</li>
@@ -69,17 +69,16 @@ function nodeRow(n: NodeView, models: string[], csrf: string | undefined): Html 
 <td class="num nowrap">${memCell(n)}</td>
 <td>${Object.keys(n.labels).length ? Object.entries(n.labels).map(([k, val]) => html`<span class="chip">${k}=${val}</span>`) : html`<span class="muted">none</span>`}</td>
 <td>${n.replicas}${models.length ? html`<span class="sub">${models.map((m, i) => html`${i ? ', ' : ''}<a href="/models/${seg(m)}">${m}</a>`)}</span>` : ''}</td>
-<td class="nowrap">${n.last_seen_ago}</td>
+<td class="nowrap">${lastSeenText(n)}</td>
 <td>${actions(n, csrf)}</td>
 </tr>`;
 }
 
 function nodeState(n: NodeView): Html {
-  // Liveness and admin state are separate facts (a cordoned node may also be silent);
-  // both show, each in words, so colour is never the only signal.
-  const live = n.liveness === 'ready' ? badge('ok', 'reporting') : badge('bad', n.liveness);
-  const admin = n.state === 'ready' ? badge('plain', 'schedulable') : badge('warn', n.state);
-  return html`${live} ${admin}${n.state !== 'ready' && n.state_reason ? html`<span class="sub">${n.state_reason}</span>` : ''}`;
+  // The words ctl shows (nodeStateWords): liveness when it is not ready, the admin state
+  // when it is not the default, `ready` when both are; in words, so colour is never the only signal.
+  const words = nodeStateWords(n).map((w) => badge(w === 'ready' ? 'ok' : w === n.liveness ? 'bad' : 'warn', w));
+  return html`${words.map((w, i) => html`${i ? ' ' : ''}${w}`)}${n.state !== 'ready' && n.state_reason ? html`<span class="sub">${n.state_reason}</span>` : ''}`;
 }
 
 function gpuCell(n: NodeView): Html {

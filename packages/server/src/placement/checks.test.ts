@@ -77,7 +77,7 @@ describe('place: one check at a time', () => {
       name: 'host memory',
       profile: { min_memory_gb: 24 },
       node: makeNode({ memoryTotalMb: 8 * GB }),
-      want: [{ code: 'memory', reason: 'has 8 GB of memory, needs 24', requested: 24, available: 8 }],
+      want: [{ code: 'memory', reason: 'has 8 GiB of memory, needs 24', requested: 24, available: 8 }],
     },
     {
       name: 'host memory held by reservations',
@@ -90,7 +90,7 @@ describe('place: one check at a time', () => {
       want: [
         {
           code: 'memory',
-          reason: 'has 64 GB of memory, 48 reserved by 2 replicas, needs 24',
+          reason: 'has 64 GiB of memory, 48 reserved by 2 replicas, needs 24',
           requested: 24,
           available: 16,
         },
@@ -101,7 +101,7 @@ describe('place: one check at a time', () => {
       profile: { min_memory_gb: 24 },
       node: makeNode({ memoryTotalMb: 32 * GB }),
       reservations: [makeReservation({ memoryMb: 24 * GB })],
-      want: [{ code: 'memory', reason: 'has 32 GB of memory, 24 reserved by 1 replica, needs 24' }],
+      want: [{ code: 'memory', reason: 'has 32 GiB of memory, 24 reserved by 1 replica, needs 24' }],
     },
     {
       name: 'CPU cores',
@@ -158,7 +158,7 @@ describe('place: one check at a time', () => {
       name: 'GPU memory',
       profile: { gpus: 1, min_gpu_memory_gb: 40 },
       node: makeRtx4090Node('node-1'),
-      want: [{ code: 'gpu_memory', reason: 'has 24 GB GPUs, needs 40', requested: 40, available: 24 }],
+      want: [{ code: 'gpu_memory', reason: 'has 24 GiB GPUs, needs 40', requested: 40, available: 24 }],
     },
     {
       name: 'an unhealthy GPU that makes the node short',
@@ -219,7 +219,7 @@ describe('place: every failing reason of a node is kept', () => {
       'is cordoned (maintenance: PSU swap)',
       'has label role=batch, needs role=coding',
       'lacks label tier=gold',
-      'has 8 GB of memory, needs 24',
+      'has 8 GiB of memory, needs 24',
       'has no GPUs',
     ]);
     expect(out.summary).toBe('0/1 nodes can run qwen-coder-14b: 1 not reporting');
@@ -229,7 +229,7 @@ describe('place: every failing reason of a node is kept', () => {
     const node = makeRtx4090Node('b-1', { memoryTotalMb: 16 * GB });
     const out = placeOne({ gpus: 1, gpu_class: ['H100'], min_memory_gb: 32 }, [node]);
     expect(reasonsFor(out.rejections, 'b-1')).toEqual([
-      'has 16 GB of memory, needs 32',
+      'has 16 GiB of memory, needs 32',
       'has RTX-4090 GPUs, needs H100',
     ]);
   });

@@ -217,12 +217,12 @@ const memory: DynamicCheck = {
   explain(node, usage, req, d) {
     const total = node.memoryTotalMb as number;
     const reserved = usage === undefined ? 0 : usage.memoryMb;
-    const need = req.memEstimated ? `about ${formatGb(req.needMemMb)} GB (estimated from the GGUF)` : formatGb(req.needMemMb);
+    const need = req.memEstimated ? `about ${formatGb(req.needMemMb)} GiB (estimated from the GGUF)` : formatGb(req.needMemMb);
     const n = usage === undefined ? 0 : usage.replicas.size;
     const reason =
       reserved > 0
-        ? `has ${formatGb(total)} GB of memory, ${formatGb(reserved)} reserved by ${n} ${n === 1 ? 'replica' : 'replicas'}, needs ${need}`
-        : `has ${formatGb(total)} GB of memory, needs ${need}`;
+        ? `has ${formatGb(total)} GiB of memory, ${formatGb(reserved)} reserved by ${n} ${n === 1 ? 'replica' : 'replicas'}, needs ${need}`
+        : `has ${formatGb(total)} GiB of memory, needs ${need}`;
     reject(d, 0, reason, mbToGb(req.needMemMb), mbToGb(Math.max(0, total - reserved)));
   },
   notes(node, req, _gpus, out) {
@@ -300,7 +300,7 @@ function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requ
     return;
   }
   if (eligible.length === 0) {
-    const reason = `has ${formatGb(largestMb)} GB GPUs, needs ${formatGb(req.needGpuMb)}`;
+    const reason = `has ${formatGb(largestMb)} GiB GPUs, needs ${formatGb(req.needGpuMb)}`;
     reject(d, 2, reason, mbToGb(req.needGpuMb), mbToGb(largestMb));
     return;
   }

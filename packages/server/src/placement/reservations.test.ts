@@ -22,8 +22,8 @@ describe('place: reservations', () => {
       { replicaId: 'r2', model: model.name, nodeId: 'b', memoryMb: 24 * GB, gpuUuids: [] },
     ]);
     expect(outcomes[2]!.rejections.map(renderRejection)).toEqual([
-      'a: has 32 GB of memory, 24 reserved by 1 replica, needs 24',
-      'b: has 32 GB of memory, 24 reserved by 1 replica, needs 24',
+      'a: has 32 GiB of memory, 24 reserved by 1 replica, needs 24',
+      'b: has 32 GiB of memory, 24 reserved by 1 replica, needs 24',
     ]);
     expect(outcomes[2]!.summary).toBe('0/2 nodes can run qwen-coder-14b: 2 too little memory');
   });
@@ -68,15 +68,15 @@ describe('a prepared fleet', () => {
     reserve(fleet, reservationsFor(first.placement!, 'r1', model.name));
     const second = placeOnFleet(fleet, model);
     expect(second.rejections.map(renderRejection)).toEqual([
-      'a: has 32 GB of memory, 24 reserved by 1 replica, needs 24',
+      'a: has 32 GiB of memory, 24 reserved by 1 replica, needs 24',
       'b: is cordoned',
     ]);
     // Something else holds memory on the cordoned node: its explanation follows.
     reserve(fleet, [makeReservation({ replicaId: 'x', nodeId: 'b', memoryMb: 16 * GB })]);
     expect(placeOnFleet(fleet, model).rejections.map(renderRejection)).toEqual([
-      'a: has 32 GB of memory, 24 reserved by 1 replica, needs 24',
+      'a: has 32 GiB of memory, 24 reserved by 1 replica, needs 24',
       'b: is cordoned',
-      'b: has 32 GB of memory, 16 reserved by 1 replica, needs 24',
+      'b: has 32 GiB of memory, 16 reserved by 1 replica, needs 24',
     ]);
   });
 });

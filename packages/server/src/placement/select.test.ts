@@ -158,7 +158,7 @@ describe('place: profiles in order', () => {
     expect(out.placement).toBeUndefined();
     expect(out.rejections.map((r) => `${r.profile} ${renderRejection(r)}`)).toEqual([
       'gpu cpu-1: has no GPUs',
-      'cpu cpu-1: has 8 GB of memory, needs 24',
+      'cpu cpu-1: has 8 GiB of memory, needs 24',
     ]);
     expect(out.summary).toBe('0/1 nodes can run qwen-coder-14b (profile gpu): 1 without GPUs');
   });

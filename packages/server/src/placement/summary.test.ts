@@ -49,8 +49,8 @@ describe('summarize', () => {
 describe('renderRejection', () => {
   it('prefixes the node, and leaves pool lines alone', () => {
     expect(
-      renderRejection({ profile: 'cpu', node: 'node-7', code: 'memory', reason: 'has 8 GB of memory, needs 24' }),
-    ).toBe('node-7: has 8 GB of memory, needs 24');
+      renderRejection({ profile: 'cpu', node: 'node-7', code: 'memory', reason: 'has 8 GiB of memory, needs 24' }),
+    ).toBe('node-7: has 8 GiB of memory, needs 24');
     expect(renderRejection({ profile: 'tp2', pool: 'rack-a', code: 'shards', reason: 'pool rack-a: fits 1 of 2 shards' })).toBe(
       'pool rack-a: fits 1 of 2 shards',
     );

@@ -95,7 +95,7 @@ export function reasonCounts(tallies: readonly ProfileTally[]): RejectionCount[]
   return out.sort((a, b) => b.count - a.count);
 }
 
-/** One rejection as a line of text: `node-7: has 8 GB of memory, needs 24`. */
+/** One rejection as a line of text: `node-7: has 8 GiB of memory, needs 24`. */
 export function renderRejection(r: Rejection): string {
   return r.node !== undefined ? `${r.node}: ${r.reason}` : r.reason;
 }

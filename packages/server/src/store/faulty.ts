@@ -1,6 +1,6 @@
 import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
-import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type { EventRetention, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** The failures a disk gives, as Node reports them. */
 export type Fault = 'ENOSPC' | 'EIO';
@@ -86,6 +86,13 @@ export class FaultyStore implements Store {
   }
   saveToken(token: StoredToken): void {
     this.write(() => this.inner.saveToken(token));
+  }
+  addEvents(events: StoredEvent[], keep: EventRetention): void {
+    this.write(() => this.inner.addEvents(events, keep));
+  }
+  loadEvents(limit: number): StoredEvent[] {
+    this.check(false);
+    return this.inner.loadEvents(limit);
   }
   transaction<T>(fn: () => T): T {
     // The commit fails too: a fault set while the transaction runs loses all of it.

@@ -2,7 +2,7 @@ import type { NodeReport } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { AdminState, Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
-import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type { EventRetention, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** What `/healthz` says about the store. */
 export type StoreHealth = { status: 'ok' } | { status: 'degraded'; reason: string; since: string };
@@ -95,6 +95,12 @@ export class GuardedStore implements Store {
   }
   saveToken(token: StoredToken): void {
     this.write('saveToken', () => this.inner.saveToken(token));
+  }
+  addEvents(events: StoredEvent[], keep: EventRetention): void {
+    this.write('addEvents', () => this.inner.addEvents(events, keep));
+  }
+  loadEvents(limit: number): StoredEvent[] {
+    return this.read('loadEvents', () => this.inner.loadEvents(limit));
   }
   probe(): void {
     this.write('probe', () => this.inner.probe());

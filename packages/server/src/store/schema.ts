@@ -61,6 +61,14 @@ const MIGRATIONS = [
      created_at TEXT NOT NULL,
      revoked_at TEXT
    );`,
+  // Issue 14: the fleet's events (ctl events), each as its JSON view; kept for a bounded
+  // time and count, pruned on write (see Store.addEvents).
+  `CREATE TABLE events (
+     id INTEGER PRIMARY KEY,
+     time_ms INTEGER NOT NULL,
+     data TEXT NOT NULL
+   );
+   CREATE INDEX events_time ON events (time_ms);`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
@@ -68,6 +76,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** The version from which `admin_tokens` exists: the number of the step that creates it. */
 const ADMIN_TOKENS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE admin_tokens')) + 1;
+/** The version from which `events` exists. */
+const EVENTS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE events')) + 1;
 
 /** The tables a database at `version` has: how an llmgw store is told from another SQLite file. */
 export function tablesAt(version: number): string[] {
@@ -78,6 +88,7 @@ export function tablesAt(version: number): string[] {
     ...(version >= 5 ? ['node_credentials'] : []),
     // The step that creates admin_tokens (and drops stored engine keys) is the sixth.
     ...(version >= ADMIN_TOKENS_SINCE ? ['admin_tokens'] : []),
+    ...(version >= EVENTS_SINCE ? ['events'] : []),
   ];
 }
 

@@ -4,7 +4,7 @@ import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 import { openDatabase } from './open.js';
 import { secureDataDir } from './modes.js';
-import type { Store, StoredCredential, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
+import type { EventRetention, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -187,6 +187,21 @@ export class SqliteStore implements Store {
       keyId: r.key_id, keyName: r.key_name, model: r.model, requests: r.requests, errors: r.errors, cancelled: r.cancelled,
       promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     }));
+  }
+
+  addEvents(events: StoredEvent[], keep: EventRetention): void {
+    const insert = this.db.prepare('INSERT OR REPLACE INTO events (id, time_ms, data) VALUES (?, ?, ?)');
+    this.db.transaction(() => {
+      for (const e of events) insert.run(e.id, Date.parse(e.time), JSON.stringify(e));
+      this.db
+        .prepare('DELETE FROM events WHERE time_ms < ? OR id <= (SELECT MAX(id) FROM events) - ?')
+        .run(keep.sinceMs, keep.maxRows);
+    })();
+  }
+
+  loadEvents(limit: number): StoredEvent[] {
+    const rows = this.db.prepare('SELECT data FROM (SELECT id, data FROM events ORDER BY id DESC LIMIT ?) ORDER BY id').all(limit) as { data: string }[];
+    return rows.map((r) => JSON.parse(r.data) as StoredEvent);
   }
 
   transaction<T>(fn: () => T): T {

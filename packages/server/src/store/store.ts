@@ -1,4 +1,4 @@
-import type { NodeReport, TokenRole } from '@llmgw/shared';
+import type { EventView, NodeReport, TokenRole } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 
 /** A client API key as stored: the secret only as its SHA-256. */
@@ -58,6 +58,15 @@ export interface StoredCredential {
   createdAt: string;
 }
 
+/** An event as stored: its view (`EventView`), ordered by id. */
+export type StoredEvent = EventView;
+
+/** How many events the store keeps: the newest `maxRows`, none older than `sinceMs`. */
+export interface EventRetention {
+  sinceMs: number;
+  maxRows: number;
+}
+
 export interface StoredNode {
   id: string;
   admin: AdminState;
@@ -89,6 +98,10 @@ export interface Store {
   loadTokens(): StoredToken[];
   saveToken(token: StoredToken): void;
   loadUsage(): StoredUsage[];
+  /** Appends events (their ids given, increasing) and prunes what `keep` no longer covers, in one transaction. */
+  addEvents(events: StoredEvent[], keep: EventRetention): void;
+  /** The newest `limit` events kept, oldest first. */
+  loadEvents(limit: number): StoredEvent[];
   /**
    * Runs `fn` as one transaction: every write inside it lands, or none does. Synchronous
    * like the rest of the interface; nested calls join the outer transaction.

@@ -1,0 +1,42 @@
+import { describe, expect, it } from '@jest/globals';
+import pino from 'pino';
+import { Controller, type CatalogView } from '../controller/controller.js';
+import type { Replica } from '../domain.js';
+import { Inventory } from '../inventory.js';
+import { makeModel, makeReplica, makeReport, memoryStore } from '../../test/factories.js';
+import { nodeViews, replicaViews } from './views.js';
+
+/** A controller over one ready replica on node-1, on a clock the test moves. */
+function fleet(replicas: Replica[]) {
+  let nowMs = 1_000_000;
+  const store = memoryStore({ replicas });
+  const model = makeModel();
+  const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
+  const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 1, failedBackoffMs: 30_000, now: () => nowMs };
+  const ctl = new Controller(new Inventory(store, { notReadyAfterS: 15, lostAfterS: 600 }), store, catalog, opts, pino({ level: 'silent' }));
+  return { ctl, advance: (ms: number) => (nowMs += ms) };
+}
+
+describe('views: honest shapes', () => {
+  it('shows a replica whose node stopped reporting as unknown, not ready, and says why', () => {
+    const { ctl, advance } = fleet([makeReplica({ id: 'r-1', endpoint: 'http://10.0.0.1:40001' })]);
+    ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
+    expect(replicaViews(ctl)[0]).toMatchObject({ state: 'ready', shards: [{ state: 'ready' }] });
+    expect(replicaViews(ctl)[0]!.error).toBeUndefined();
+    advance(20_000);
+    expect(replicaViews(ctl)[0]).toMatchObject({
+      state: 'unknown',
+      error: 'node node-1 stopped reporting: whether its engine still runs is unknown (ctl nodes)',
+      shards: [{ node: 'node-1', state: 'unknown' }],
+    });
+  });
+
+  it('says when a node was last seen as a number of seconds', () => {
+    const { ctl, advance } = fleet([]);
+    ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [] });
+    advance(42_400);
+    const [v] = nodeViews(ctl);
+    expect(v!.last_seen_s).toBe(42);
+    expect(Object.keys(v!)).not.toContain('last_seen_ago');
+  });
+});

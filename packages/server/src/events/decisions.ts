@@ -1,0 +1,49 @@
+import type { Replica } from '../domain.js';
+import type { NewEvent } from './event-log.js';
+
+/**
+ * One decision the controller carried out: a reconcile action as applied (`create`,
+ * `remove`, `update`, with the reconciler's code and reason), or a replica an agent
+ * reported failed (`report`). `replica` is the replica as created, as it was before
+ * removal, or as it is after the update.
+ */
+export interface Decision {
+  kind: 'create' | 'remove' | 'update' | 'report';
+  code: string;
+  reason: string;
+  replicaId?: string;
+  replica?: Replica;
+}
+
+/** Codes that need an operator's look. */
+const WARNINGS: ReadonlySet<string> = new Set(['failed', 'node-lost', 'node-unknown', 'drain-blocked', 'drain-deadline', 'drain-not-serving', 'engine-failed']);
+
+/**
+ * The event a decision is recorded as: about its replica, on its nodes, of its model. A
+ * replacement concerns the node of the replica it replaces too (`nodesOf`), so the events
+ * of a drained node show where its replicas went.
+ */
+export function decisionEvent(d: Decision, nodesOf: (replicaId: string) => string[] = () => []): NewEvent {
+  const r = d.replica;
+  const id = r?.id ?? d.replicaId ?? '?';
+  const own = [...new Set(r?.shards.map((s) => s.nodeId) ?? [])];
+  const nodes = [...new Set([...own, ...(r?.replaces ? nodesOf(r.replaces) : [])])];
+  const where = own.length ? ` on ${own.join(', ')}` : '';
+  const message =
+    d.kind === 'create'
+      ? `placed${where}${r ? ` (model ${r.model}, profile ${r.profile})` : ''}: ${d.reason}`
+      : d.kind === 'remove'
+        ? `removed${where}: ${d.reason}`
+        : d.kind === 'report'
+          ? `failed: ${d.reason}`
+          : d.reason;
+  return {
+    type: WARNINGS.has(d.code) ? 'Warning' : 'Normal',
+    source: 'reconciler',
+    reason: d.code,
+    object: `replica/${id}`,
+    nodes,
+    ...(r ? { model: r.model } : {}),
+    message,
+  };
+}

@@ -1,0 +1,153 @@
+import { EventEmitter } from 'node:events';
+import type { EventList, EventSource, EventType, EventView } from '@llmgw/shared';
+import type { Logger } from 'pino';
+import type { EventRetention, Store } from '../store/store.js';
+
+/** What a caller records; the log gives it its id and time. */
+export interface NewEvent {
+  type: EventType;
+  source: EventSource;
+  reason: string;
+  object: string;
+  nodes?: string[];
+  model?: string;
+  who?: string;
+  message: string;
+}
+
+/** Which events a reader wants: of one node, of one model, after a cursor, at most `limit`. */
+export interface EventQuery {
+  node?: string;
+  model?: string;
+  since?: number;
+  limit?: number;
+}
+
+export interface EventLogOptions {
+  log: Logger;
+  /** How long an event is kept (default 7 days). */
+  retentionMs?: number;
+  /** How many events are kept at most (default 10,000). */
+  maxRows?: number;
+  now?: () => number;
+}
+
+export const EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
+export const EVENT_MAX_ROWS = 10_000;
+/** What a list answers when the reader names no limit. */
+export const DEFAULT_EVENT_LIMIT = 500;
+
+/**
+ * The fleet's events, newest last: every one is written through to the store (pruned
+ * there to the same bounds on each write) and kept in memory, where reads and watches
+ * are served, so a watcher wakes on a record without polling the database. Like other
+ * background state, an event the store refuses (a full disk) stays in memory and is
+ * written with the next one; recording never throws.
+ */
+export class EventLog {
+  private readonly events: EventView[];
+  private readonly pending: EventView[] = [];
+  private readonly emitter = new EventEmitter();
+  private nextId: number;
+  private readonly now: () => number;
+  private readonly retentionMs: number;
+  private readonly maxRows: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: EventLogOptions,
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.retentionMs = opts.retentionMs ?? EVENT_RETENTION_MS;
+    this.maxRows = opts.maxRows ?? EVENT_MAX_ROWS;
+    this.emitter.setMaxListeners(0);
+    let loaded: EventView[] = [];
+    try {
+      loaded = store.loadEvents(this.maxRows);
+    } catch (err) {
+      opts.log.warn({ err: (err as Error).message }, 'events from before this start could not be read; new ones are still recorded');
+    }
+    this.events = loaded;
+    this.nextId = (loaded.at(-1)?.id ?? 0) + 1;
+    this.prune();
+  }
+
+  /** Records an event, wakes watchers, and writes it (and any the store refused before). */
+  record(e: NewEvent): EventView {
+    const view: EventView = {
+      id: this.nextId++,
+      time: new Date(this.now()).toISOString(),
+      type: e.type,
+      source: e.source,
+      reason: e.reason,
+      object: e.object,
+      nodes: e.nodes ?? [],
+      ...(e.model !== undefined ? { model: e.model } : {}),
+      ...(e.who !== undefined ? { who: e.who } : {}),
+      message: e.message,
+    };
+    this.events.push(view);
+    this.pending.push(view);
+    this.prune();
+    this.flush();
+    this.emitter.emit('event');
+    return view;
+  }
+
+  /** The events matching `q`, oldest first (the newest `limit` of them), and the cursor to ask after. */
+  list(q: EventQuery = {}): EventList {
+    const last = this.events.at(-1)?.id ?? 0;
+    // A cursor past the newest id is from before the store was replaced: start over.
+    const since = q.since !== undefined && q.since <= last ? q.since : 0;
+    const matching = this.events.filter((e) => e.id > since && matches(e, q));
+    return { events: matching.slice(-(q.limit ?? DEFAULT_EVENT_LIMIT)), cursor: last };
+  }
+
+  /**
+   * Like `list`, but when nothing matches after `q.since` it waits up to `timeoutMs` for
+   * an event that does (a watch's long-poll), or until `signal` aborts.
+   */
+  wait(q: EventQuery, timeoutMs: number, signal?: AbortSignal): Promise<EventList> {
+    const first = this.list(q);
+    if (first.events.length || timeoutMs <= 0 || signal?.aborted) return Promise.resolve(first);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.emitter.off('event', onEvent);
+        signal?.removeEventListener('abort', done);
+        resolve(this.list(q));
+      };
+      const onEvent = () => {
+        if (this.list(q).events.length) done();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.emitter.on('event', onEvent);
+      signal?.addEventListener('abort', done);
+    });
+  }
+
+  private retention(): EventRetention {
+    return { sinceMs: this.now() - this.retentionMs, maxRows: this.maxRows };
+  }
+
+  private prune(): void {
+    const { sinceMs, maxRows } = this.retention();
+    let drop = Math.max(0, this.events.length - maxRows);
+    while (drop < this.events.length && Date.parse(this.events[drop]!.time) < sinceMs) drop++;
+    if (drop) this.events.splice(0, drop);
+    if (this.pending.length > maxRows) this.pending.splice(0, this.pending.length - maxRows);
+  }
+
+  private flush(): void {
+    try {
+      this.store.addEvents(this.pending, this.retention());
+      this.pending.length = 0;
+    } catch (err) {
+      this.opts.log.debug({ events: this.pending.length, err: (err as Error).message }, 'events kept in memory until the store takes writes again');
+    }
+  }
+}
+
+function matches(e: EventView, q: EventQuery): boolean {
+  return (q.node === undefined || e.nodes.includes(q.node)) && (q.model === undefined || e.model === q.model);
+}

@@ -1,0 +1,31 @@
+import type { NodeAdminState } from '@llmgw/shared';
+import type { Logger } from 'pino';
+import type { Controller } from '../controller/controller.js';
+import type { Store } from '../store/store.js';
+import { nodeStateEvent, recordAdmin, recordAdminActions } from './admin-events.js';
+import { decisionEvent, type Decision } from './decisions.js';
+import { EventLog } from './event-log.js';
+import { eventsApi } from './events-api.js';
+
+export { EventLog, type Decision };
+
+/**
+ * The fleet's events, wired to their sources: the controller's decisions (its
+ * `decided` event, once per applied plan and per failed replica report), the admin API
+ * (`adminActions`, a middleware after the token check), the dashboard's node buttons
+ * (`onNodeState`), and served as `GET /api/v1/events` (`api`).
+ */
+export function fleetEvents(store: Store, controller: Controller, log: Logger) {
+  const events = new EventLog(store, { log });
+  const nodesOf = (id: string) => controller.listReplicas().find((r) => r.id === id)?.shards.map((s) => s.nodeId) ?? [];
+  controller.events.on('decided', (ds: Decision[]) => {
+    for (const d of ds) events.record(decisionEvent(d, nodesOf));
+  });
+  const admin = (id: string) => controller.inventory.get(id)?.admin;
+  return {
+    events,
+    adminActions: recordAdminActions(events, admin),
+    api: eventsApi(events, (m) => controller.catalogView.resolve(m)?.name),
+    onNodeState: (who: string, id: string, state: NodeAdminState) => recordAdmin(events, who, nodeStateEvent(id, state, admin(id))),
+  };
+}
