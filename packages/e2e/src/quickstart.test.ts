@@ -195,8 +195,6 @@ function pnpmStop(home: string): Promise<{ code: number; stdout: string }> {
   );
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 /** `ctlJson` with this instance's own home, token and CA instead of the harness's. */
 function ctlJsonWith<T>(server: string, args: string[], env: Record<string, string>): Promise<T> {
   return new Promise((resolve, reject) => {
