@@ -78,6 +78,9 @@ export class Fallbacks {
         }
         now = Date.now();
       }
+      // Routes but no attempt: every replica failed a moment ago and is cooling down. Say
+      // so, rather than calling replicas that are `ready` in ctl "not ready".
+      if (tried.size === 0) failures.push(`${model.name}: every ready replica (${targets.map((t) => t.replicaId).join(', ')}) failed a moment ago and is cooling down`);
     }
     this.usage.failed(ex.key, ex.model.name);
     this.metrics.countRequest(ex.model.name, ex.path, 503);

@@ -63,6 +63,18 @@ describe('gateway non-streaming', () => {
     keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
   });
+
+  it('says every replica is cooling down, not that none is ready, when the only one just failed', async () => {
+    const { url, secret } = await setup((req, res) => {
+      req.resume();
+      req.on('end', () => res.destroy());
+    });
+    const first = await post(url, secret, { model: 'm', messages: [] });
+    expect(first.status).toBe(503);
+    const again = await post(url, secret, { model: 'm', messages: [] });
+    expect(again.status).toBe(503);
+    expect(reply(again.text).error.message).toMatch(/^no replica could serve `m`: m: every ready replica \(r\S+\) failed a moment ago and is cooling down$/);
+  });
 });
 
 describe('gateway cold start', () => {
