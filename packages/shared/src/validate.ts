@@ -30,6 +30,16 @@ ajvAll.addFormat('host', { type: 'string', validate: isHost });
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 const compiledAll = new WeakMap<TSchema, ValidateFunction>();
 
+/** `schema` compiled by `engine`, once: later calls cost a WeakMap lookup. */
+function compiledBy(engine: Ajv, cache: WeakMap<TSchema, ValidateFunction>, schema: TSchema): ValidateFunction {
+  let fn = cache.get(schema);
+  if (!fn) {
+    fn = engine.compile(schema);
+    cache.set(schema, fn);
+  }
+  return fn;
+}
+
 /** `/report/gpus/0/index` → `report.gpus[0].index`. */
 export function fieldPath(pointer: string, root = ''): string {
   let out = root;
@@ -90,11 +100,7 @@ function unionLiterals(schema: unknown): string[] | undefined {
  * cached, so calling this on a hot path costs one function call.
  */
 export function validate<S extends TSchema>(schema: S, data: unknown, root = ''): Validated<Static<S>> {
-  let fn = compiled.get(schema);
-  if (!fn) {
-    fn = ajv.compile(schema);
-    compiled.set(schema, fn);
-  }
+  const fn = compiledBy(ajv, compiled, schema);
   if (fn(data)) return { ok: true, value: data as Static<S> };
   const errs = fn.errors ?? [];
   // With unions ajv reports each branch and then the union; the union line is clearer.
@@ -116,11 +122,7 @@ export function formatFailure(f: ValidationFailure): string {
  * inputs a person wrote (the catalog), where fixing one typo per try wastes their time.
  */
 export function validateAll<S extends TSchema>(schema: S, data: unknown, root = ''): { ok: true; value: Static<S> } | { ok: false; errors: ValidationFailure[] } {
-  let fn = compiledAll.get(schema);
-  if (!fn) {
-    fn = ajvAll.compile(schema);
-    compiledAll.set(schema, fn);
-  }
+  const fn = compiledBy(ajvAll, compiledAll, schema);
   if (fn(data)) return { ok: true, value: data as Static<S> };
   const errs = fn.errors ?? [];
   // A union reports each branch it tried and then itself; the union's line is the clearer one.
