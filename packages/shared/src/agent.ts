@@ -47,6 +47,19 @@ export const GpuReportSchema = Type.Object({
 });
 export type GpuReport = Static<typeof GpuReportSchema>;
 
+/** A model file an agent holds in its cache, verified against its SHA-256. */
+export const CachedFileSchema = Type.Object({
+  sha256: Str({ minLength: 64, maxLength: 64 }),
+  /** The source it was fetched from (an http(s):// or llmgw:// URL). */
+  source: Str({ minLength: 1 }),
+  size_bytes: Count,
+  /** When a shard last started on it (Unix ms). */
+  last_used_ms: Count,
+  /** Whether a shard of this node uses it now (such a file is never evicted). */
+  in_use: Type.Boolean(),
+});
+export type CachedFile = Static<typeof CachedFileSchema>;
+
 export const NodeReportSchema = Type.Object({
   node_id: Id,
   hostname: Str({ maxLength: 253 }),
@@ -83,8 +96,20 @@ export const NodeReportSchema = Type.Object({
    * allowed and only `false` as a refusal.
    */
   allow_command_engine: Type.Optional(Type.Boolean()),
+  /** The model files in this agent's cache (`--model-cache`), for placement and `ctl files`. */
+  files: Type.Optional(List(CachedFileSchema)),
 });
 export type NodeReport = Static<typeof NodeReportSchema>;
+
+/** A model file on its way into an agent's cache. */
+export const DownloadProgressSchema = Type.Object({
+  done_bytes: Count,
+  /** Absent when the file server did not say (no Content-Length). */
+  total_bytes: Type.Optional(Count),
+  /** Over the last few seconds. */
+  bytes_per_s: Count,
+});
+export type DownloadProgress = Static<typeof DownloadProgressSchema>;
 
 export const ShardStates = ['starting', 'ready', 'failed', 'stopped'] as const;
 export const ShardStatusSchema = Type.Object({
@@ -95,6 +120,11 @@ export const ShardStatusSchema = Type.Object({
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   restarts: Type.Optional(Count),
   error: Type.Optional(Type.String({ maxLength: 16384 })),
+  /**
+   * While the shard's model file is fetched (state `starting`): how far it got. Absent
+   * once the file is in the cache, and for sources the engine reads or fetches itself.
+   */
+  download: Type.Optional(DownloadProgressSchema),
   /** The end of the shard's log; sent only when it changed since the last heartbeat. */
   log_tail: Type.Optional(Type.String({ maxLength: 65536 })),
 });
@@ -128,6 +158,18 @@ export const ShardAssignmentSchema = Type.Object({
   master_port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   api_key: Type.Optional(Str()),
   startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  /**
+   * A model file the agent must fetch into its cache (or find there) and verify before
+   * starting the engine, for an http(s):// or llmgw:// source. The agent puts the cached
+   * file's path where `source` goes in the engine's command line.
+   */
+  file: Type.Optional(
+    Type.Object({
+      /** http(s)://…, or llmgw://NAME: fetched from this server's --models-dir with the node credential. */
+      url: Str({ minLength: 1 }),
+      sha256: Str({ minLength: 64, maxLength: 64 }),
+    }),
+  ),
 });
 export type ShardAssignment = Static<typeof ShardAssignmentSchema>;
 

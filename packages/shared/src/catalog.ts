@@ -12,6 +12,9 @@ const NonNeg = Type.Integer({ minimum: 0 });
 export const Engines = ['vllm', 'sglang', 'llama.cpp', 'node-llama-cpp', 'command'] as const;
 export type EngineName = (typeof Engines)[number];
 
+/** A SHA-256 digest as 64 hex digits, as `sha256sum` prints it. */
+const Sha256 = Type.String({ pattern: '^[0-9a-fA-F]{64}$', failMessage: 'must be a SHA-256 digest: 64 hex digits, as sha256sum prints it' });
+
 export const ProfileSchema = Type.Object(
   {
     name: Name,
@@ -32,6 +35,11 @@ export const ProfileSchema = Type.Object(
     args: Type.Optional(Type.Array(Type.String())),
     env: Type.Optional(Type.Record(Type.String(), Type.String())),
     source: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * SHA-256 (64 hex digits) of the file `source` names; required for an http(s):// or
+     * llmgw:// source, which agents fetch and must verify before an engine reads it.
+     */
+    sha256: Type.Optional(Sha256),
     /** argv template for `engine: command`, with placeholders such as `{port}`. */
     command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
@@ -45,6 +53,11 @@ export const ModelSchema = Type.Object(
     name: Name,
     aliases: Type.Optional(Type.Array(Name)),
     source: Type.String({ minLength: 1 }),
+    /**
+     * SHA-256 (64 hex digits) of the file `source` names; required for an http(s):// or
+     * llmgw:// source, which agents fetch and must verify before an engine reads it.
+     */
+    sha256: Type.Optional(Sha256),
     scaling: Type.Optional(
       Type.Object(
         {
