@@ -52,6 +52,11 @@ describe('resolveConnection', () => {
     expect(resolveConnection({ server: 'http://10.0.0.1:8081', insecureHttp: true }).server).toBe('http://10.0.0.1:8081');
     expect(resolveConnection({ server: 'http://127.0.0.1:8081' }).ca).toBeUndefined();
   });
+
+  it('says where the token came from: --token, or LLMGW_ADMIN_TOKEN (which commander also puts in opts.token)', () => {
+    expect(resolveConnection({ token: 't' }, undefined, 'cli').tokenFrom).toBe('given by --token');
+    expect(resolveConnection({ token: 't' }, undefined, 'env').tokenFrom).toBe('in LLMGW_ADMIN_TOKEN');
+  });
 });
 
 describe('misleading setups, each named with its fix', () => {
