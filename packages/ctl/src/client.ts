@@ -89,6 +89,10 @@ export function resolveConnection(opts: { server?: string; token?: string; ca?: 
       noTokenFile = file;
     }
   }
+  // Else fetch fails with ERR_INVALID_CHAR, which reads as an unreachable server.
+  if (token && !/^[\x21-\x7e]+$/.test(token)) {
+    throw new CtlError(`the admin token ${tokenFrom ?? ''} has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token`, 'usage');
+  }
   const ca = trustFor(server, flag, opts);
   return { server, serverFrom, ...(token ? { token } : {}), ...(tokenFrom ? { tokenFrom } : {}), ...(noTokenFile && !token ? { noTokenFile } : {}), ...(ca ? { ca } : {}) };
 }
