@@ -55,7 +55,7 @@ function userEnv(): Record<string, string> {
     if (v === undefined || k.startsWith('LLMGW_') || k.startsWith('npm_') || k.startsWith('PNPM_') || k === 'NO_COLOR') continue;
     env[k] = v;
   }
-  env.PATH = (process.env.PATH ?? '').split(':').filter((d) => !d.includes('node_modules')).join(':');
+  env.PATH = (process.env.PATH ?? '').split(':').filter((d) => !/node_modules\/\.bin\/?$/.test(d)).join(':');
   env.HOME = home;
   return env;
 }
