@@ -58,8 +58,9 @@ describe('the README examples', () => {
   it('match what truly varies, bind ids and secrets for later commands, and nothing else', () => {
     const table = ['ID          MODEL  STATE  ENDPOINT                AGE', 'r-9e4e6440  tiny   ready  http://127.0.0.1:40000  37s'];
     const bound = match(table, ['ID          MODEL  STATE  ENDPOINT                AGE', 'r-0123abcd  tiny   ready  http://127.0.0.1:40417  2m', '']);
-    expect(bound).toEqual(new Map([['r-9e4e6440', 'r-0123abcd']]));
+    expect(bound).toEqual(new Map([['r-9e4e6440', 'r-0123abcd'], ['http://127.0.0.1:40000', 'http://127.0.0.1:40417']]));
     expect(substitute('ctl logs r-9e4e6440 && echo xr-9e4e6440', bound!)).toBe('ctl logs r-0123abcd && echo xr-9e4e6440');
+    expect(substitute('curl -s http://127.0.0.1:40000/v1/models', bound!)).toBe('curl -s http://127.0.0.1:40417/v1/models');
     // A different word, state or column, an id of another kind, a port outside the engines' range: no match.
     expect(match(table, [table[0]!, 'r-0123abcd  tiny   failed  http://127.0.0.1:40417  2m'])).toBeUndefined();
     expect(match(table, [table[0]!, 'key-0123abcd  tiny   ready  http://127.0.0.1:40417  2m'])).toBeUndefined();

@@ -108,12 +108,13 @@ const SHAPES: [RegExp, string][] = [
 ];
 
 /**
- * Words whose live value later commands use: ids, and words with a `…` (a secret) where
- * the live value has none (a prefix cut short with `…` is no value to type). An id once
- * bound must be the same object wherever the README shows it again.
+ * Words whose live value later commands use: ids, an engine's address, and words with a
+ * `…` (a secret) where the live value has none (a prefix cut short with `…` is no value
+ * to type). An id once bound must be the same object wherever the README shows it again.
  */
 const ID = /^(?:r|key|tok)-[0-9a-f]{8}$/;
 const SECRET = /^[^\s…]+…[^\s…]*$/;
+const ENGINE = /^https?:\/\/[^\s/]+:40\d\d\d$/;
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -125,8 +126,8 @@ export function lineRegex(expected: string, bound: ReadonlyMap<string, string> =
     if (/^ +$/.test(part)) return part.length > 1 ? ' {2,}' : ' ';
     const pid = i >= 2 && /(^|\W)pid$/.test(parts[i - 2]!) ? /^\d+(.*)$/.exec(part) : null;
     if (pid) return `\\d+${escape(pid[1]!)}`;
-    // A word with a `…` is bound whole (a secret); otherwise each id in it is.
-    const whole = SECRET.test(part);
+    // A word with a `…` (a secret) or an engine's address is bound whole; otherwise each id in it is.
+    const whole = SECRET.test(part) || ENGINE.test(part);
     let re = '';
     // Apply the shapes to the word left to right, escaping the literal text between them.
     let rest = part;

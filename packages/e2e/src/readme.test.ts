@@ -97,8 +97,8 @@ describe('the README', () => {
     expect(banner.split('\n').map((l) => l.trim())).toContain(exportLine);
     const exports = [exportLine];
 
-    const toLive = (s: string) => s.replaceAll('127.0.0.1:8080', client).replaceAll('127.0.0.1:8081', admin);
     const host = os.hostname();
+    const toLive = (s: string) => s.replaceAll('127.0.0.1:8080', client).replaceAll('127.0.0.1:8081', admin).replace(/(?<![\w.-])my-machine(?![\w-])/g, host);
     const toReadme = (s: string) =>
       s.replaceAll(client, '127.0.0.1:8080').replaceAll(admin, '127.0.0.1:8081').replaceAll(home, '/home/me')
         .replace(new RegExp(`(?<![\\w.-])${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`, 'g'), 'my-machine');
