@@ -27,7 +27,7 @@ examples(program, 'ctl nodes', 'LLMGW_SERVER=https://10.0.0.1:8081 ctl replicas 
 
 function globals(): { conn: Connection; json: boolean } {
   const o = program.opts<{ server?: string; token?: string; ca?: string; insecureHttp?: boolean; output: string }>();
-  return { conn: resolveConnection(o, program.getOptionValueSource('server')), json: o.output === 'json' };
+  return { conn: resolveConnection(o, program.getOptionValueSource('server'), program.getOptionValueSource('token')), json: o.output === 'json' };
 }
 
 function print(text: string): void {

@@ -52,6 +52,16 @@ describe('resolveConnection', () => {
     expect(resolveConnection({ server: 'http://10.0.0.1:8081', insecureHttp: true }).server).toBe('http://10.0.0.1:8081');
     expect(resolveConnection({ server: 'http://127.0.0.1:8081' }).ca).toBeUndefined();
   });
+
+  it('says where the token came from: --token, or LLMGW_ADMIN_TOKEN (which commander also puts in opts.token)', () => {
+    expect(resolveConnection({ token: 't' }, undefined, 'cli').tokenFrom).toBe('given by --token');
+    expect(resolveConnection({ token: 't' }, undefined, 'env').tokenFrom).toBe('in LLMGW_ADMIN_TOKEN');
+    // A token no header can carry is a usage error, not "cannot reach the server (ERR_INVALID_CHAR)".
+    expect(refusal(() => resolveConnection({ token: 'llmgw-viewer-zJ34…' }, undefined, 'env'))).toMatchObject({
+      failure: 'usage',
+      message: 'the admin token in LLMGW_ADMIN_TOKEN has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token',
+    });
+  });
 });
 
 describe('misleading setups, each named with its fix', () => {

@@ -69,14 +69,15 @@ function trustFor(server: string, flag: string, opts: { ca?: string; insecureHtt
   }
 }
 
-/** `source` is where commander found --server: 'cli', 'env' or undefined. */
-export function resolveConnection(opts: { server?: string; token?: string; ca?: string; insecureHttp?: boolean }, source?: string): Connection {
+/** `source` and `tokenSource` are where commander found --server and --token: 'cli', 'env' or undefined. */
+export function resolveConnection(opts: { server?: string; token?: string; ca?: string; insecureHttp?: boolean }, source?: string, tokenSource?: string): Connection {
   const server = (opts.server ?? process.env.LLMGW_SERVER ?? 'https://127.0.0.1:8081').replace(/\/+$/, '');
   const serverFrom =
     source === 'cli' ? 'set by --server' : source === 'env' || (!opts.server && process.env.LLMGW_SERVER) ? 'set by LLMGW_SERVER' : 'the default; set --server or LLMGW_SERVER';
   const flag = serverFrom === 'set by LLMGW_SERVER' ? 'LLMGW_SERVER' : '--server';
   let token = opts.token ?? process.env.LLMGW_ADMIN_TOKEN;
-  let tokenFrom = opts.token ? 'given by --token' : token ? 'in LLMGW_ADMIN_TOKEN' : undefined;
+  // commander fills opts.token from LLMGW_ADMIN_TOKEN too: only its source tells them apart.
+  let tokenFrom = opts.token && tokenSource !== 'env' ? 'given by --token' : token ? 'in LLMGW_ADMIN_TOKEN' : undefined;
   let noTokenFile: string | undefined;
   if (!token) {
     const file = defaultTokenFile();
@@ -87,6 +88,10 @@ export function resolveConnection(opts: { server?: string; token?: string; ca?: 
       // Said when a command calls the server, so that help and `ctl version --client` work.
       noTokenFile = file;
     }
+  }
+  // Else fetch fails with ERR_INVALID_CHAR, which reads as an unreachable server.
+  if (token && !/^[\x21-\x7e]+$/.test(token)) {
+    throw new CtlError(`the admin token ${tokenFrom ?? ''} has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token`, 'usage');
   }
   const ca = trustFor(server, flag, opts);
   return { server, serverFrom, ...(token ? { token } : {}), ...(tokenFrom ? { tokenFrom } : {}), ...(noTokenFile && !token ? { noTokenFile } : {}), ...(ca ? { ca } : {}) };
