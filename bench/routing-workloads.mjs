@@ -100,7 +100,7 @@ export async function openLoop(pool, key, model, schedule, maxTokens) {
   const results = await Promise.all(schedule.map(async ([at, messages]) => {
     const wait = at - (performance.now() - start);
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    return streamChat(pool, key, model, messages, maxTokens);
+    return { ...(await streamChat(pool, key, model, messages, maxTokens)), sentAt: at };
   }));
   return { results, seconds: (performance.now() - start) / 1000 };
 }
@@ -120,7 +120,8 @@ export async function multiTurn(pool, key, model, { seed, conversations, systemW
       for (let t = 0; t < turns && performance.now() - start < seconds * 1000; t++) {
         await new Promise((r) => setTimeout(r, -Math.log(1 - random()) * thinkMs));
         messages.push({ role: 'user', content: text(random, questionWords) });
-        const r = await streamChat(pool, key, model, messages, maxTokens);
+        const sentAt = performance.now() - start;
+        const r = { ...(await streamChat(pool, key, model, messages, maxTokens)), sentAt };
         results.push(r);
         if (!r.ok) break;
         messages.push({ role: 'assistant', content: r.reply });
@@ -130,8 +131,13 @@ export async function multiTurn(pool, key, model, { seed, conversations, systemW
   return { results, seconds: (performance.now() - start) / 1000 };
 }
 
-/** TTFT p50/p90, cached share of prompt tokens, requests/s and prompt tokens/s of one run. */
-export function summarise({ results, seconds }) {
+/**
+ * TTFT p50/p90, cached share of prompt tokens, requests/s and prompt tokens/s of one run,
+ * counting only requests sent after `warmupMs`: the steady state, not the caches filling.
+ */
+export function summarise({ results: all, seconds: total }, warmupMs = 0) {
+  const results = all.filter((r) => r.sentAt >= warmupMs);
+  const seconds = total - warmupMs / 1000;
   const ok = results.filter((r) => r.ok);
   const ttft = ok.map((r) => r.ttft).sort((a, b) => a - b);
   const pct = (p) => (ttft.length === 0 ? NaN : ttft[Math.min(ttft.length - 1, Math.floor((p / 100) * ttft.length))]);
