@@ -11,6 +11,12 @@ export interface InferenceBackend {
   /** The served model's entry in /v1/models. */
   model(): JsonObject;
   /**
+   * Capacity of the engine's prefix cache in tokens, sent as
+   * `x-llmgw-prefix-cache-tokens` (`openai.PREFIX_CACHE_TOKENS_HEADER`) on every chat and
+   * text completion response; absent, no header.
+   */
+  readonly prefixCacheTokens?: number;
+  /**
    * Called for each inference request before its body is read; false means the backend
    * has dealt with it (the test engine's scripted crash). Throwing refuses it.
    */

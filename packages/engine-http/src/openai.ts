@@ -8,15 +8,39 @@ import type { JsonObject } from './json.js';
  */
 export type ResponseBase = JsonObject & { id: string; created: number; model: string };
 
+/**
+ * A completion's `usage`, with OpenAI's `prompt_tokens_details.cached_tokens`: the prompt
+ * tokens served from the engine's prefix cache rather than evaluated again (0 when none).
+ * The gateway's cache-aware routing reads it to check and correct its prefix index, so
+ * both engines send it on every completion, streamed (the usage chunk) or not.
+ */
 export type Usage = {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
 };
 
-export function usage(promptTokens: number, completionTokens: number): Usage {
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+export function usage(promptTokens: number, completionTokens: number, cachedTokens: number): Usage {
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: cachedTokens },
+  };
 }
+
+/** Two usages added up (a completion request with several prompts). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return usage(a.prompt_tokens + b.prompt_tokens, a.completion_tokens + b.completion_tokens, a.prompt_tokens_details.cached_tokens + b.prompt_tokens_details.cached_tokens);
+}
+
+/**
+ * Response header on completions from llmgw's own engines: the capacity of the engine's
+ * prefix cache, in tokens (0 = none). The gateway sizes its per-replica prefix index from
+ * it when present; other engines do not send it and the gateway falls back to a setting.
+ */
+export const PREFIX_CACHE_TOKENS_HEADER = 'x-llmgw-prefix-cache-tokens';
 
 /** A non-streamed `chat.completion` with its one choice. */
 export function chatCompletion(base: ResponseBase, text: string, finishReason: string, total: Usage): JsonObject {

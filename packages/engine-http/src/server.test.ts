@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AddressInfo } from 'node:net';
 import type { InferenceBackend } from './backend.js';
 import { EngineError } from './errors.js';
-import { chatChunk } from './openai.js';
+import { chatChunk, PREFIX_CACHE_TOKENS_HEADER } from './openai.js';
 import { createEngineHttp } from './server.js';
 import type { EngineHttp } from './server.js';
 
@@ -146,6 +146,18 @@ describe('requests and errors', () => {
     const text = await res.text();
     expect(text.split('\n\n').filter(Boolean).map((e) => e.slice(0, 6))).toEqual(['data: ', 'data: ', 'data: ']);
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
+  it('names the prefix cache capacity on completions only, when the backend has one', async () => {
+    expect((await post('/v1/chat/completions', {})).headers.get(PREFIX_CACHE_TOKENS_HEADER)).toBeNull();
+    engine.setBackend({ ...fake, prefixCacheTokens: 4096, embeddings: (r) => Promise.resolve(r.json(200, {})) });
+    try {
+      expect((await post('/v1/chat/completions', {})).headers.get(PREFIX_CACHE_TOKENS_HEADER)).toBe('4096');
+      expect((await post('/v1/embeddings', {})).headers.get(PREFIX_CACHE_TOKENS_HEADER)).toBeNull();
+      expect((await fetch(`${url}/health`)).headers.get(PREFIX_CACHE_TOKENS_HEADER)).toBeNull();
+    } finally {
+      engine.setBackend(fake);
+    }
   });
 
   it('logs one line per request, probes left out', () => {

@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import type { InferenceBackend } from './backend.js';
 import { EngineError, errorBody } from './errors.js';
 import { readJson } from './json.js';
+import { PREFIX_CACHE_TOKENS_HEADER } from './openai.js';
 import { EngineRequest } from './request.js';
 
 export interface EngineHttpOptions {
@@ -102,6 +103,7 @@ export function createEngineHttp(options: EngineHttpOptions): EngineHttp {
     const handler = INFERENCE.get(path);
     if (handler === undefined) throw unknownPath(path);
     allowOnly(r, ['POST']);
+    if (handler !== 'embeddings' && b.prefixCacheTokens !== undefined) r.setHeader(PREFIX_CACHE_TOKENS_HEADER, String(b.prefixCacheTokens));
     if (b.admit !== undefined && !b.admit(r)) return;
     const body = await readJson(r.req);
     return b[handler](r, body);

@@ -45,6 +45,11 @@ export class LlamaBackend implements InferenceBackend {
     private readonly counters: EngineCounters,
   ) {}
 
+  /** The slots' KV caches together, for the gateway's prefix index (x-llmgw-prefix-cache-tokens). */
+  get prefixCacheTokens(): number {
+    return this.runtime.prefixCacheTokens;
+  }
+
   model(): JsonObject {
     return { id: this.options.servedName, object: 'model', created: this.created, owned_by: 'llmgw', max_model_len: this.runtime.contextSize };
   }
@@ -104,8 +109,8 @@ export class LlamaBackend implements InferenceBackend {
       const result = await this.runtime.chat(messages, generation);
       this.account(result);
       if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
-      r.note = `${base.id}, ${result.promptTokens}+${result.completionTokens} tokens, ${result.finishReason}`;
-      return r.json(200, openai.chatCompletion(base, result.text, openAIFinish(result.finishReason), openai.usage(result.promptTokens, result.completionTokens)));
+      r.note = `${base.id}, ${result.promptTokens}+${result.completionTokens} tokens (${result.cachedTokens} cached), ${result.finishReason}`;
+      return r.json(200, openai.chatCompletion(base, result.text, openAIFinish(result.finishReason), openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens)));
     }
 
     // Headers wait for the first text, so a prompt too long for the context is still a plain 400.
@@ -123,8 +128,8 @@ export class LlamaBackend implements InferenceBackend {
     if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
     if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
     events.send(openai.chatChunk(base, {}, openAIFinish(result.finishReason), wantUsage));
-    if (wantUsage) events.send(openai.usageChunk(base, 'chat.completion.chunk', openai.usage(result.promptTokens, result.completionTokens)));
-    r.note = `${base.id}, stream, ${result.promptTokens}+${result.completionTokens} tokens, ${result.finishReason}`;
+    if (wantUsage) events.send(openai.usageChunk(base, 'chat.completion.chunk', openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens)));
+    r.note = `${base.id}, stream, ${result.promptTokens}+${result.completionTokens} tokens (${result.cachedTokens} cached), ${result.finishReason}`;
     events.end();
   }
 
@@ -144,7 +149,7 @@ export class LlamaBackend implements InferenceBackend {
     const base = this.base('cmpl');
     const events = stream ? r.sse() : null;
     const choices: JsonObject[] = [];
-    let total: openai.Usage = openai.usage(0, 0);
+    let total: openai.Usage = openai.usage(0, 0, 0);
 
     for (const [index, prompt] of prompts.entries()) {
       const result = await this.runtime.complete(prompt, {
@@ -152,7 +157,7 @@ export class LlamaBackend implements InferenceBackend {
         onText: events === null ? undefined : (text) => text !== '' && events.send(openai.completionChunk(base, index, text, null, wantUsage)),
       });
       this.account(result);
-      total = openai.usage(total.prompt_tokens + result.promptTokens, total.completion_tokens + result.completionTokens);
+      total = openai.addUsage(total, openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens));
       if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, total.completion_tokens);
       choices.push(openai.completionChoice(index, result.text, openAIFinish(result.finishReason)));
       events?.send(openai.completionChunk(base, index, '', openAIFinish(result.finishReason), wantUsage));

@@ -45,6 +45,11 @@ Options:
   --context-size N      tokens of context per request (default ${DEFAULT_CONTEXT_SIZE}, or the model's if smaller)
   -h, --help            show this help
 
+Each request takes the free sequence whose KV cache shares the longest prefix with its
+prompt and evaluates only the rest; completions report the reused tokens as
+usage.prompt_tokens_details.cached_tokens and send x-llmgw-prefix-cache-tokens
+(--parallel x context size), the capacity of those caches.
+
 A flag given twice takes its last value, so appended profile args override.
 Stdout gets "node-llama-cpp-engine: serving NAME on http://HOST:PORT" once the port is
 bound (the model may still be loading: /health answers 503 until it is ready).

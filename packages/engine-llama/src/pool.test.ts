@@ -30,4 +30,19 @@ describe('SlotPool', () => {
     await expect(next).resolves.toBe('only');
     await expect(pool.acquire(gone.signal)).rejects.toThrow(QueueAbortedError);
   });
+
+  it('lets the caller choose among free slots, least recently released first', async () => {
+    const pool = new SlotPool(['a', 'b', 'c']);
+    const seen: string[][] = [];
+    const held = [await pool.acquire(), await pool.acquire(), await pool.acquire()];
+    for (const s of ['b', 'a', 'c']) pool.release(s);
+    const chosen = await pool.acquire(undefined, (free) => {
+      seen.push([...free]);
+      return free.indexOf('a');
+    });
+    expect([chosen, seen]).toEqual(['a', [['b', 'a', 'c']]]);
+    // An index out of range still hands out a free slot (the default, the last released).
+    expect(await pool.acquire(undefined, () => 7)).toBe('c');
+    expect([pool.busy, held.length]).toEqual([2, 3]);
+  });
 });

@@ -14,10 +14,13 @@ interface Waiter<T> {
 /**
  * A fixed set of slots (context sequences) handed out to waiters first come, first
  * served. A waiter whose signal fires leaves the queue at once, so a client that gives
- * up never takes a slot later. Free slots go out most recently released first: that
- * slot's KV cache holds the latest conversation, which the next turn most likely extends.
+ * up never takes a slot later. A caller may choose among the free slots (the runtime
+ * picks the one whose KV cache holds most of its prompt); otherwise free slots go out
+ * most recently released first: that slot's cache holds the latest conversation, which
+ * the next turn most likely extends. A slot released while others wait goes to the first.
  */
 export class SlotPool<T> {
+  /** Least recently released first. */
   private readonly free: T[];
   private readonly waiters: Waiter<T>[] = [];
 
@@ -39,9 +42,16 @@ export class SlotPool<T> {
     return this.size - this.free.length;
   }
 
-  acquire(signal?: AbortSignal): Promise<T> {
+  /**
+   * A free slot now, or the next one released. `choose` picks among free slots (given
+   * least recently released first) by returning an index; without it, the last.
+   */
+  acquire(signal?: AbortSignal, choose?: (free: readonly T[]) => number): Promise<T> {
     if (signal?.aborted) return Promise.reject(new QueueAbortedError('aborted before a slot was free'));
-    const slot = this.free.pop();
+    const free = this.free;
+    const chosen = choose !== undefined && free.length > 0 ? choose(free) : free.length - 1;
+    // An index out of range takes the default rather than leaving a free slot unused.
+    const slot = free.splice(Number.isInteger(chosen) && chosen >= 0 && chosen < free.length ? chosen : free.length - 1, 1)[0];
     if (slot !== undefined) return Promise.resolve(slot);
     return new Promise<T>((resolve, reject) => {
       const waiter: Waiter<T> = {

@@ -12,6 +12,7 @@ import type {
 import { EngineError } from '@llmgw/engine-http';
 import { DEFAULT_CONTEXT_SIZE } from './options.js';
 import { SlotPool, QueueAbortedError } from './pool.js';
+import { chooseSlot, reusedTokens } from './reuse.js';
 
 /** A chat message after validation; `developer` is folded into `system`. */
 export interface ChatMessage {
@@ -39,6 +40,8 @@ export type FinishReason = 'stop' | 'length' | 'cancelled';
 export interface GenerationResult {
   text: string;
   promptTokens: number;
+  /** Prompt tokens found in the slot's KV cache and not evaluated again. */
+  cachedTokens: number;
   completionTokens: number;
   finishReason: FinishReason;
 }
@@ -61,6 +64,8 @@ function contextOverflow(promptTokens: number, contextSize: number): EngineError
 export interface ModelRuntime {
   /** Tokens of context per request. */
   readonly contextSize: number;
+  /** Tokens the slots' KV caches hold together (slots × context size): the prefix cache's capacity. */
+  readonly prefixCacheTokens: number;
   /** Length of an embedding vector; null when the model cannot embed. */
   readonly embeddingLength: number | null;
   chat(messages: readonly ChatMessage[], params: GenerationParams): Promise<GenerationResult>;
@@ -127,12 +132,15 @@ function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
 /**
  * llama.cpp through node-llama-cpp, in this process: one context with `parallel`
  * sequences (each a slot with its own KV cache, batched together by node-llama-cpp),
- * plus one embedding context. A slot keeps its KV cache between requests, so a
- * follow-up that shares a prefix (a system prompt, the earlier turns) is not evaluated
- * again: measured, a repeat of a 294-token chat prompt with a new question evaluated 27.
+ * plus one embedding context. A slot keeps its KV cache between requests, and a request
+ * takes the free slot whose cache shares the longest prefix with its prompt
+ * ({@link chooseSlot}); node-llama-cpp then evaluates only the tokens after that prefix
+ * (measured: a repeat of a 961-token chat prompt with a new question evaluated 18, in
+ * 27 ms instead of 70), and the result says how many were reused.
  */
 export class LlamaRuntime implements ModelRuntime {
   private readonly pool: SlotPool<Slot>;
+  readonly prefixCacheTokens: number;
   private readonly embedLock = new Mutex();
   private processing = 0;
 
@@ -145,6 +153,7 @@ export class LlamaRuntime implements ModelRuntime {
     private readonly dispose: () => Promise<void>,
   ) {
     this.pool = new SlotPool(slots);
+    this.prefixCacheTokens = slots.length * contextSize;
   }
 
   /** Loads the model and creates the contexts; rejects if the file cannot be run. */
@@ -210,17 +219,21 @@ export class LlamaRuntime implements ModelRuntime {
 
   private async generate(
     params: GenerationParams,
-    promptTokens: number,
+    prompt: readonly Token[],
     run: (slot: Slot, opts: SharedGenerationOptions) => Promise<{ response: string; metadata: { stopReason: string } }>,
   ): Promise<GenerationResult> {
+    const promptTokens = prompt.length;
     const maxTokens = Math.min(params.maxTokens ?? Number.POSITIVE_INFINITY, this.room(promptTokens));
+    const commonPrefix = (slot: Slot): number => slot.sequence.compareContextTokens(prompt as Token[]).firstDifferentIndex;
     let slot: Slot;
     try {
-      slot = await this.pool.acquire(params.signal);
+      slot = await this.pool.acquire(params.signal, (free) => chooseSlot(free.map(commonPrefix), promptTokens));
     } catch (e) {
-      if (e instanceof QueueAbortedError) return { text: '', promptTokens, completionTokens: 0, finishReason: 'cancelled' };
+      if (e instanceof QueueAbortedError) return { text: '', promptTokens, cachedTokens: 0, completionTokens: 0, finishReason: 'cancelled' };
       throw e;
     }
+    // What node-llama-cpp keeps of the slot's cache: it erases from the first token that differs.
+    const cachedTokens = reusedTokens(commonPrefix(slot), promptTokens);
     this.processing++;
     let completionTokens = 0;
     const text: string[] = [];
@@ -250,10 +263,10 @@ export class LlamaRuntime implements ModelRuntime {
       // sequence, a possible stop trigger) when maxTokens ends the generation; having
       // stopped for length means exactly maxTokens were generated.
       const generated = finishReason === 'length' && maxTokens !== undefined ? Math.max(completionTokens, maxTokens) : completionTokens;
-      return { text: result.response, promptTokens, completionTokens: generated, finishReason };
+      return { text: result.response, promptTokens, cachedTokens, completionTokens: generated, finishReason };
     } catch (e) {
       // Aborted before the first token, node-llama-cpp throws the signal's reason.
-      if (params.signal.aborted) return { text: text.join(''), promptTokens, completionTokens, finishReason: 'cancelled' };
+      if (params.signal.aborted) return { text: text.join(''), promptTokens, cachedTokens, completionTokens, finishReason: 'cancelled' };
       throw e;
     } finally {
       this.processing--;
@@ -264,15 +277,17 @@ export class LlamaRuntime implements ModelRuntime {
   chat(messages: readonly ChatMessage[], params: GenerationParams): Promise<GenerationResult> {
     const history = toHistory(messages);
     const { contextText } = this.chatWrapper.generateContextState({ chatHistory: history });
-    const promptTokens = contextText.tokenize(this.model.tokenizer).length;
-    return this.generate(params, promptTokens, (slot, opts) => slot.chat.generateResponse(history, opts));
+    // The tokens LlamaChat evaluates for this history, so the slot's cache can be compared with them.
+    const prompt = contextText.tokenize(this.model.tokenizer);
+    return this.generate(params, prompt, (slot, opts) => slot.chat.generateResponse(history, opts));
   }
 
   complete(prompt: string | readonly number[], params: GenerationParams): Promise<GenerationResult> {
     const tokens: Token[] = typeof prompt === 'string' ? this.model.tokenize(prompt) : (prompt as Token[]);
     const vocab = this.model.tokens;
-    const promptTokens = tokens.length + (vocab.shouldPrependBosToken && vocab.bos !== null && tokens[0] !== vocab.bos ? 1 : 0);
-    return this.generate(params, promptTokens, (slot, opts) =>
+    // LlamaCompletion puts the BOS token first when the model wants one and the prompt lacks it.
+    const evaluated = vocab.shouldPrependBosToken && vocab.bos !== null && tokens[0] !== vocab.bos ? [vocab.bos, ...tokens] : tokens;
+    return this.generate(params, evaluated, (slot, opts) =>
       slot.completion.generateCompletionWithMeta(tokens, { ...opts, disableContextShift: true }),
     );
   }

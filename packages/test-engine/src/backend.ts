@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EngineError, isObject, openai, params } from '@llmgw/engine-http';
 import type { EngineRequest, InferenceBackend, Json, JsonObject } from '@llmgw/engine-http';
-import { countWords, embed, planGeneration, EMBEDDING_DIM } from './generate.js';
+import { countWords, embed, planGeneration, words, EMBEDDING_DIM } from './generate.js';
 import type { GenerationPlan } from './generate.js';
 import type { EngineOptions } from './options.js';
+import { PrefillQueue, PrefixCache } from './prefix-cache.js';
 import { BAD_USAGE, GARBAGE_BODY, GARBAGE_EVENTS, USAGE_SENTINEL, withBadUsage } from './faults.js';
 
 export interface EngineHooks {
@@ -39,11 +40,18 @@ function promptTexts(value: Json | undefined, param: string): string[] {
 export class ScriptedBackend implements InferenceBackend {
   private inferenceRequests = 0;
   private idCounter = 0;
+  private readonly cache: PrefixCache;
+  private readonly prefills: PrefillQueue;
+  readonly prefixCacheTokens: number;
 
   constructor(
     private readonly options: EngineOptions,
     private readonly hooks: EngineHooks,
-  ) {}
+  ) {
+    this.cache = new PrefixCache(options.prefixCacheTokens, options.cacheBlockTokens);
+    this.prefills = new PrefillQueue(options.prefillTokensPerS);
+    this.prefixCacheTokens = options.prefixCacheTokens;
+  }
 
   model(): JsonObject {
     // `created` is fixed rather than Date.now() so /v1/models stays byte-identical across restarts.
@@ -92,6 +100,26 @@ export class ScriptedBackend implements InferenceBackend {
     }
   }
 
+  /**
+   * The simulated prefill of each prompt (its tokens): cache lookup, the wait for the one
+   * prefill at a time, then the blocks cached. Returns the prompts' cached tokens, or null
+   * when the client left meanwhile.
+   */
+  private async prefill(r: EngineRequest, prompts: ReadonlyArray<readonly string[]>): Promise<number | null> {
+    let cached = 0;
+    for (const tokens of prompts) {
+      // No cache: nothing to name, only the prefill time to wait out.
+      const names = this.prefixCacheTokens === 0 ? [] : this.cache.blockNames(tokens);
+      const start = (): number => {
+        const hit = this.cache.lookup(names, tokens.length);
+        cached += hit;
+        return tokens.length - hit;
+      };
+      if (!(await this.prefills.run(r.signal, start, () => this.cache.insert(names)))) return null;
+    }
+    return cached;
+  }
+
   /** `--fault stall`: says nothing more until the client gives up. */
   private async stall(r: EngineRequest): Promise<void> {
     r.note = 'stalled (--fault stall)';
@@ -112,25 +140,29 @@ export class ScriptedBackend implements InferenceBackend {
 
   async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
     params.checkModel(body, this.options.model, true);
-    let promptTokens = 0;
+    // The prompt's tokens for the cache: each message's words, tagged with its role.
+    const promptKeys: string[] = [];
     let lastUser = '';
     for (const message of params.messageList(body)) {
       const text = looseText(message.content);
-      promptTokens += countWords(text);
+      const role = typeof message.role === 'string' ? message.role : '';
+      for (const word of words(text)) promptKeys.push(`${role}\u0001${word}`);
       if (message.role === 'user') lastUser = text;
     }
+    const promptTokens = promptKeys.length;
     params.rejectMultipleChoices(body);
     const { stream, wantUsage } = params.streamMode(body);
     const { tokens, finishReason } = this.plan(body, lastUser);
     const base = this.base('chatcmpl');
-    const total = openai.usage(promptTokens, tokens.length);
     const fault = this.options.fault;
     const badUsage = fault !== null && BAD_USAGE[fault] !== undefined;
     if (fault === 'oversized-event') tokens.splice(0, tokens.length, 'x'.repeat(this.options.faultBytes));
 
     if (!stream) {
       if (fault === 'stall') return this.stall(r);
-      if (!(await this.tokenPause(r, tokens.length))) return this.cancelled(r, base.id, 0, tokens.length);
+      const cached = await this.prefill(r, [promptKeys]);
+      if (cached === null || !(await this.tokenPause(r, tokens.length))) return this.cancelled(r, base.id, 0, tokens.length);
+      const total = openai.usage(promptTokens, tokens.length, cached);
       r.note = `${tokens.length} tokens, ${finishReason}`;
       if (fault === 'garbage') return r.text(200, 'application/json', GARBAGE_BODY);
       const reply = openai.chatCompletion(base, tokens.join(''), finishReason, total);
@@ -141,6 +173,9 @@ export class ScriptedBackend implements InferenceBackend {
     const events = this.stream(r);
     if (fault === 'stall') return this.stall(r);
     if (fault === 'garbage') for (const g of GARBAGE_EVENTS) events.sendRaw(g);
+    const cached = await this.prefill(r, [promptKeys]);
+    if (cached === null) return this.cancelled(r, base.id, 0, tokens.length);
+    const total = openai.usage(promptTokens, tokens.length, cached);
     if (!(await events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage)))) return this.cancelled(r, base.id, 0, tokens.length);
     for (const [i, token] of tokens.entries()) {
       if (!(await this.tokenPause(r, 1)) || !(await events.send(openai.chatChunk(base, { content: token }, null, wantUsage)))) {
@@ -166,7 +201,9 @@ export class ScriptedBackend implements InferenceBackend {
     const promptTokens = prompts.reduce((sum, p) => sum + countWords(p), 0);
     const completionTokens = plans.reduce((sum, p) => sum + p.tokens.length, 0);
     const base = this.base('cmpl');
-    const total = openai.usage(promptTokens, completionTokens);
+    const cached = await this.prefill(r, prompts.map(words));
+    if (cached === null) return this.cancelled(r, base.id, 0, completionTokens);
+    const total = openai.usage(promptTokens, completionTokens, cached);
 
     if (!stream) {
       if (!(await this.tokenPause(r, completionTokens))) return this.cancelled(r, base.id, 0, completionTokens);

@@ -21,6 +21,9 @@ describe('parseEngineArgs', () => {
         maxTokensDefault: 16,
         fault: null,
         faultBytes: 4194304,
+        prefixCacheTokens: 65536,
+        prefillTokensPerS: 0,
+        cacheBlockTokens: 16,
       },
     });
   });
@@ -51,6 +54,11 @@ describe('parseEngineArgs', () => {
       '0',
       '--max-tokens-default',
       '4',
+      '--prefix-cache-tokens',
+      '0',
+      '--prefill-tokens-per-s=20000',
+      '--cache-block-tokens',
+      '64',
     ]);
     expect(parsed).toEqual({
       kind: 'options',
@@ -68,6 +76,9 @@ describe('parseEngineArgs', () => {
         maxTokensDefault: 4,
         fault: null,
         faultBytes: 4194304,
+        prefixCacheTokens: 0,
+        prefillTokensPerS: 20000,
+        cacheBlockTokens: 64,
       },
     });
   });
@@ -89,6 +100,8 @@ describe('parseEngineArgs', () => {
     [[...base, '--fail-status', '200'], '--fail-status must be between 400 and 599, got 200'],
     [[...base, '--max-tokens-default', '0'], '--max-tokens-default must be between 1 and 1000000, got 0'],
     [[...base, '--token-delay-ms', '1e3'], "--token-delay-ms needs an integer, got '1e3'"],
+    [[...base, '--cache-block-tokens', '0'], '--cache-block-tokens must be between 1 and 1048576, got 0'],
+    [[...base, '--prefill-tokens-per-s', '-5'], "--prefill-tokens-per-s needs an integer, got '-5'"],
   ])('rejects %j', (argv, message) => {
     expect(parseEngineArgs(argv)).toEqual({ kind: 'error', message });
   });

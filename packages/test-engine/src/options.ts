@@ -21,7 +21,22 @@ export interface EngineOptions {
   fault: Fault | null;
   /** Size of the one event (or reply field) `--fault oversized-event` sends. */
   faultBytes: number;
+  /** Capacity of the simulated prefix cache in tokens; 0 = no cache. */
+  prefixCacheTokens: number;
+  /** Simulated prefill rate, uncached prompt tokens per second; 0 = instant. */
+  prefillTokensPerS: number;
+  /** Tokens per cache block: only whole blocks are cached, as in vLLM. */
+  cacheBlockTokens: number;
 }
+
+/**
+ * 65,536 tokens: 4,096 blocks of 16, the order of a small GPU engine's KV cache (a 7-8B
+ * model on a 24 GB card holds tens of thousands of tokens), and few enough hashes that the
+ * engine stays light. Benchmarks and tests size it to their workload.
+ */
+export const DEFAULT_PREFIX_CACHE_TOKENS = 65_536;
+/** vLLM's default KV block size. */
+export const DEFAULT_CACHE_BLOCK_TOKENS = 16;
 
 export type ParseResult = EngineParseResult<EngineOptions>;
 
@@ -65,6 +80,20 @@ Options:
                            garbage: malformed SSE before the tokens, or a 200 that
                              is not JSON
   --fault-bytes N          size for --fault oversized-event (default 4194304)
+
+Simulated prefix cache (a stand-in for a GPU engine's, for routing tests and benchmarks):
+  --prefix-cache-tokens N  capacity in tokens, an LRU of --cache-block-tokens blocks
+                           keyed by chained hashes of the prompt (default ${DEFAULT_PREFIX_CACHE_TOKENS}; 0 = no
+                           cache); sent as the x-llmgw-prefix-cache-tokens header on
+                           completions, and usage.prompt_tokens_details.cached_tokens
+                           says how much of each prompt was found there
+  --prefill-tokens-per-s R simulated prefill: uncached prompt tokens / R seconds before
+                           the first token, one prefill at a time, so time to first token
+                           = queue wait + own prefill (default 0 = instant, no queue)
+  --cache-block-tokens B   tokens per cache block; only whole blocks are cached
+                           (default ${DEFAULT_CACHE_BLOCK_TOKENS})
+  Tokens are words (split on whitespace) of the messages' contents, tagged with their
+  message's role, or of the prompt; the reply's tokens are not cached.
   -h, --help               show this help
 
 Stdout gets "llmgw-test-engine: serving MODEL on http://HOST:PORT" once the port is
@@ -86,6 +115,9 @@ const VALUE_FLAGS = new Set([
   'max-tokens-default',
   'fault',
   'fault-bytes',
+  'prefix-cache-tokens',
+  'prefill-tokens-per-s',
+  'cache-block-tokens',
 ]);
 
 /** Parses the engine's argv; the key may also come from `env` (see `apiKeyFrom`). */
@@ -119,6 +151,9 @@ export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv 
       maxTokensDefault: flags.int('max-tokens-default', 1, 1_000_000) ?? 16,
       fault: fault as Fault | null,
       faultBytes: flags.int('fault-bytes', 1, 2 ** 30) ?? 4 * 1024 * 1024,
+      prefixCacheTokens: flags.int('prefix-cache-tokens', 0, 2 ** 31 - 1) ?? DEFAULT_PREFIX_CACHE_TOKENS,
+      prefillTokensPerS: flags.int('prefill-tokens-per-s', 0, 2 ** 31 - 1) ?? 0,
+      cacheBlockTokens: flags.int('cache-block-tokens', 1, 1 << 20) ?? DEFAULT_CACHE_BLOCK_TOKENS,
     };
   });
 }

@@ -162,6 +162,27 @@ describe('llmgw-test-engine', () => {
     expect(plain.some((d) => d.includes('"usage"'))).toBe(false);
   });
 
+  it('reports the prompt tokens its simulated prefix cache held, with its capacity in a header', async () => {
+    const engine = await start(['--prefix-cache-tokens', '4096', '--prefill-tokens-per-s', '100000', '--cache-block-tokens', '16']);
+    const system = { role: 'system', content: Array.from({ length: 200 }, (_, i) => `w${i}`).join(' ') };
+    const ask = async (question: string, extra: Record<string, unknown> = {}): Promise<{ headers: Headers; text: string }> => {
+      const res = await post(`${engine.url}/v1/chat/completions`, { model: 'tiny', messages: [system, { role: 'user', content: question }], ...extra });
+      return { headers: res.headers, text: await res.text() };
+    };
+    const details = (text: string): unknown => (JSON.parse(text) as { usage: { prompt_tokens_details: unknown } }).usage.prompt_tokens_details;
+    const first = await ask('what is up');
+    expect(first.headers.get('x-llmgw-prefix-cache-tokens')).toBe('4096');
+    expect(details(first.text)).toEqual({ cached_tokens: 0 });
+    // 203 tokens: the 200 of the system prompt are 12 whole blocks, found again.
+    expect(details((await ask('what is down')).text)).toEqual({ cached_tokens: 192 });
+    const streamed = sseData((await ask('what is up', { stream: true, stream_options: { include_usage: true } })).text);
+    expect(details(streamed[streamed.length - 2]!)).toEqual({ cached_tokens: 192 });
+    // Two 40-word prompts in one request: the second finds the first's 2 whole blocks.
+    const words40 = system.content.split(' ').slice(0, 40).join(' ');
+    const completion = await post(`${engine.url}/v1/completions`, { model: 'tiny', prompt: [words40, words40] });
+    expect(((await completion.json()) as { usage: unknown }).usage).toMatchObject({ prompt_tokens: 80, prompt_tokens_details: { cached_tokens: 32 } });
+  });
+
   it('serves completions and embeddings', async () => {
     const engine = await start();
     const completion = await post(`${engine.url}/v1/completions`, { model: 'tiny', prompt: ['a b', 'c'], max_tokens: 8, ignore_eos: true });
