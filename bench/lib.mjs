@@ -16,8 +16,15 @@ const children = [];
 export const ADMIN = 'bench-admin';
 const JOIN = 'bench-join';
 
+/**
+ * A fresh folder for one benchmark run. Readable to all (mkdtemp makes it 0700): run as
+ * root, the agent starts engines as its unprivileged engine user, which must read the
+ * GGUF written here. The server and agent keep their own secrets 0700 inside it.
+ */
 export function tmp(prefix) {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  return dir;
 }
 
 /** Runs a built entry point, optionally pinned to one core so its cost is measurable. */

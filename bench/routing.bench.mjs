@@ -42,8 +42,6 @@ const SIM_ARGS = ['--prefix-cache-tokens', '16000', '--prefill-tokens-per-s', '1
 const sim = `[llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}", ${SIM_ARGS.map((a) => `"${a}"`).join(', ')}]`;
 
 const dir = tmp('llmgw-routing-bench-');
-// The agent runs engines as its unprivileged engine user: the GGUF must be readable to it.
-fs.chmodSync(dir, 0o755);
 const gguf = path.join(dir, 'tiny.gguf');
 execFileSync(process.execPath, [path.join(root, 'packages/agent/dist/main.js'), 'make-test-model', '--out', gguf]);
 
