@@ -20,7 +20,6 @@
 // Until the catalog has `routing:` (the router's branch), both models run least-loaded
 // and the table says so. `--quick` runs each workload for a few seconds, as a smoke run.
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Pool, fleet, root, stopAll, table, tmp } from './lib.mjs';
