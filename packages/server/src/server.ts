@@ -65,6 +65,8 @@ export interface ServerSettings {
   adminTls?: ListenerTls & { caPem: string };
   /** TLS of the client listener (`--client-tls-cert`/`--client-tls-key`); absent = plain HTTP. */
   clientTls?: ListenerTls;
+  /** Where `llmgw://NAME` sources are served from to agents (`--models-dir`); absent = none. */
+  modelsDir?: string;
 }
 
 /** A listener's certificate (chain) and private key, PEM. */
@@ -199,7 +201,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
   const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
-  admin.use('/agent/v1', agentApi(controller, membership));
+  admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = new AccessTokens(store, settings.adminToken);
