@@ -16,6 +16,7 @@ import { Membership, type JoinApproval } from './credentials/membership.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { fleetEvents } from './events/index.js';
+import { nodeFilesApi } from './files/node-files.js';
 import { Gateway } from './gateway/gateway.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './api/http.js';
@@ -205,7 +206,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = new AccessTokens(store, settings.adminToken);
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus));
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), nodeFilesApi(controller));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
