@@ -16,6 +16,7 @@ import { Membership, type JoinApproval } from './credentials/membership.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { fleetEvents } from './events/index.js';
+import { HeaderEstimates } from './files/header-estimates.js';
 import { nodeFilesApi } from './files/node-files.js';
 import { Gateway } from './gateway/gateway.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
@@ -171,6 +172,8 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     log,
   );
   const events = fleetEvents(store, controller, log);
+  const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
+  controller.fetchedEstimates = headers;
 
   const keys = new KeyRing(store);
   const metrics = new Metrics();
@@ -232,6 +235,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       const unwritten = keys.close();
       if (unwritten) log.error({ requests: unwritten }, `store unavailable at shutdown: usage of ${unwritten} requests could not be written`);
       await gateway.close();
+      await headers.close();
       for (const s of [adminServer, clientServer]) {
         s.closeAllConnections();
         await new Promise<void>((resolve) => s.close(() => resolve()));

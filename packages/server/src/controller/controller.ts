@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Replica } from '../domain.js';
 import type { Decision } from '../events/decisions.js';
 import type { Inventory } from '../inventory.js';
-import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from '../estimates.js';
+import { placementModels, sourcesToEstimate, type FetchedEstimates } from '../estimates.js';
 import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
 import type { Store } from '../store/store.js';
@@ -76,6 +76,8 @@ export class Controller {
   private loadSource: LoadSource = NO_TRAFFIC;
   /** Set while lost nodes' replicas are not replaced because too many went silent at once. */
   paused?: string;
+  /** The memory estimates of GGUF sources agents fetch, read by the server (`files/header-estimates.ts`). */
+  fetchedEstimates?: FetchedEstimates;
   /** Model files coming to agents now, per shard; soft state, not persisted. */
   readonly downloads = new Downloads();
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
@@ -262,10 +264,10 @@ export class Controller {
     const nowMs = this.now();
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
-    const defer = modelsAwaitingEstimates(this.catalog.models, pendingSources(sourcesToEstimate(this.catalog.models), liveReports));
+    const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
     const load = this.loadSource.loadSnapshot();
     const plan = reconcile({
-      models: withEstimates(this.catalog.models, estimatesFrom(nodes.map((n) => n.report))),
+      models,
       defer,
       nodes: this.inventory.snapshot(nowMs),
       replicas: this.listReplicas(),
