@@ -11,6 +11,7 @@ import { addTokenCommands } from './tokens-cmd.js';
 import { CommanderError, commanderExit, examples, examplesText, strictUsage, usageHint } from './usage.js';
 import { CTL_VERSION, addVersionCommand } from './version-cmd.js';
 import { addEventsCommand } from './events-cmd.js';
+import { addFilesCommand } from './files-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
@@ -75,7 +76,7 @@ program
 
 program
   .command('replicas')
-  .description('list replicas with their state, nodes and GPUs, endpoint and error')
+  .description("list replicas with their state, nodes and GPUs, endpoint and error (or a model file's download progress)")
   .option('--model <name>', 'only this model (name or alias)')
   .option('--show-keys', "include each engine's API key (to call an engine directly)")
   .addHelpText('after', examplesText('ctl replicas --model coder', "ctl replicas --show-keys   # each engine's key, in lines under the table"))
@@ -164,6 +165,7 @@ keys
 addTokenCommands(program, io);
 addVersionCommand(program, io);
 addEventsCommand(program, io);
+addFilesCommand(program, io);
 
 program
   .command('usage')

@@ -1,5 +1,5 @@
 import type { ChalkInstance } from 'chalk';
-import { lastSeenText, nodeStateWords, type ExplainView, type KeyView, type ModelView, type NodeView, type RejectionView, type ReplicaView, type UsageRow } from '@llmgw/shared';
+import { downloadText, lastSeenText, nodeStateWords, type ExplainView, type KeyView, type ModelView, type NodeView, type RejectionView, type ReplicaView, type UsageRow } from '@llmgw/shared';
 import { CtlError } from './failure.js';
 import { table } from './render.js';
 
@@ -78,9 +78,17 @@ export function replicasTable(replicas: ReplicaView[], c: ChalkInstance): string
       r.shards.map((s) => (s.gpus.length ? `${s.node}[${s.gpus.join(',')}]` : s.node)).join(' '),
       r.endpoint ?? '-',
       age(r.age_seconds),
-      oneLine(r.error ?? '-', 100),
+      oneLine(r.error ?? coming(r) ?? '-', 100),
     ]),
   );
+}
+
+/** The progress of a starting replica's model file, per shard whose file is coming; undefined when none is. */
+function coming(r: ReplicaView): string | undefined {
+  const shards = r.shards.filter((s) => s.download);
+  if (shards.length === 0) return undefined;
+  if (r.shards.length === 1 && shards[0]?.download) return downloadText(shards[0].download);
+  return shards.map((s) => `${s.node}: ${downloadText(s.download!)}`).join('; ');
 }
 
 /** The replica's full errors, which the table cuts short. */
@@ -105,10 +113,15 @@ export function age(seconds: number): string {
 
 /** The summary line, then rejections grouped by profile and pool, one line per node. */
 export function explainText(v: ExplainView, c: ChalkInstance): string {
+  // Placed is not started: a replica whose file is still coming says so, last.
+  const coming = (v.downloads ?? []).map((d) => `replica ${d.replica} on ${d.node}: ${downloadText(d.progress)}`);
+  const withComing = (text: string) => [text, ...coming].join('\n');
   if (!v.attempted) {
-    return v.placed
-      ? `${v.model} is placed; no placement attempt has been needed since the server started.`
-      : `${v.model}: placement has not been attempted yet (the reconciler runs every few seconds).`;
+    return withComing(
+      v.placed
+        ? `${v.model} is placed; no placement attempt has been needed since the server started.`
+        : `${v.model}: placement has not been attempted yet (the reconciler runs every few seconds).`,
+    );
   }
   const out: string[] = [];
   out.push(v.placed && v.rejections.length === 0 ? c.green(v.summary ?? `${v.model} is placed`) : (v.summary ?? ''));
@@ -141,7 +154,7 @@ export function explainText(v: ExplainView, c: ChalkInstance): string {
     }
     for (const note of notesByProfile.get(profile) ?? []) out.push(`  ${note}`);
   }
-  return out.join('\n');
+  return withComing(out.join('\n'));
 }
 
 export function keysTable(keys: KeyView[], now: Date): string {

@@ -254,20 +254,35 @@ export async function readGgufHeader(source: Buffer | string): Promise<GgufHeade
   const fh = await open(source, 'r');
   try {
     const { size } = await fh.stat();
-    let want = Math.min(size, FIRST_READ_BYTES);
-    for (;;) {
+    return await readGgufHeaderAt(size, async (want) => {
       const buf = Buffer.alloc(want);
       const { bytesRead } = await fh.read(buf, 0, want, 0);
       if (bytesRead < want) throw new GgufFormatError(`${source} shrank while being read (a copy still in progress?)`);
-      try {
-        return parse(buf, size);
-      } catch (e) {
-        if (!(e instanceof NeedMoreBytes)) throw e;
-        want = Math.min(size, Math.max(want * 4, e.needed));
-      }
-    }
+      return buf;
+    });
   } finally {
     await fh.close();
+  }
+}
+
+/**
+ * Reads a GGUF header from a file of `size` bytes that is read through `read(n)`, which
+ * gives its first `n` bytes (n <= size): from a disk, or with an HTTP Range request from
+ * a file server. Asks for 1 MiB first and for more only while the header goes on, so a
+ * big file is never read past its header.
+ */
+export async function readGgufHeaderAt(size: number, read: (bytes: number) => Promise<Buffer>): Promise<GgufHeader> {
+  let want = Math.min(size, FIRST_READ_BYTES);
+  for (;;) {
+    const buf = await read(want);
+    // A short read would ask for the same bytes again forever.
+    if (buf.length < want) throw new GgufFormatError(`only ${buf.length} of the first ${want} bytes could be read`);
+    try {
+      return parse(buf, size);
+    } catch (e) {
+      if (!(e instanceof NeedMoreBytes)) throw e;
+      want = Math.min(size, Math.max(want * 4, e.needed));
+    }
   }
 }
 

@@ -67,6 +67,14 @@ export async function estimateForSource(file: string, options: SourceEstimateOpt
   } catch {
     return undefined;
   }
+  return estimateForHeader(header, options);
+}
+
+/**
+ * {@link estimateForSource} for a header read some other way (over HTTP with a Range
+ * request, by the server, for a source agents fetch): the same engine defaults.
+ */
+export function estimateForHeader(header: GgufHeader, options: SourceEstimateOptions = {}): SourceEstimate {
   const trained = header.contextLength ?? DEFAULT_CONTEXT_SIZE;
   const contextLength = options.contextSize ?? Math.min(DEFAULT_CONTEXT_SIZE, trained);
   const sequences = (options.parallel ?? DEFAULT_PARALLEL) + 1;

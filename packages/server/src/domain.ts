@@ -36,6 +36,8 @@ export interface ReplicaSpec {
   env: Record<string, string>;
   command?: string[];
   startupTimeoutS?: number;
+  /** For an http(s):// or llmgw:// source: the file the agent fetches and verifies first. */
+  file?: { url: string; sha256: string };
 }
 
 /** One running copy of a model, made of one or more shards (DESIGN §2). */

@@ -41,6 +41,7 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   model_not_found: 404,
   no_route: 404,
+  range_not_satisfiable: 416,
   method_not_allowed: 405,
   rate_limited: 429,
   concurrency_limited: 429,

@@ -1,18 +1,56 @@
 import type { Model, NodeReport } from '@llmgw/shared';
+import type { FetchedGguf } from './files/header-estimates.js';
+import { fileDigestOf, isFetchedSource } from './files/sources.js';
 import type { PlacementProfile } from './snapshot.js';
 
 /** Engines whose `source` is a GGUF file the agent can read the header of. */
 const GGUF_ENGINES = new Set(['node-llama-cpp', 'llama.cpp']);
 
-/** GGUF sources of profiles that state no `min_memory_gb`: agents are asked to estimate them. */
+/**
+ * GGUF sources of profiles that state no `min_memory_gb`: agents are asked to estimate
+ * them. Sources agents fetch are not: no agent has the file before it is placed, so the
+ * server reads their headers itself (`fetchedToEstimate`).
+ */
 export function sourcesToEstimate(models: Model[]): string[] {
   const out = new Set<string>();
   for (const m of models) {
     for (const p of m.profiles) {
-      if (GGUF_ENGINES.has(p.engine) && p.min_memory_gb === undefined) out.add(p.source ?? m.source);
+      const source = p.source ?? m.source;
+      if (GGUF_ENGINES.has(p.engine) && p.min_memory_gb === undefined && !isFetchedSource(source)) out.add(source);
     }
   }
   return [...out].sort();
+}
+
+/** GGUF sources agents fetch, of profiles that state no `min_memory_gb`: the server reads their headers. */
+export function fetchedToEstimate(models: Model[]): FetchedGguf[] {
+  const out = new Map<string, FetchedGguf>();
+  for (const m of models) {
+    for (const p of m.profiles) {
+      const sha256 = fileDigestOf(m, p);
+      if (GGUF_ENGINES.has(p.engine) && p.min_memory_gb === undefined && sha256 !== undefined) out.set(p.source ?? m.source, { source: p.source ?? m.source, sha256 });
+    }
+  }
+  return [...out.values()];
+}
+
+/** Where the estimates of fetched sources come from (`HeaderEstimates`). */
+export interface FetchedEstimates {
+  lookup(wanted: readonly FetchedGguf[]): { estimates: ReadonlyMap<string, number>; pending: ReadonlySet<string> };
+}
+
+/**
+ * The catalog as one reconcile pass places it, and the models it holds back: agents'
+ * estimates (the largest per source) and the server's own for fetched sources; a model
+ * waits while a source of it is being estimated by either.
+ */
+export function placementModels(models: Model[], reports: readonly (NodeReport | undefined)[], liveReports: readonly (NodeReport | undefined)[], fetched?: FetchedEstimates): { models: Model[]; defer: Set<string> } {
+  const remote = fetched?.lookup(fetchedToEstimate(models));
+  const pending = pendingSources(sourcesToEstimate(models), liveReports);
+  for (const s of remote?.pending ?? []) pending.add(s);
+  const estimates = estimatesFrom(reports);
+  for (const [s, mb] of remote?.estimates ?? []) estimates.set(s, mb);
+  return { models: withEstimates(models, estimates), defer: modelsAwaitingEstimates(models, pending) };
 }
 
 /**

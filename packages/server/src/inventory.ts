@@ -183,6 +183,7 @@ function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSn
     gpus: r?.gpus ?? [],
     fabrics: r?.fabrics ?? [],
     ...(r?.allow_command_engine === false ? { allowsCommandEngine: false } : {}),
+    ...(r?.files?.length ? { files: new Set(r.files.map((f) => f.sha256.toLowerCase())) } : {}),
     ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drainDeadlineMs: Date.parse(n.admin.drainDeadline) } : {}),
     ...(n.admin.state === 'draining' && n.admin.force ? { drainForce: true } : {}),
   };

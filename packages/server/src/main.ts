@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
@@ -48,6 +49,7 @@ const program = new Command('llmgw-server')
   .addOption(opt('--client-tls-cert <file>', "the client listener's certificate (PEM); with --client-tls-key it serves HTTPS", 'LLMGW_CLIENT_TLS_CERT'))
   .addOption(opt('--client-tls-key <file>', 'the private key of --client-tls-cert (PEM)', 'LLMGW_CLIENT_TLS_KEY'))
   .addOption(opt('--join-approval <mode>', 'auto: a node that joins takes work at once; manual: it waits as pending-approval until ctl nodes approve', 'LLMGW_JOIN_APPROVAL', 'auto').choices(JOIN_APPROVALS))
+  .addOption(opt('--models-dir <dir>', 'serve the model files in this directory to agents (node credential, resumable) as llmgw://FILE sources', 'LLMGW_MODELS_DIR'))
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addHelpText(
     'after',
@@ -59,7 +61,8 @@ const program = new Command('llmgw-server')
       '\n<data-dir>/join-token holds the full join token (the secret pinned to the CA); `llmgw-server join-token` prints it.' +
       '\nThe join token only joins: each agent trades it once for its own node credential. ctl join-token rotate replaces a generated one\n(the file is rewritten); one set by LLMGW_JOIN_TOKEN is changed there, with a restart.' +
       '\n\nThe store is <data-dir>/llmgw.db. A file there that is empty, not SQLite, not an llmgw store or corrupt is refused at start (exit 2).' +
-      '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.',
+      '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.' +
+      '\n\nA catalog source may be an http(s):// URL or llmgw://FILE (a file in --models-dir) with its sha256: agents fetch, verify and cache it.',
   )
   .action(async (o: Record<string, string | undefined> & { tlsSan: string[]; insecureHttp?: boolean }) => {
     const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' }, redact: LOG_REDACT });
@@ -84,11 +87,14 @@ const program = new Command('llmgw-server')
       return n;
     };
     const dataDir = path.resolve(o.dataDir!);
+    const modelsDir = o.modelsDir === undefined ? undefined : path.resolve(o.modelsDir);
+    if (modelsDir !== undefined && !fs.statSync(modelsDir, { throwIfNoEntry: false })?.isDirectory()) fail(`--models-dir ${modelsDir} is not a directory: create it and put the model files there`);
     let watcher: CatalogWatcher | undefined;
     let catalog = new LoadedCatalog('(none)', []);
     if (o.catalog) {
       try {
         watcher = await CatalogWatcher.start(path.resolve(o.catalog), {
+          rules: { modelsDir: modelsDir !== undefined },
           onChange: (next, previous) => {
             // What changed, so the last line after fixing a typo is not still the error.
             const diff = diffCatalogs(previous, next);
@@ -157,6 +163,7 @@ const program = new Command('llmgw-server')
           streamIdleTimeoutS: num('stream-idle-timeout', o.streamIdleTimeout),
           ...(tls.admin ? { adminTls: tls.admin } : {}),
           ...(tls.client ? { clientTls: tls.client } : {}),
+          ...(modelsDir !== undefined ? { modelsDir } : {}),
         },
         catalog,
         log,

@@ -16,6 +16,8 @@ import { Membership, type JoinApproval } from './credentials/membership.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { fleetEvents } from './events/index.js';
+import { HeaderEstimates } from './files/header-estimates.js';
+import { nodeFilesApi } from './files/node-files.js';
 import { Gateway } from './gateway/gateway.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './api/http.js';
@@ -65,6 +67,8 @@ export interface ServerSettings {
   adminTls?: ListenerTls & { caPem: string };
   /** TLS of the client listener (`--client-tls-cert`/`--client-tls-key`); absent = plain HTTP. */
   clientTls?: ListenerTls;
+  /** Where `llmgw://NAME` sources are served from to agents (`--models-dir`); absent = none. */
+  modelsDir?: string;
 }
 
 /** A listener's certificate (chain) and private key, PEM. */
@@ -168,6 +172,8 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     log,
   );
   const events = fleetEvents(store, controller, log);
+  const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
+  controller.fetchedEstimates = headers;
 
   const keys = new KeyRing(store);
   const metrics = new Metrics();
@@ -199,11 +205,11 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
   const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
-  admin.use('/agent/v1', agentApi(controller, membership));
+  admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = new AccessTokens(store, settings.adminToken);
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus));
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), nodeFilesApi(controller));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
@@ -229,6 +235,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       const unwritten = keys.close();
       if (unwritten) log.error({ requests: unwritten }, `store unavailable at shutdown: usage of ${unwritten} requests could not be written`);
       await gateway.close();
+      await headers.close();
       for (const s of [adminServer, clientServer]) {
         s.closeAllConnections();
         await new Promise<void>((resolve) => s.close(() => resolve()));

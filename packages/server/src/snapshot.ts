@@ -22,6 +22,8 @@ export interface NodeSnapshot {
   fabrics: string[];
   /** False when its agent refuses `engine: command` (no --allow-command-engine); absent from older agents, which run it. */
   allowsCommandEngine?: boolean;
+  /** SHA-256s (lower case) of the model files in its agent's cache; absent when it reported none. */
+  files?: ReadonlySet<string>;
   /** Draining only: when to stop waiting for replacements, and whether to skip them. */
   drainDeadlineMs?: number;
   drainForce?: boolean;

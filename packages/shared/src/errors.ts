@@ -32,6 +32,8 @@ export const ERROR_CODES = [
   'model_not_found',
   /** Nothing is served at this path. */
   'no_route',
+  /** A `Range` beyond the end of the file asked for (a model file's resume from a stale offset). */
+  'range_not_satisfiable',
   /** The path exists but not with this method. */
   'method_not_allowed',
   /** An API key's requests-per-minute limit is used up. */

@@ -12,3 +12,4 @@ export * from './join-token.js';
 export * from './events.js';
 export * from './catalog-status.js';
 export * from './version.js';
+export * from './downloads.js';

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { DownloadProgressSchema } from './agent.js';
 
 /**
  * Admin API views (DESIGN §6). Field names follow the original system's admin API so
@@ -109,6 +110,8 @@ export const ShardViewSchema = Type.Object({
   pid: Type.Optional(Type.Integer()),
   restarts: Type.Optional(Type.Integer()),
   error: Type.Optional(Type.String()),
+  /** While its model file comes (state `starting`), as its agent last reported (`downloadText` words it). */
+  download: Type.Optional(DownloadProgressSchema),
 });
 export type ShardView = Static<typeof ShardViewSchema>;
 
@@ -188,6 +191,8 @@ export const ExplainViewSchema = Type.Object({
   /** Nodes that fit, per profile, in the last attempt (notes such as "memory unknown"). */
   notes: Type.Array(Type.Object({ profile: Type.String(), node: Type.String(), note: Type.String() })),
   rejections: Type.Array(RejectionViewSchema),
+  /** Shards of the model whose file is coming now: a replica placed but not yet started. */
+  downloads: Type.Optional(Type.Array(Type.Object({ replica: Type.String(), node: Type.String(), progress: DownloadProgressSchema }))),
 });
 export type ExplainView = Static<typeof ExplainViewSchema>;
 
@@ -210,3 +215,16 @@ export const NodeStateAliases: Record<string, NodeAdminState> = {
   draining: 'draining',
   drain: 'draining',
 };
+
+/** A model file in a node's cache (`GET /api/v1/files`, `ctl files`), from its agent's report. */
+export const NodeFileViewSchema = Type.Object({
+  node: Type.String(),
+  sha256: Type.String(),
+  source: Type.String(),
+  size_bytes: Type.Integer(),
+  /** ISO 8601: when a shard last started on it. */
+  last_used: Type.String(),
+  /** A shard of the node uses it now: it is never evicted. */
+  in_use: Type.Boolean(),
+});
+export type NodeFileView = Static<typeof NodeFileViewSchema>;

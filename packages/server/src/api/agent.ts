@@ -4,6 +4,7 @@ import type { Controller } from '../controller/controller.js';
 import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials/auth.js';
 import type { Membership } from '../credentials/membership.js';
 import { badRequest } from '../errors.js';
+import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
@@ -15,7 +16,7 @@ const MAX_WAIT_MS = 30_000;
  * may speak for its own node only (403 otherwise). A heartbeat is validated in full
  * before anything in the inventory changes, so a bad report leaves no trace.
  */
-export function agentApi(ctl: Controller, membership: Membership): Router {
+export function agentApi(ctl: Controller, membership: Membership, modelsDir?: string): Router {
   const r = express.Router();
 
   r.route('/join').post(requireJoinToken(membership), ...jsonBody('64kb'), (req, res) => {
@@ -24,6 +25,9 @@ export function agentApi(ctl: Controller, membership: Membership): Router {
   }).all(methodNotAllowed);
 
   r.use(requireNodeCredential(membership));
+
+  // Model files of `llmgw://` sources, for any node with a credential (DESIGN §14).
+  r.use(filesApi(modelsDir));
 
   r.route('/heartbeat').post(...jsonBody('4mb'), (req, res) => {
     const hb = parseBody(HeartbeatSchema, req.body);

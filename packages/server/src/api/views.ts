@@ -1,4 +1,4 @@
-import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
+import type { CatalogStatusView, DownloadProgress, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { UNKNOWN_STATE, mbToGb, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { CatalogError } from '../catalog/errors.js';
@@ -99,7 +99,13 @@ export function modelViews(ctl: Controller): ModelView[] {
  * A replica as the API shows it. `silent` says which nodes stopped reporting: a live
  * replica with a shard there is `unknown`, not `ready`, as is that shard, and says why.
  */
-export function replicaView(r: Replica, nowMs: number, showKeys = false, silent: (nodeId: string) => boolean = () => false): ReplicaView {
+export function replicaView(
+  r: Replica,
+  nowMs: number,
+  showKeys = false,
+  silent: (nodeId: string) => boolean = () => false,
+  downloadOf: (shardId: string) => DownloadProgress | undefined = () => undefined,
+): ReplicaView {
   const lost = LIVE_STATES.has(r.state) ? [...new Set(r.shards.filter((s) => silent(s.nodeId)).map((s) => s.nodeId))] : [];
   const error = r.error ?? (lost.length ? `node ${lost.join(', ')} stopped reporting: whether its engine still runs is unknown (ctl nodes)` : undefined);
   return {
@@ -123,9 +129,12 @@ export function replicaView(r: Replica, nowMs: number, showKeys = false, silent:
       ...(s.pid !== undefined ? { pid: s.pid } : {}),
       ...(s.restarts !== undefined ? { restarts: s.restarts } : {}),
       ...(s.error ? { error: s.error } : {}),
+      ...withDownload(s.state === 'starting' && !lost.includes(s.nodeId) ? downloadOf(s.id) : undefined),
     })),
   };
 }
+
+const withDownload = (d: DownloadProgress | undefined) => (d ? { download: d } : {});
 
 export function replicaViews(ctl: Controller, model?: string, showKeys = false): ReplicaView[] {
   const nowMs = ctl.now();
@@ -136,15 +145,26 @@ export function replicaViews(ctl: Controller, model?: string, showKeys = false):
   return ctl
     .listReplicas()
     .filter((r) => !model || r.model === model)
-    .map((r) => replicaView(r, nowMs, showKeys, silent));
+    .map((r) => replicaView(r, nowMs, showKeys, silent, (id) => ctl.downloads.of(id)));
 }
 
 /** Why a model is or is not placed, from the reconciler's latest attempt. */
 export function explainView(ctl: Controller, model: string): ExplainView {
   const placed = ctl.listReplicas().some((r) => r.model === model && ACTIVE_REPLICA_STATES.has(r.state));
   const attempt = ctl.lastAttempt(model);
-  if (!attempt) return { model, placed, attempted: false, notes: [], rejections: [] };
+  // Placed is not started: a replica whose file is still coming says so here too.
+  const downloads: NonNullable<ExplainView['downloads']> = [];
+  for (const r of ctl.listReplicas()) {
+    if (r.model !== model || r.state !== 'starting') continue;
+    for (const s of r.shards) {
+      const progress = ctl.downloads.of(s.id);
+      if (progress) downloads.push({ replica: r.id, node: s.nodeId, progress });
+    }
+  }
+  const coming = downloads.length ? { downloads } : {};
+  if (!attempt) return { model, placed, attempted: false, notes: [], rejections: [], ...coming };
   return {
+    ...coming,
     model,
     placed,
     attempted: true,

@@ -1,5 +1,8 @@
 import { q } from './errors.js';
 import { LoadedCatalog, type CatalogModel } from './loaded.js';
+import { checkSources, type CatalogRules } from './sources.js';
+
+export type { CatalogRules };
 
 /**
  * The rules the schema cannot express because they relate fields or models to each
@@ -11,6 +14,7 @@ export function crossCheck(
   models: CatalogModel[],
   fail: (field: string, problem: string) => void,
   lineOf: (field: string) => number,
+  rules: CatalogRules = {},
 ): void {
   const firstByName = new Map<string, number>();
   models.forEach((m, i) => {
@@ -26,6 +30,7 @@ export function crossCheck(
   const aliasOwner = new Map<string, { model: number; alias: number; name: string }>();
   models.forEach((m, i) => {
     const at = `models[${i}]`;
+    checkSources(m, at, fail, rules);
     if (m.scaling.min > m.scaling.max) {
       fail(`${at}.scaling.min`, `(${m.scaling.min}) is greater than scaling.max (${m.scaling.max})`);
     }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { CatalogSchema, validateAll } from '@llmgw/shared';
 import type { Catalog, ValidationFailure } from '@llmgw/shared';
 import { LineCounter, parseDocument } from 'yaml';
-import { crossCheck } from './cross-check.js';
+import { crossCheck, type CatalogRules } from './cross-check.js';
 import { CatalogError, type CatalogErrorDetails } from './errors.js';
 import { LoadedCatalog, type CatalogModel } from './loaded.js';
 import { Locator } from './locate.js';
@@ -13,8 +13,9 @@ import { closestOption, didYouMean, misspelling } from './suggest.js';
  * Throws one `CatalogError` with every problem found, each naming the file, model, field
  * and line: all YAML syntax errors; else every schema problem; else, once the schema
  * holds (the rules between fields need well-typed fields), every cross-check problem.
+ * `rules` says what the server offers that a catalog may rely on (`--models-dir`).
  */
-export function parseCatalog(text: string, file: string): LoadedCatalog {
+export function parseCatalog(text: string, file: string, rules: CatalogRules = {}): LoadedCatalog {
   const lines = new LineCounter();
   // `merge` lets operators share settings between profiles with `<<: *defaults`.
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, merge: true });
@@ -56,7 +57,7 @@ export function parseCatalog(text: string, file: string): LoadedCatalog {
 
   const models = checked.value.models.map(withDefaults);
   const found: CatalogErrorDetails[] = [];
-  crossCheck(models, (field, problem) => void found.push(at(field, problem)), (field) => locator.line(field));
+  crossCheck(models, (field, problem) => void found.push(at(field, problem)), (field) => locator.line(field), rules);
   if (found.length) throw CatalogError.of(found);
   return new LoadedCatalog(file, models);
 }
@@ -82,8 +83,8 @@ function schemaProblems(data: unknown, failures: ValidationFailure[]): { field: 
 }
 
 /** Reads and parses a catalog file; an unreadable file is a `CatalogError` too. */
-export async function loadCatalog(file: string): Promise<LoadedCatalog> {
-  return parseCatalog(await readCatalogText(file), file);
+export async function loadCatalog(file: string, rules: CatalogRules = {}): Promise<LoadedCatalog> {
+  return parseCatalog(await readCatalogText(file), file, rules);
 }
 
 /** The file's text; an unreadable file is a `CatalogError`. */

@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { CatalogError } from './errors.js';
 import type { LoadedCatalog } from './loaded.js';
+import type { CatalogRules } from './cross-check.js';
 import { parseCatalog, readCatalogText } from './parse.js';
 
 /** Callbacks and tuning for a `CatalogWatcher`. */
@@ -24,6 +25,8 @@ export interface CatalogWatcherOptions {
   pollMs?: number;
   /** Use fs.watch on the file's directory. Default true. */
   fsWatch?: boolean;
+  /** What the server offers that the catalog may rely on (`--models-dir`), for every load. */
+  rules?: CatalogRules;
 }
 
 /** The latest reload's failure, kept until a reload succeeds. */
@@ -70,7 +73,7 @@ export class CatalogWatcher {
   static async start(file: string, options: CatalogWatcherOptions): Promise<CatalogWatcher> {
     const signature = await signatureOf(file);
     const text = await readCatalogText(file);
-    const watcher = new CatalogWatcher(file, options, { catalog: parseCatalog(text, file), text, signature });
+    const watcher = new CatalogWatcher(file, options, { catalog: parseCatalog(text, file, options.rules), text, signature });
     watcher.watch();
     return watcher;
   }
@@ -180,7 +183,7 @@ export class CatalogWatcher {
     if (text === this.text) return this.succeeded(false);
     let next: LoadedCatalog;
     try {
-      next = parseCatalog(text, this.file);
+      next = parseCatalog(text, this.file, this.options.rules);
     } catch (err) {
       if (!(err instanceof CatalogError)) throw err;
       return this.failed(err, text, explicit);

@@ -71,6 +71,7 @@ export function withSpec<R extends StoredReplica>(r: R, models: readonly Model[]
 export function frozen(r: Replica): Replica {
   for (const s of r.shards) Object.freeze(s);
   Object.freeze(r.shards);
+  if (r.spec?.file) Object.freeze(r.spec.file);
   if (r.spec) Object.freeze(r.spec);
   return Object.freeze(r);
 }

@@ -2,6 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import type { Replica } from '../domain.js';
 import { makeReplica } from '../../test/factories.js';
 import { assignmentsFor } from './assignments.js';
+import { specOf } from '../reconcile/spec.js';
+import { makeModel } from '../../test/factories.js';
 
 const spec = { engine: 'vllm', source: 'org/model', args: ['--x'], env: { A: '1' }, startupTimeoutS: 60 };
 const twoNodes = (extra: Partial<Replica> = {}) =>
@@ -37,5 +39,17 @@ describe('assignmentsFor', () => {
     const single = makeReplica({ spec, masterPort: 29501 });
     expect(assignmentsFor('node-1', [single], addr)[0]).not.toHaveProperty('master_port');
     expect(assignmentsFor('node-1', [single], addr)[0]).not.toHaveProperty('master_addr');
+  });
+
+  it('asks the agent to fetch and verify a URL source, with the digest frozen on the spec', () => {
+    const digest = 'AB'.repeat(32);
+    const model = makeModel({ source: 'https://files.example/m.gguf', sha256: digest });
+    const profile = model.profiles[0]!;
+    const r = makeReplica({ spec: specOf(model, profile) });
+    expect(assignmentsFor('node-1', [r], addr)[0]).toMatchObject({ source: 'https://files.example/m.gguf', file: { url: 'https://files.example/m.gguf', sha256: 'ab'.repeat(32) } });
+    // A profile's own source takes its own digest; a hub id asks for no file.
+    const own = specOf(model, { ...profile, source: 'llmgw://other.gguf', sha256: 'cd'.repeat(32) });
+    expect(own.file).toEqual({ url: 'llmgw://other.gguf', sha256: 'cd'.repeat(32) });
+    expect(specOf(makeModel({ source: 'org/model' }), profile).file).toBeUndefined();
   });
 });

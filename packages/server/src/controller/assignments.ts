@@ -37,6 +37,7 @@ export function assignmentsFor(nodeId: string, replicas: Iterable<Replica>, addr
         ...(multi && r.masterPort ? { master_port: r.masterPort } : {}),
         api_key: r.apiKey,
         ...(spec.startupTimeoutS ? { startup_timeout_s: spec.startupTimeoutS } : {}),
+        ...(spec.file ? { file: spec.file } : {}),
       });
     }
   }

@@ -1,17 +1,18 @@
 import { EventEmitter } from 'node:events';
-import { redactSecrets, type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
+import { type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Replica } from '../domain.js';
 import type { Decision } from '../events/decisions.js';
 import type { Inventory } from '../inventory.js';
-import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from '../estimates.js';
+import { placementModels, sourcesToEstimate, type FetchedEstimates } from '../estimates.js';
 import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
 import type { Store } from '../store/store.js';
 import { ephemeralEngineKeys, type EngineKeyOf } from './engine-keys.js';
 import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
 import { assignmentsFor } from './assignments.js';
-import { applyShardReports } from './replica-status.js';
+import { applyShardReports, maskKey } from './replica-status.js';
+import { Downloads } from './downloads.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
 export type { RouteTarget };
@@ -75,6 +76,10 @@ export class Controller {
   private loadSource: LoadSource = NO_TRAFFIC;
   /** Set while lost nodes' replicas are not replaced because too many went silent at once. */
   paused?: string;
+  /** The memory estimates of GGUF sources agents fetch, read by the server (`files/header-estimates.ts`). */
+  fetchedEstimates?: FetchedEstimates;
+  /** Model files coming to agents now, per shard; soft state, not persisted. */
+  readonly downloads = new Downloads();
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
   /** Replicas changed in memory whose record the store has not taken yet (see `persist`). */
@@ -189,6 +194,8 @@ export class Controller {
     const nodeId = hb.report.node_id;
     const changed = this.inventory.report(hb.report, this.now());
     const touched = this.applyShardStatus(nodeId, hb);
+    const moved = this.downloads.report(nodeId, hb.shards, (id) => this.replicas.get(id), this.now());
+    if (moved.length) this.events.emit('downloads', moved);
     if (changed || touched) this.notify();
     const estimate = sourcesToEstimate(this.catalog.models);
     return { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
@@ -257,10 +264,10 @@ export class Controller {
     const nowMs = this.now();
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
-    const defer = modelsAwaitingEstimates(this.catalog.models, pendingSources(sourcesToEstimate(this.catalog.models), liveReports));
+    const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
     const load = this.loadSource.loadSnapshot();
     const plan = reconcile({
-      models: withEstimates(this.catalog.models, estimatesFrom(nodes.map((n) => n.report))),
+      models,
       defer,
       nodes: this.inventory.snapshot(nowMs),
       replicas: this.listReplicas(),
@@ -381,13 +388,4 @@ export class Controller {
       this.events.emit(`assignments:${node.id}`);
     }
   }
-}
-
-/** A shard's report with the replica's engine key masked in its error and log tail. */
-function maskKey(st: ShardStatus, key: string): ShardStatus {
-  return {
-    ...st,
-    ...(st.error !== undefined ? { error: redactSecrets(st.error, [key]) } : {}),
-    ...(st.log_tail !== undefined ? { log_tail: redactSecrets(st.log_tail, [key]) } : {}),
-  };
 }

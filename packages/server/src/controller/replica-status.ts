@@ -1,4 +1,4 @@
-import type { ShardStatus } from '@llmgw/shared';
+import { redactSecrets, type ShardStatus } from '@llmgw/shared';
 import type { Replica, Shard } from '../domain.js';
 
 /**
@@ -68,4 +68,13 @@ export function applyShardReports(r: Replica, nodeId: string, reports: readonly 
 /** An IPv6 address in a URL needs brackets. */
 export function hostForUrl(addr: string): string {
   return addr.includes(':') && !addr.startsWith('[') ? `[${addr}]` : addr;
+}
+
+/** A shard's report with the replica's engine key masked in its error and log tail. */
+export function maskKey(st: ShardStatus, key: string): ShardStatus {
+  return {
+    ...st,
+    ...(st.error !== undefined ? { error: redactSecrets(st.error, [key]) } : {}),
+    ...(st.log_tail !== undefined ? { log_tail: redactSecrets(st.log_tail, [key]) } : {}),
+  };
 }

@@ -1,4 +1,4 @@
-import type { CatalogStatusView, ExplainView, ModelView, RejectionView, ReplicaView } from '@llmgw/shared';
+import { downloadText, type CatalogStatusView, type ExplainView, type ModelView, type RejectionView, type ReplicaView } from '@llmgw/shared';
 import { html, seg, type Html } from './html.js';
 import { table, updated, badge, chips, type Page } from './layout.js';
 
@@ -88,7 +88,7 @@ function replicasTable(rs: ReplicaView[]): Html {
       if (r.shards.length === 0) return html`<tbody><tr>${head}<td>-</td><td>-</td><td>-</td><td>-</td>${err}</tr></tbody>`;
       return html`<tbody>${r.shards.map(
         (s, i) => html`<tr>${i === 0 ? head : ''}<td>rank ${s.rank}</td><td><a href="/#node-${seg(s.node)}">${s.node}</a></td>
-<td>${s.gpus.length ? s.gpus.join(', ') : 'CPU'}</td><td>${state(s.state)}${s.restarts ? html`<span class="sub">${s.restarts} restarts</span>` : ''}${s.error ? html`<span class="sub">${clip(s.error)}</span>` : ''}</td>${i === 0 ? err : ''}</tr>`,
+<td>${s.gpus.length ? s.gpus.join(', ') : 'CPU'}</td><td>${state(s.state)}${s.restarts ? html`<span class="sub">${s.restarts} restarts</span>` : ''}${s.download ? html`<span class="sub">${downloadText(s.download)}</span>` : ''}${s.error ? html`<span class="sub">${clip(s.error)}</span>` : ''}</td>${i === 0 ? err : ''}</tr>`,
       )}</tbody>`;
     }),
   );
@@ -103,8 +103,10 @@ function age(seconds: number): string {
 
 /** The explanation as `ctl explain` prints it: summary, then rejections by profile and pool, one entry per node. */
 export function explanation(v: ExplainView): Html {
+  // Placed is not started: a replica whose model file still comes says how far it got.
+  const coming = v.downloads?.length ? html`<ul class="problems">${v.downloads.map((d) => html`<li><b>${d.replica}</b> on ${d.node}: ${downloadText(d.progress)}</li>`)}</ul>` : '';
   if (!v.attempted) {
-    return html`<p>${v.placed ? `${v.model} is placed; no placement attempt has been needed since the server started.` : `Placement of ${v.model} has not been attempted yet (the reconciler runs every few seconds).`}</p>`;
+    return html`${coming}<p>${v.placed ? `${v.model} is placed; no placement attempt has been needed since the server started.` : `Placement of ${v.model} has not been attempted yet (the reconciler runs every few seconds).`}</p>`;
   }
   const groups = new Map<string, RejectionView[]>();
   for (const r of v.rejections) {
@@ -132,6 +134,7 @@ ${notes.length ? html`<h4>Notes</h4><ul class="problems">${notes.map((n) => html
 </section>`;
   });
   return html`<p><b>${v.summary ?? ''}</b></p>
+${coming}
 ${v.placed ? html`<p class="muted">${v.model} has replicas; what follows is from the last placement attempt.</p>` : ''}
 ${v.attempted_at ? html`<p class="muted">Last attempt <time datetime="${v.attempted_at}">${v.attempted_at.slice(11, 19)} UTC</time>.</p>` : ''}
 ${sections}`;

@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import type { Controller } from '../controller/controller.js';
 import type { Store } from '../store/store.js';
 import { nodeStateEvent, recordAdmin, recordAdminActions } from './admin-events.js';
+import type { DownloadChange } from '../controller/downloads.js';
 import { decisionEvent, type Decision } from './decisions.js';
+import { downloadEvent } from './downloads.js';
 import { EventLog } from './event-log.js';
 import { eventsApi } from './events-api.js';
 
@@ -11,7 +13,8 @@ export { EventLog, type Decision };
 
 /**
  * The fleet's events, wired to their sources: the controller's decisions (its
- * `decided` event, once per applied plan and per failed replica report), the admin API
+ * `decided` event, once per applied plan and per failed replica report), model files
+ * that start, finish or fail to come to a node (its `downloads` event), the admin API
  * (`adminActions`, a middleware after the token check), the dashboard's node buttons
  * (`onNodeState`), and served as `GET /api/v1/events` (`api`).
  */
@@ -20,6 +23,9 @@ export function fleetEvents(store: Store, controller: Controller, log: Logger) {
   const nodesOf = (id: string) => controller.listReplicas().find((r) => r.id === id)?.shards.map((s) => s.nodeId) ?? [];
   controller.events.on('decided', (ds: Decision[]) => {
     for (const d of ds) events.record(decisionEvent(d, nodesOf));
+  });
+  controller.events.on('downloads', (ds: DownloadChange[]) => {
+    for (const d of ds) events.record(downloadEvent(d));
   });
   const admin = (id: string) => controller.inventory.get(id)?.admin;
   return {

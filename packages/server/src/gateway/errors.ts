@@ -23,6 +23,7 @@ const OPENAI: Record<ErrorCode, OpenAIShape> = {
   not_found: { type: 'invalid_request_error', code: 'not_found', shouldRetry: 'false' },
   model_not_found: { type: 'invalid_request_error', code: 'model_not_found', shouldRetry: 'false' },
   no_route: { type: 'invalid_request_error', code: 'unknown_url', shouldRetry: 'false' },
+  range_not_satisfiable: { type: 'invalid_request_error', code: 'range_not_satisfiable', shouldRetry: 'false' },
   method_not_allowed: { type: 'invalid_request_error', code: 'method_not_allowed' },
   rate_limited: { type: 'rate_limit_error', code: 'rate_limit_exceeded', shouldRetry: 'true' },
   concurrency_limited: { type: 'rate_limit_error', code: 'concurrency_limit_exceeded' },

@@ -1,5 +1,6 @@
 import type { Model } from '@llmgw/shared';
 import type { NodeSnapshot, Placement, PlacementNote, PlacementOutcome, PlannedShard, Rejection, Reservation } from '../snapshot.js';
+import { fileDigestOf } from '../files/sources.js';
 import { explainProfile, nodeNotes } from './explain.js';
 import { prepareFleet, rankIds, reserve, viewOf, type Fleet } from './fleet.js';
 import { reservationsFor } from './reservations.js';
@@ -73,7 +74,9 @@ export function placeOnFleet(fleet: Fleet, model: Model, options: PlaceOptions =
   const tallies: ProfileTally[] = [];
   for (const profile of model.profiles) {
     const view = viewOf(fleet, profile);
-    const found = view.req.shards > 1 ? pickSharded(fleet, view, ctx) : pickSingle(fleet, view, ctx);
+    const file = fileDigestOf(model, profile);
+    const pctx = file === undefined ? ctx : { ...ctx, file };
+    const found = view.req.shards > 1 ? pickSharded(fleet, view, pctx) : pickSingle(fleet, view, pctx);
     const chosen = found.chosen;
     if (chosen === undefined || options.explainWinner) {
       const ids = new Set(chosen?.map((c) => c.node.id) ?? []);

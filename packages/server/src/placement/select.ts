@@ -16,7 +16,13 @@ import { serves } from './requirement.js';
  *    goes to CPU machines (or GPU machines that are full) before idle GPU machines;
  * 4. `mem`: best fit on host memory, the least free memory that still suffices (a node
  *    that did not report memory counts as unlimited, so known fits go first);
- * 5. node id, so the same inputs always give the same answer, whatever the input order.
+ * 5. `cached`: for a profile whose source is a file agents fetch (DESIGN §14), a node
+ *    whose agent already holds that file (by its SHA-256, from `NodeReport.files`), so
+ *    the replica starts without a transfer. After the rules above on purpose: the spread
+ *    and the fit keep the fleet healthy, and a download is a delay that ends, so the
+ *    file decides among nodes those rules leave equal (identical machines, the common
+ *    case of a CPU fleet), never against them;
+ * 6. node id, so the same inputs always give the same answer, whatever the input order.
  *
  * `pack` and `mem` are the GPU and memory checks' columns of the profile's view.
  */
@@ -29,6 +35,8 @@ export interface Candidate {
   existing: number;
   pack: number;
   mem: number;
+  /** 0 when the node holds the profile's file (or the profile fetches none), else 1. */
+  cached: number;
 }
 
 export function before(a: Candidate, b: Candidate): boolean {
@@ -36,11 +44,12 @@ export function before(a: Candidate, b: Candidate): boolean {
   if (a.existing !== b.existing) return a.existing < b.existing;
   if (a.pack !== b.pack) return a.pack < b.pack;
   if (a.mem !== b.mem) return a.mem < b.mem;
+  if (a.cached !== b.cached) return a.cached < b.cached;
   return a.node.id < b.node.id;
 }
 
 export function blank(): Candidate {
-  return { pos: -1, c: -1, node: undefined as unknown as NodeSnapshot, avoid: 0, existing: 0, pack: 0, mem: 0 };
+  return { pos: -1, c: -1, node: undefined as unknown as NodeSnapshot, avoid: 0, existing: 0, pack: 0, mem: 0, cached: 0 };
 }
 
 /** What one decision knows beyond the fleet: the model's spread and the nodes to avoid. */
@@ -50,6 +59,13 @@ export interface Context {
   /** Replicas of this model by position, from the reservations. */
   counts: Int32Array | undefined;
   avoid: ReadonlySet<string> | undefined;
+  /** The SHA-256 (lower case) of the file the profile's agents fetch; undefined when none. */
+  file?: string | undefined;
+}
+
+/** 0 when `node` holds `file` (or there is none to hold), else 1: the `cached` rule. */
+export function cachedKey(node: NodeSnapshot, file: string | undefined): number {
+  return file === undefined || node.files?.has(file) === true ? 0 : 1;
 }
 
 /** True when candidate `c` passes the view's dynamic checks: no allocation, no strings. */
@@ -78,6 +94,7 @@ export function dynamicFit(fleet: Fleet, view: ProfileView, c: number, ctx: Cont
     ctx.existing !== undefined ? ctx.existing.get(node.id) ?? 0 : ctx.counts === undefined ? 0 : ctx.counts[pos]!;
   out.pack = view.pack[c]!;
   out.mem = view.mem[c]!;
+  out.cached = cachedKey(node, ctx.file);
   return true;
 }
 
@@ -102,13 +119,14 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
   const mems = view.mem;
   const nTests = tests.length;
   const { nodes, idRank } = fleet;
-  const { avoid, existing, counts } = ctx;
+  const { avoid, existing, counts, file } = ctx;
   let fit = 0;
   let best = -1;
   let bAvoid = 0;
   let bExisting = 0;
   let bPack = 0;
   let bMem = 0;
+  let bCached = 0;
   // The first two tests are read from locals, not through the array of columns, since
   // this loop runs for every node per decision.
   const { test0: t0, need0: n0, test1: t1, need1: n1 } = view;
@@ -123,6 +141,7 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
     // is a cache miss per node on a large fleet.
     const a = avoid !== undefined && avoid.has(nodes[pos]!.id) ? 1 : 0;
     const e = existing !== undefined ? existing.get(nodes[pos]!.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
+    const k = file === undefined ? 0 : cachedKey(nodes[pos]!, file);
     if (best >= 0) {
       if (a !== bAvoid) {
         if (a > bAvoid) continue;
@@ -132,6 +151,8 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
         if (pack > bPack) continue;
       } else if (mem !== bMem) {
         if (mem > bMem) continue;
+      } else if (k !== bCached) {
+        if (k > bCached) continue;
       } else if (idRank !== undefined ? idRank[pos]! > idRank[cand[best]!]! : !(nodes[pos]!.id < nodes[cand[best]!]!.id)) {
         continue;
       }
@@ -141,11 +162,12 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
     bExisting = e;
     bPack = pack;
     bMem = mem;
+    bCached = k;
   }
   if (best < 0) return { fit, chosen: undefined, pool: undefined };
   const bestPos = cand[best]!;
   const winner = nodes[bestPos]!;
-  const chosen = { pos: bestPos, c: best, node: winner, avoid: bAvoid, existing: bExisting, pack: bPack, mem: bMem };
+  const chosen = { pos: bestPos, c: best, node: winner, avoid: bAvoid, existing: bExisting, pack: bPack, mem: bMem, cached: bCached };
   return { fit, chosen: [chosen], pool: winner.pool };
 }
 

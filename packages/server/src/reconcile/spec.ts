@@ -1,17 +1,22 @@
 import type { Model, Profile } from '@llmgw/shared';
 import type { ReplicaSpec } from '../domain.js';
+import { fileOf } from '../files/sources.js';
 
 /**
  * What a replica of `model` placed with `profile` runs. Taken once, when the replica is
  * planned, and kept on it: its assignments never depend on the catalog of the day.
  */
 export function specOf(model: Model, profile: Profile): ReplicaSpec {
+  const source = profile.source ?? model.source;
+  // A profile's own source carries its own digest (the catalog checks it has one).
+  const file = fileOf(source, profile.source !== undefined ? profile.sha256 : model.sha256);
   return {
     engine: profile.engine,
-    source: profile.source ?? model.source,
+    source,
     args: profile.args ?? [],
     env: profile.env ?? {},
     ...(profile.command ? { command: profile.command } : {}),
     ...(profile.startup_timeout_s ? { startupTimeoutS: profile.startup_timeout_s } : {}),
+    ...(file ? { file } : {}),
   };
 }
