@@ -137,6 +137,14 @@ describe('ModelFiles', () => {
     });
   });
 
+  it('refuses a digest that is not hex before it names a path', async () => {
+    const dir = tmp();
+    const err = await files(dir).ensure({ url: 'http://127.0.0.1:1/x', sha256: '../'.repeat(21) + 'x' }).catch((e: unknown) => e);
+    expect(isUnrunnable(err)).toBe(true);
+    expect((err as Error).message).toMatch(/is not 64 hex digits/);
+    expect(fs.readdirSync(dir).sort()).toEqual(['partial', 'sha256']);
+  });
+
   it('rejects a source that is not a URL as unrunnable', async () => {
     const err = await files(tmp()).ensure({ url: 'ftp://x/y', sha256: '0'.repeat(64) }).catch((e: unknown) => e);
     expect(isUnrunnable(err)).toBe(true);

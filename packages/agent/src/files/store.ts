@@ -62,6 +62,8 @@ export class ModelFiles implements FileSource {
   constructor(private readonly o: ModelFilesOptions) {}
 
   ensure(file: WantedFile): Promise<string> {
+    // The digest names a path in the cache: nothing but hex may reach it.
+    if (!/^[0-9a-fA-F]{64}$/.test(file.sha256)) return Promise.reject(new UnusableSource(`cannot fetch ${file.url}: sha256 "${file.sha256}" is not 64 hex digits`));
     const key = file.sha256.toLowerCase();
     const cached = this.o.cache.use(key);
     if (cached) return Promise.resolve(cached);
