@@ -20,11 +20,13 @@ const SHA = 'ab'.repeat(32);
 /** A FileSource whose fetches the test settles by hand. */
 function handFiles() {
   const calls: WantedFile[] = [];
+  const signals: (AbortSignal | undefined)[] = [];
   let settle: { resolve: (p: string) => void; reject: (e: Error) => void } | undefined;
   let progress: DownloadProgress | undefined;
   const source: FileSource = {
-    ensure: (f) => {
+    ensure: (f, signal) => {
       calls.push(f);
+      signals.push(signal);
       return new Promise<string>((resolve, reject) => (settle = { resolve, reject }));
     },
     progress: () => progress,
@@ -32,6 +34,7 @@ function handFiles() {
   return {
     source,
     calls,
+    signals,
     setProgress: (p: DownloadProgress | undefined) => (progress = p),
     resolve: (p: string) => settle?.resolve(p),
     reject: (e: Error) => settle?.reject(e),
@@ -110,6 +113,17 @@ describe('Supervisor with model files', () => {
     expect(s.statuses()[0]).toMatchObject({ state: 'starting', error: expect.stringContaining('ECONNRESET') });
     f.resolve('/cache/x');
     await until('ready', () => s.statuses().find((x) => x.state === 'ready'));
+  });
+
+  it('a shard retired while its file comes tells the file source it no longer wants it', async () => {
+    const f = handFiles();
+    const { s } = supervisor(f.source);
+    s.converge([shard({ id: 'f5' })]);
+    await until('fetch asked', () => f.calls.length === 1);
+    expect(f.signals[0]?.aborted).toBe(false);
+    s.converge([]);
+    expect(f.signals[0]?.aborted).toBe(true);
+    expect(s.filesInUse()).toEqual(new Set());
   });
 
   it('without a model cache, a shard with a file fails saying so', async () => {

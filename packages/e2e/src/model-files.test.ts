@@ -132,7 +132,10 @@ describe('a model file fetched by the agents that run it', () => {
   }, 70_000);
 
   it('the transfer cut half-way resumed with a Range request', () => {
-    expect(files.seen.filter((s) => s.path === '/model.gguf').map((s) => s.range)).toContain(`bytes=${Math.floor(size / 2)}-`);
+    // From the last byte the agent wrote: at most the half that was sent before the cut.
+    const from = files.seen.filter((s) => s.path === '/model.gguf').map((s) => Number(/^bytes=(\d+)-$/.exec(s.range ?? '')?.[1])).filter((n) => n > 0);
+    expect(from).toHaveLength(1);
+    expect(from[0]).toBeLessThanOrEqual(Math.floor(size / 2));
   });
 
   it('an agent restarted (its engine stopped with it) starts the engine again from its cache, without a transfer', async () => {

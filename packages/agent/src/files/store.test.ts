@@ -75,6 +75,29 @@ describe('ModelFiles', () => {
     expect(f.progress(srv.sha256)).toBeUndefined();
   });
 
+  it('stops the transfer when the last shard waiting for it leaves, and resumes it later', async () => {
+    const body = randomBytes(300_000);
+    const srv = await server(body, { chunkBytes: 10_000, pauseMs: 20 });
+    const dir = tmp();
+    const f = files(dir);
+    const want = { url: srv.url, sha256: srv.sha256 };
+    const [one, two] = [new AbortController(), new AbortController()];
+    const first = f.ensure(want, one.signal);
+    const second = f.ensure(want, two.signal);
+    for (let i = 0; i < 200 && (f.progress(srv.sha256)?.done_bytes ?? 0) < 50_000; i++) await new Promise((r) => setTimeout(r, 5));
+    one.abort();
+    await expect(first).rejects.toThrow(/no shard wants the file/);
+    expect(f.progress(srv.sha256)).toBeDefined(); // the other shard still waits: the transfer goes on
+    two.abort();
+    await expect(second).rejects.toThrow(/no shard wants the file/);
+    for (let i = 0; i < 200 && f.progress(srv.sha256); i++) await new Promise((r) => setTimeout(r, 5));
+    const kept = fs.statSync(path.join(dir, 'partial', srv.sha256)).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThan(body.length);
+    expect(fs.readFileSync(await f.ensure(want)).equals(body)).toBe(true);
+    expect(srv.seen.map((s) => s.range)).toEqual([undefined, `bytes=${kept}-`]);
+  });
+
   it('a wrong checksum fails for good and leaves nothing in the cache', async () => {
     const srv = await server(randomBytes(1000));
     const dir = tmp();

@@ -12,8 +12,12 @@ export type WantedFile = NonNullable<ShardAssignment['file']>;
 
 /** What the supervisor needs from the model files: the path to give the engine, and progress meanwhile. */
 export interface FileSource {
-  /** The verified file's path, fetched first when the cache lacks it. */
-  ensure(file: WantedFile): Promise<string>;
+  /**
+   * The verified file's path, fetched first when the cache lacks it. `signal` says the
+   * shard no longer wants it: the transfer stops once no shard waits for it (the partial
+   * file stays, for a later resume).
+   */
+  ensure(file: WantedFile, signal?: AbortSignal): Promise<string>;
   /** How far a fetch of this digest got; undefined when none is under way. */
   progress(sha256: string): DownloadProgress | undefined;
 }
@@ -48,6 +52,9 @@ const RATE_WINDOW_MS = 5_000;
 
 interface Fetching {
   done: Promise<string>;
+  /** Shards waiting for it; the transfer is aborted when the last one leaves. */
+  waiters: number;
+  abort: AbortController;
   progress?: Progress;
   samples: { t: number; done: number }[];
 }
@@ -61,18 +68,34 @@ export class ModelFiles implements FileSource {
 
   constructor(private readonly o: ModelFilesOptions) {}
 
-  ensure(file: WantedFile): Promise<string> {
+  ensure(file: WantedFile, signal?: AbortSignal): Promise<string> {
     // The digest names a path in the cache: nothing but hex may reach it.
     if (!/^[0-9a-fA-F]{64}$/.test(file.sha256)) return Promise.reject(new UnusableSource(`cannot fetch ${file.url}: sha256 "${file.sha256}" is not 64 hex digits`));
     const key = file.sha256.toLowerCase();
     const cached = this.o.cache.use(key);
     if (cached) return Promise.resolve(cached);
-    const running = this.fetching.get(key);
-    if (running) return running.done;
-    const f: Fetching = { samples: [], done: Promise.resolve('') };
-    f.done = this.fetch(file, key, f).finally(() => this.fetching.delete(key));
-    this.fetching.set(key, f);
-    return f.done;
+    let f = this.fetching.get(key);
+    if (!f) {
+      const started: Fetching = { samples: [], waiters: 0, abort: new AbortController(), done: Promise.resolve('') };
+      started.done = this.fetch(file, key, started).finally(() => this.fetching.delete(key));
+      this.fetching.set(key, started);
+      f = started;
+    }
+    f.waiters++;
+    return signal ? this.waitFor(f, signal) : f.done;
+  }
+
+  /** The fetch's outcome for one shard, which may stop waiting (and so end the transfer when it was the last). */
+  private waitFor(f: Fetching, signal: AbortSignal): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const leave = () => {
+        reject(new Error('no shard wants the file any more'));
+        if (--f.waiters === 0) f.abort.abort();
+      };
+      if (signal.aborted) return leave();
+      signal.addEventListener('abort', leave, { once: true });
+      f.done.then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
+    });
   }
 
   progress(sha256: string): DownloadProgress | undefined {
@@ -109,6 +132,7 @@ export class ModelFiles implements FileSource {
         ...(agent ? { agent } : {}),
         ...(this.o.maxBytes !== undefined ? { maxBytes: this.o.maxBytes } : {}),
         ...(this.o.retryDelayMs !== undefined ? { retryDelayMs: this.o.retryDelayMs } : {}),
+        signal: f.abort.signal,
         onProgress: (p) => {
           const t = Date.now();
           f.progress = p;
@@ -117,7 +141,8 @@ export class ModelFiles implements FileSource {
         },
       });
     } catch (err) {
-      this.o.log.error({ url: file.url, sha256: key }, (err as Error).message);
+      if (f.abort.signal.aborted) this.o.log.info({ url: file.url, sha256: key, bytes: f.progress?.done }, 'stopped fetching a model file no shard wants any more');
+      else this.o.log.error({ url: file.url, sha256: key }, (err as Error).message);
       throw err;
     }
     const path = this.o.cache.add(key, file.url, new Set([...this.o.inUse()].map((s) => s.toLowerCase())));

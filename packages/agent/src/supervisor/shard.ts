@@ -18,6 +18,8 @@ export interface Shard {
   timer?: NodeJS.Timeout;
   /** Launch postponed until a stopping engine with its id or GPUs is gone. */
   waiting: boolean;
+  /** Aborted when the shard is retired: its model file's transfer need not go on for it. */
+  unwanted?: AbortController;
 }
 
 /** A shard that was never launched. */
@@ -35,10 +37,12 @@ export function shardFromRecord(rec: ShardRecord): Shard {
  * The assignment as the engine sees it: for a `file`, the cached file's path where
  * `source` goes, fetched and verified first when the cache lacks it.
  */
-export async function withModelFile(a: ShardAssignment, files: FileSource | undefined): Promise<ShardAssignment> {
+export async function withModelFile(s: Shard, files: FileSource | undefined): Promise<ShardAssignment> {
+  const a = s.a;
   if (!a.file) return a;
   if (!files) throw new UnusableSource(`this agent has no model cache to fetch ${a.file.url} into`);
-  return { ...a, source: await files.ensure(a.file) };
+  s.unwanted ??= new AbortController();
+  return { ...a, source: await files.ensure(a.file, s.unwanted.signal) };
 }
 
 /** A shard's download progress while its file comes (no engine yet). */

@@ -213,7 +213,7 @@ export class Supervisor {
     s.waiting = false;
     let a: ShardAssignment;
     try {
-      a = await withModelFile(s.a, this.opts.files);
+      a = await withModelFile(s, this.opts.files);
     } catch (err) {
       if (epoch === s.epoch && !this.closed) this.fileFailed(s, err as Error);
       return;
@@ -333,6 +333,7 @@ export class Supervisor {
     if (this.shards.get(s.a.id) === s) this.shards.delete(s.a.id);
     s.epoch++;
     s.waiting = false;
+    s.unwanted?.abort();
     this.clearTimer(s);
     if (!s.proc) {
       this.kick();
