@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { pino, type Logger } from 'pino';
+import { NodeReportSchema, validate } from '@llmgw/shared';
 import { Agent } from './agent.js';
 import type { MachineProbe } from './probe/index.js';
 
@@ -98,6 +99,16 @@ describe('agent heartbeats', () => {
       [30, 'waiting for the server at http://127.0.0.1:9 to start (ECONNREFUSED)'],
       [50, expect.stringMatching(/^cannot reach the server at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/)],
     ]);
+  });
+});
+
+describe('agent reports', () => {
+  it('list the model cache as NodeReport.files, in the shared schema', async () => {
+    const file = { sha256: 'ab'.repeat(32), source: 'http://files.example/m.gguf', size_bytes: 1234, last_used_ms: 1700000000000, in_use: true };
+    const a = new Agent({ server: 'http://127.0.0.1:9', joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 1, probeIntervalS: 10, files: () => [file] }, probe, runner, pino({ level: 'silent' }));
+    const report = await a.report();
+    expect(report.files).toEqual([file]);
+    expect(validate(NodeReportSchema, report).ok).toBe(true);
   });
 });
 

@@ -2,7 +2,7 @@ import os from 'node:os';
 import { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
 import { AssignmentsReplySchema, formatFailure, HeartbeatReplySchema, tlsFailureHint, validate } from '@llmgw/shared';
-import type { AssignmentsReply, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus, TSchema, Static } from '@llmgw/shared';
+import type { AssignmentsReply, CachedFile, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus, TSchema, Static } from '@llmgw/shared';
 import type { AgentAuth } from './credential.js';
 import type { MachineProbe } from './probe/index.js';
 import { serverClient } from './trust.js';
@@ -39,6 +39,8 @@ export interface AgentSettings {
    * Default 30 s.
    */
   serverStartGraceS?: number;
+  /** The files in the model cache (`NodeReport.files`), read at each report. */
+  files?: () => CachedFile[];
 }
 
 /** Retry interval while the server is starting: it listens within a second or two. */
@@ -173,6 +175,7 @@ export class Agent {
       estimated_sources: [...this.estimateSources],
       ...(estimates.length ? { source_estimates: estimates } : {}),
       allow_command_engine: this.settings.allowCommandEngine === true,
+      ...(this.settings.files ? { files: this.settings.files() } : {}),
     };
   }
 

@@ -7,7 +7,11 @@ import { LOG_REDACT } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
-import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSwitch } from './settings.js';
+import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSize, parseSwitch } from './settings.js';
+import { ModelCache } from './files/cache.js';
+import { parseSourceHeaders } from './files/headers.js';
+import { ModelFiles } from './files/store.js';
+import { serverClient } from './trust.js';
 import { DEFAULT_ENGINE_USER, resolveEngineUser, type EngineUser } from './engine-user.js';
 import { installService } from './service.js';
 import { estimateForSource, writeTestModel } from '@llmgw/gguf';
@@ -18,7 +22,7 @@ import { checkServerUrl, establishTrust } from './trust.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** Every option of `run` is a string but the one boolean switch. */
-type RunOptions = { [k: string]: string | undefined } & { stopEnginesOnExit?: string | boolean; insecureHttp?: string | boolean; allowCommandEngine?: boolean };
+type RunOptions = { [k: string]: string | undefined } & { sourceHeader?: string[]; stopEnginesOnExit?: string | boolean; insecureHttp?: string | boolean; allowCommandEngine?: boolean };
 
 const program = new Command('llmgw-agent')
   .description('Runs on each machine: reports it to the llmgw server and runs the engines assigned to it.')
@@ -46,6 +50,12 @@ program
   .addOption(opt('--proc-root <dir>', 'where to read meminfo and cgroup membership', 'LLMGW_PROC_ROOT', '/proc'))
   .addOption(opt('--sys-root <dir>', 'where to read cgroup limits and InfiniBand devices', 'LLMGW_SYS_ROOT', '/sys'))
   .addOption(opt('--state-dir <dir>', 'where the agent keeps what must survive its restart (engine pids, logs, the node credential)', 'LLMGW_STATE_DIR', '.llmgw/agent'))
+  .addOption(opt('--model-cache <dir>', 'where fetched model files (http(s):// and llmgw:// sources) are kept, by SHA-256 (default: <state-dir>/models)', 'LLMGW_MODEL_CACHE'))
+  .addOption(opt('--model-cache-max <size>', 'bound on the model cache, e.g. 50G: least recently used files no shard uses are deleted (default: none)', 'LLMGW_MODEL_CACHE_MAX'))
+  .addOption(
+    new Option('--source-header <host=Name: value>', "a header sent with model file requests to HOST (a private store), repeatable; a value '@FILE' is read from FILE, e.g. 'models.example.com=Authorization: @/etc/llmgw/models-token'")
+      .argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]),
+  )
   .addOption(opt('--heartbeat-interval <seconds>', 'seconds between heartbeats', 'LLMGW_HEARTBEAT_INTERVAL', '5'))
   .addOption(opt('--port-range <lo-hi>', 'ports engines may listen on', 'LLMGW_PORT_RANGE', '40000-40999'))
   .addOption(opt('--vllm-bin <path>', 'vllm executable', 'LLMGW_VLLM_BIN', 'vllm'))
@@ -61,7 +71,9 @@ program
     'after',
     "\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps). The full token (llmgw-server join-token)\npins the server's CA: the agent checks the CA against it before it sends anything, then trusts that CA alone." +
       '\nThe token is sent once, to join: the server answers with this node\'s own credential, kept in <state-dir>/node-credential.json' +
-      '\n(0600) and used from then on. A refused join (the node id is taken, the token is wrong) is one line and exit 1.',
+      '\n(0600) and used from then on. A refused join (the node id is taken, the token is wrong) is one line and exit 1.' +
+      '\nModel files are fetched through LLMGW_HTTP_PROXY when set (model downloads only), else HTTPS_PROXY / HTTP_PROXY / NO_PROXY as usual;' +
+      '\nllmgw:// sources come from the server with this node\'s credential, never through a proxy.',
   )
   .action(async (o: RunOptions) => {
     const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' }, redact: LOG_REDACT });
@@ -98,6 +110,23 @@ program
       fail((e as Error).message);
     }
     const stateDir = path.resolve(o.stateDir!);
+    let files: ModelFiles | undefined;
+    try {
+      const maxBytes = o.modelCacheMax ? parseSize('--model-cache-max', o.modelCacheMax) : undefined;
+      const cache = new ModelCache(path.resolve(o.modelCache || path.join(stateDir, 'models')), maxBytes, log);
+      files = new ModelFiles({
+        cache,
+        server,
+        serverClient: serverClient(trust.ca),
+        auth: { header: () => auth.header(), rejected: (h) => auth.rejected(h) },
+        headers: parseSourceHeaders(o.sourceHeader ?? []),
+        inUse: () => supervisor.filesInUse(),
+        log,
+        ...(maxBytes !== undefined ? { maxBytes } : {}),
+      });
+    } catch (e) {
+      fail((e as Error).message);
+    }
     const programs = findEnginePrograms();
     const supervisor = new Supervisor({
       stateDir,
@@ -115,9 +144,11 @@ program
       backoffBaseMs: backoffS * 1000,
       allowCommandEngine,
       ...(engineUser ? { engineUser } : {}),
+      files,
       log,
     });
     await supervisor.adopt();
+    files.evict();
     const extraFabrics = (o.fabrics ?? '').split(',').map((s) => s.trim()).filter(Boolean);
     const nodeId = o.nodeId || defaultNodeId();
     // A refused join is final: one line and a non-zero exit, not a retry loop (engines keep running).
@@ -146,6 +177,7 @@ program
         heartbeatIntervalS: interval,
         probeIntervalS: Math.max(interval, 10),
         allowCommandEngine,
+        files: () => files.list(),
       },
       () => probeMachine({ nvidiaSmi: o.nvidiaSmi!, procRoot: o.procRoot!, sysRoot: o.sysRoot!, extraFabrics }),
       {

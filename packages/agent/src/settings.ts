@@ -1,4 +1,5 @@
 import os from 'node:os';
+import bytes from 'bytes';
 
 /** `role=coding,zone=a` → `{role: 'coding', zone: 'a'}`; throws a one-line error on a bad pair. */
 export function parseLabels(text: string): Record<string, string> {
@@ -56,4 +57,15 @@ export function parseSwitch(name: string, value: string | undefined): boolean {
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
   if (['', '0', 'false', 'no', 'off'].includes(v)) return false;
   throw new Error(`invalid ${name}="${value}": want 1 or 0`);
+}
+
+/**
+ * A size such as `50G`, `500MB` or `1.5T` in bytes (binary units, parsed by `bytes`,
+ * which wants `GB`: a bare `G` is taken as `GB`, as `du -h` writes it). Throws on anything else.
+ */
+export function parseSize(flag: string, text: string): number {
+  const t = text.trim().replace(/^([\d.]+)\s*([kmgtp])$/i, '$1$2B');
+  const n = /^[\d.]+\s*[kmgtp]?b$/i.test(t) || /^\d+$/.test(t) ? bytes.parse(t) : null;
+  if (n === null || !Number.isFinite(n) || n <= 0) throw new Error(`invalid ${flag} "${text}": want a size such as 50G, 500M or 2T`);
+  return n;
 }

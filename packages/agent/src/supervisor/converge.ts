@@ -8,7 +8,7 @@ import type { ShardAssignment } from '@llmgw/shared';
  */
 const FINGERPRINT_FIELDS = [
   'id', 'replica_id', 'model', 'profile', 'engine', 'source', 'rank', 'shards', 'gpus',
-  'args', 'env', 'command', 'master_addr', 'master_port', 'api_key',
+  'args', 'env', 'command', 'master_addr', 'master_port', 'api_key', 'file',
 ] as const;
 
 /** A stable hash of the assignment fields that shape the engine process. */

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { EngineBins } from '../engines.js';
 import type { EngineUser } from '../engine-user.js';
+import type { FileSource } from '../files/store.js';
 import type { RestartPolicy } from './state-machine.js';
 
 /** Construction options; everything but the first five has a production default. */
@@ -15,6 +16,8 @@ export interface SupervisorOptions {
   log: Logger;
   /** The account engines run as (`resolveEngineUser`); none: as the agent itself. */
   engineUser?: EngineUser;
+  /** Model files for assignments with a `file` (fetched before the engine starts); none: such shards fail. */
+  files?: FileSource;
   /** Run `engine: command` shards; without it they are reported failed. Default false. */
   allowCommandEngine?: boolean;
   /** SIGTERM → SIGKILL grace for a process group. Default 10 s. */
@@ -34,7 +37,7 @@ export interface SupervisorOptions {
 }
 
 /** The options with every default filled in (the engine user has none: absent means the agent's own). */
-export type ResolvedOptions = Required<Omit<SupervisorOptions, 'engineUser'>> & Pick<SupervisorOptions, 'engineUser'>;
+export type ResolvedOptions = Required<Omit<SupervisorOptions, 'engineUser' | 'files'>> & Pick<SupervisorOptions, 'engineUser' | 'files'>;
 
 /** Fills in the production defaults; tests shorten the intervals. */
 export function withDefaults(options: SupervisorOptions): ResolvedOptions {

@@ -3,30 +3,17 @@ import type { Logger } from 'pino';
 import { redactSecrets, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import { buildCommand, type EngineCommand } from '../engines.js';
 import { isSameProcess } from '../proc.js';
-import { blockerOf, fingerprint, planConverge } from './converge.js';
+import { isUnrunnable } from '../files/store.js';
+import { blockerOf, planConverge } from './converge.js';
 import { probeEngine, probeHost, probeTimeoutMs } from './health.js';
 import { boundLog, lastLogLines, logPath, readTail, writeLaunchMark } from './logs.js';
 import { restartPolicy, withDefaults, type ResolvedOptions, type SupervisorOptions } from './options.js';
 import { PortPool } from './ports.js';
-import { spawnEngine, type RunningProcess } from './spawn.js';
-import { adoptionOf, fromRecord, StateFileStore, toRecord, type ShardRecord } from './state-file.js';
-import { exitReason, initialLife, step, type Decision, type Life, type RestartPolicy, type ShardEvent } from './state-machine.js';
+import { downloadOf, newShard, shardFromRecord, withModelFile, type Shard } from './shard.js';
+import { spawnEngine } from './spawn.js';
+import { adoptionOf, StateFileStore, toRecord, type ShardRecord } from './state-file.js';
+import { exitReason, step, type Decision, type RestartPolicy, type ShardEvent } from './state-machine.js';
 import { killGroupQuietly, stopGroup } from './stop.js';
-
-/** One assigned (or stopping) shard: its life, plus the process, port and timer that carry it out. */
-interface Shard {
-  a: ShardAssignment;
-  fingerprint: string;
-  life: Life;
-  port?: number;
-  http: boolean;
-  proc?: RunningProcess;
-  /** Bumped on every transition so that late callbacks of an earlier run do nothing. */
-  epoch: number;
-  timer?: NodeJS.Timeout;
-  /** Launch postponed until a stopping engine with its id or GPUs is gone. */
-  waiting: boolean;
-}
 
 /**
  * Runs the shards assigned to this node as supervised engine processes (DESIGN §5).
@@ -120,7 +107,13 @@ export class Supervisor {
       ...(s.port !== undefined ? { port: s.port } : {}),
       restarts: s.life.restarts,
       ...(s.life.error ? { error: s.life.error } : {}),
+      ...downloadOf(s, this.opts.files),
     }));
+  }
+
+  /** The model files of assigned (and stopping) shards: never evicted from the cache. */
+  filesInUse(): Set<string> {
+    return new Set([...this.shards.values(), ...this.retiring].flatMap((s) => (s.a.file ? [s.a.file.sha256.toLowerCase()] : [])));
   }
 
   /**
@@ -196,6 +189,12 @@ export class Supervisor {
     this.carryOut(s, this.apply(s, { type: 'exited', how, now: Date.now(), logTail }));
   }
 
+  /** A model file that cannot be had: a bad digest fails the shard at once; a transfer that failed is retried like a crash. */
+  private fileFailed(s: Shard, err: Error): void {
+    if (isUnrunnable(err)) this.apply(s, { type: 'unrunnable', message: err.message });
+    else this.carryOut(s, this.apply(s, { type: 'exited', how: err.message, now: Date.now(), logTail: '' }));
+  }
+
   private startupTimeoutMs(s: Shard): number {
     return (s.a.startup_timeout_s ?? this.opts.defaultStartupTimeoutS) * 1000;
   }
@@ -212,6 +211,13 @@ export class Supervisor {
       return;
     }
     s.waiting = false;
+    let a: ShardAssignment;
+    try {
+      a = await withModelFile(s, this.opts.files);
+    } catch (err) {
+      if (epoch === s.epoch && !this.closed) this.fileFailed(s, err as Error);
+      return;
+    }
     const port = await this.ports.reserve(s, (p) => this.portTaken(p));
     if (epoch !== s.epoch || this.closed) return;
     if (port === undefined) {
@@ -220,7 +226,7 @@ export class Supervisor {
     }
     let cmd: EngineCommand;
     try {
-      cmd = buildCommand(s.a, { host: this.opts.bindHost, port, bins: this.opts.bins, allowCommandEngine: this.opts.allowCommandEngine });
+      cmd = buildCommand(a, { host: this.opts.bindHost, port, bins: this.opts.bins, allowCommandEngine: this.opts.allowCommandEngine });
     } catch (err) {
       // A command that cannot be built will not build on retry either.
       s.port = undefined;
@@ -327,6 +333,7 @@ export class Supervisor {
     if (this.shards.get(s.a.id) === s) this.shards.delete(s.a.id);
     s.epoch++;
     s.waiting = false;
+    s.unwanted?.abort();
     this.clearTimer(s);
     if (!s.proc) {
       this.kick();
@@ -371,13 +378,4 @@ export class Supervisor {
     }
     this.stateFile.save(records);
   }
-}
-
-function newShard(a: ShardAssignment): Shard {
-  return { a, fingerprint: fingerprint(a), life: initialLife(), http: a.rank === 0, epoch: 0, waiting: false };
-}
-
-function shardFromRecord(rec: ShardRecord): Shard {
-  const r = fromRecord(rec);
-  return { ...newShard(r.a), fingerprint: r.fingerprint, port: r.port, http: r.http, proc: r.proc, life: initialLife(r.restarts) };
 }

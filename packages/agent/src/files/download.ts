@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { HTTPError, type Agents, type Got, type Response } from 'got';
+
+/** How far a transfer got; `total` when the file server said (Content-Length, Content-Range). */
+export interface Progress {
+  done: number;
+  total?: number;
+}
+
+export interface DownloadRequest {
+  url: string;
+  /** The expected SHA-256 (hex). */
+  sha256: string;
+  /** Written to until verified; when it exists, the transfer resumes after its last byte. */
+  partial: string;
+  client: Got;
+  headers?: Record<string, string>;
+  /** A proxy agent (`proxy.ts`); none: straight to the file server. */
+  agent?: Agents;
+  onProgress?: (p: Progress) => void;
+  signal?: AbortSignal;
+  /** Tries in a row that add no byte before giving up. Default 5. */
+  attempts?: number;
+  /** First pause between tries; doubles. Default 500 ms. */
+  retryDelayMs?: number;
+  /** A file larger than this is refused (a server that never ends would fill the disk). */
+  maxBytes?: number;
+}
+
+/** The bytes do not hash to what the catalog says: the file was deleted, and retrying will fetch the same bytes. */
+export class ChecksumMismatch extends Error {
+  constructor(
+    readonly url: string,
+    readonly expected: string,
+    readonly actual: string,
+  ) {
+    super(`${url} has SHA-256 ${actual}, but the catalog expects ${expected}: the file was deleted and is not served; fix the sha256 in the catalog or the file at its source`);
+  }
+}
+
+/** The file server refused the file (4xx other than a stale Range): no point trying again soon. */
+export class FetchRefused extends Error {}
+
+/**
+ * Fetches `url` into `partial` and verifies its SHA-256, resuming with an HTTP Range
+ * request after an interrupted transfer (within one call, and across agent restarts, since
+ * the partial file stays). A resumed answer counts only as a `206` whose Content-Range
+ * starts where the file ends; anything else (a `200`, another start) starts over, so a
+ * server without Range support still works. On a mismatch the partial is deleted and
+ * `ChecksumMismatch` names both digests.
+ */
+export async function download(r: DownloadRequest): Promise<void> {
+  const attempts = r.attempts ?? 5;
+  let idle = 0;
+  for (;;) {
+    const before = sizeOf(r.partial);
+    try {
+      if (await transfer(r)) break;
+    } catch (err) {
+      if (err instanceof FetchRefused || r.signal?.aborted) throw err;
+      if (sizeOf(r.partial) > before) idle = 0;
+      if (++idle >= attempts) throw new Error(`cannot fetch ${r.url}: ${(err as Error).message} (${attempts} tries without progress)`, { cause: err });
+      await new Promise((res) => setTimeout(res, (r.retryDelayMs ?? 500) * 2 ** (idle - 1)));
+    }
+  }
+  const actual = await sha256Of(r.partial);
+  if (actual !== r.sha256.toLowerCase()) {
+    fs.rmSync(r.partial, { force: true });
+    throw new ChecksumMismatch(r.url, r.sha256.toLowerCase(), actual);
+  }
+}
+
+/** One request; true when the partial now holds the whole file. Throws on an interruption. */
+async function transfer(r: DownloadRequest): Promise<boolean> {
+  let have = sizeOf(r.partial);
+  const stream = r.client.stream(r.url, {
+    headers: { ...r.headers, ...(have > 0 ? { range: `bytes=${have}-` } : {}) },
+    ...(r.agent ? { agent: r.agent } : {}),
+    retry: { limit: 0 },
+    timeout: { connect: 10_000, response: 30_000, read: 60_000 },
+    throwHttpErrors: false,
+    decompress: false,
+    ...(r.signal ? { signal: r.signal } : {}),
+  });
+  const res = await new Promise<Response>((resolve, reject) => {
+    stream.once('response', resolve);
+    stream.once('error', reject);
+  });
+  const range = parseContentRange(res.headers['content-range']);
+  if (res.statusCode === 416 && have > 0 && range?.total === have) {
+    stream.destroy();
+    return true; // the partial was already whole (an agent stopped between the last byte and the check)
+  }
+  if (res.statusCode === 416 || (res.statusCode === 206 && range?.start !== have)) {
+    stream.destroy();
+    fs.rmSync(r.partial, { force: true });
+    throw new Error(`the file server answered ${res.statusCode} to a resume at byte ${have}; starting over`);
+  }
+  if (res.statusCode >= 400) {
+    stream.destroy();
+    const why = `${res.statusCode} ${res.statusMessage ?? ''}`.trim();
+    if (res.statusCode < 500 && res.statusCode !== 408 && res.statusCode !== 429) throw new FetchRefused(`cannot fetch ${r.url}: the file server answered ${why}`);
+    throw new HTTPError(res);
+  }
+  if (res.statusCode !== 206) have = 0; // a whole answer: whatever was there is replaced
+  const length = Number(res.headers['content-length']);
+  const total = range?.total ?? (Number.isFinite(length) && res.headers['content-length'] !== undefined ? have + length : undefined);
+  if (r.maxBytes !== undefined && total !== undefined && total > r.maxBytes) {
+    stream.destroy();
+    throw new FetchRefused(`cannot fetch ${r.url}: it is ${total} bytes, more than the model cache may hold (--model-cache-max ${r.maxBytes})`);
+  }
+  let done = have;
+  r.onProgress?.({ done, ...(total !== undefined ? { total } : {}) });
+  // Each chunk is on disk before the next is read, so an interrupted transfer keeps every
+  // byte it received and the resume starts right after it (a write stream torn down by
+  // the error would drop what it still buffered).
+  const out = await fs.promises.open(r.partial, have > 0 ? 'a' : 'w', 0o644);
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (r.maxBytes !== undefined && done + chunk.length > r.maxBytes) {
+        stream.destroy();
+        throw new FetchRefused(`cannot fetch ${r.url}: it is larger than the model cache may hold (--model-cache-max ${r.maxBytes})`);
+      }
+      await out.write(chunk);
+      done += chunk.length;
+      r.onProgress?.({ done, ...(total !== undefined ? { total } : {}) });
+    }
+  } finally {
+    await out.close();
+  }
+  if (total !== undefined && done < total) throw new Error(`the transfer ended at byte ${done} of ${total}`);
+  return true;
+}
+
+/** A Content-Range value, `bytes START-END/TOTAL` or `bytes` star-slash-TOTAL (TOTAL may be a star too). */
+export function parseContentRange(v: string | undefined): { start?: number; total?: number } | undefined {
+  const m = v === undefined ? null : /^bytes\s+(?:(\d+)-\d+|\*)\/(\d+|\*)$/i.exec(v.trim());
+  if (!m) return undefined;
+  return { ...(m[1] !== undefined ? { start: Number(m[1]) } : {}), ...(m[2] !== '*' && m[2] !== undefined ? { total: Number(m[2]) } : {}) };
+}
+
+function sizeOf(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** The file's SHA-256 (hex), read in a stream: model files are gigabytes. */
+export async function sha256Of(file: string): Promise<string> {
+  const h = createHash('sha256');
+  await pipeline(fs.createReadStream(file), h);
+  return h.digest('hex');
+}

@@ -1,0 +1,175 @@
+import got, { type Got } from 'got';
+import type { Logger } from 'pino';
+import type { CachedFile, DownloadProgress, ShardAssignment } from '@llmgw/shared';
+import type { AgentAuth } from '../credential.js';
+import type { ModelCache } from './cache.js';
+import { ChecksumMismatch, download, type Progress } from './download.js';
+import { headersFor, type SourceHeaders } from './headers.js';
+import { proxyAgents, proxyFor } from './proxy.js';
+
+/** The file an assignment asks for (`ShardAssignment.file`). */
+export type WantedFile = NonNullable<ShardAssignment['file']>;
+
+/** What the supervisor needs from the model files: the path to give the engine, and progress meanwhile. */
+export interface FileSource {
+  /**
+   * The verified file's path, fetched first when the cache lacks it. `signal` says the
+   * shard no longer wants it: the transfer stops once no shard waits for it (the partial
+   * file stays, for a later resume).
+   */
+  ensure(file: WantedFile, signal?: AbortSignal): Promise<string>;
+  /** How far a fetch of this digest got; undefined when none is under way. */
+  progress(sha256: string): DownloadProgress | undefined;
+}
+
+/** A source the agent cannot fetch from at all (not http(s):// or llmgw://). */
+export class UnusableSource extends Error {}
+
+/** A fetch failure that retrying cannot fix: the shard fails at once instead of being restarted. */
+export function isUnrunnable(err: unknown): boolean {
+  return err instanceof ChecksumMismatch || err instanceof UnusableSource;
+}
+
+export interface ModelFilesOptions {
+  cache: ModelCache;
+  /** The agent's server URL (`llmgw://NAME` is `<server>/agent/v1/files/NAME`). */
+  server: string;
+  /** The client of the agent's other server calls (the pinned CA). */
+  serverClient: Got;
+  /** The node credential, sent with `llmgw://` requests. */
+  auth?: AgentAuth;
+  headers?: SourceHeaders;
+  /** The digests shards use now: never evicted, `in_use` in the report. */
+  inUse: () => ReadonlySet<string>;
+  log: Logger;
+  maxBytes?: number;
+  /** For tests: pauses between retries of an interrupted transfer. */
+  retryDelayMs?: number;
+}
+
+/** Speed is measured over this window. */
+const RATE_WINDOW_MS = 5_000;
+
+interface Fetching {
+  done: Promise<string>;
+  /** Shards waiting for it; the transfer is aborted when the last one leaves. */
+  waiters: number;
+  abort: AbortController;
+  progress?: Progress;
+  samples: { t: number; done: number }[];
+}
+
+/**
+ * The agent's model files: finds a verified file in the cache or fetches it (one transfer
+ * per digest, however many shards wait for it), with progress for the heartbeat.
+ */
+export class ModelFiles implements FileSource {
+  private readonly fetching = new Map<string, Fetching>();
+
+  constructor(private readonly o: ModelFilesOptions) {}
+
+  ensure(file: WantedFile, signal?: AbortSignal): Promise<string> {
+    // The digest names a path in the cache: nothing but hex may reach it.
+    if (!/^[0-9a-fA-F]{64}$/.test(file.sha256)) return Promise.reject(new UnusableSource(`cannot fetch ${file.url}: sha256 "${file.sha256}" is not 64 hex digits`));
+    const key = file.sha256.toLowerCase();
+    const cached = this.o.cache.use(key);
+    if (cached) return Promise.resolve(cached);
+    let f = this.fetching.get(key);
+    if (!f) {
+      const started: Fetching = { samples: [], waiters: 0, abort: new AbortController(), done: Promise.resolve('') };
+      started.done = this.fetch(file, key, started).finally(() => this.fetching.delete(key));
+      this.fetching.set(key, started);
+      f = started;
+    }
+    f.waiters++;
+    return signal ? this.waitFor(f, signal) : f.done;
+  }
+
+  /** The fetch's outcome for one shard, which may stop waiting (and so end the transfer when it was the last). */
+  private waitFor(f: Fetching, signal: AbortSignal): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const leave = () => {
+        reject(new Error('no shard wants the file any more'));
+        if (--f.waiters === 0) f.abort.abort();
+      };
+      if (signal.aborted) return leave();
+      signal.addEventListener('abort', leave, { once: true });
+      f.done.then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
+    });
+  }
+
+  progress(sha256: string): DownloadProgress | undefined {
+    const f = this.fetching.get(sha256.toLowerCase());
+    if (!f?.progress) return undefined;
+    const first = f.samples[0];
+    const last = f.samples[f.samples.length - 1];
+    const span = first && last ? last.t - first.t : 0;
+    const rate = first && last && span > 0 ? Math.round(((last.done - first.done) * 1000) / span) : 0;
+    return { done_bytes: f.progress.done, ...(f.progress.total !== undefined ? { total_bytes: f.progress.total } : {}), bytes_per_s: Math.max(0, rate) };
+  }
+
+  /** Applies `--model-cache-max` now (at start: the bound may have shrunk since the last run). */
+  evict(): void {
+    this.o.cache.evict(this.o.inUse());
+  }
+
+  /** The cache's files for `NodeReport.files`. */
+  list(): CachedFile[] {
+    return this.o.cache.list(this.o.inUse());
+  }
+
+  private async fetch(file: WantedFile, key: string, f: Fetching): Promise<string> {
+    const { url, client, headers, agent } = await this.request(file.url);
+    const started = Date.now();
+    this.o.log.info({ url: file.url, sha256: key }, 'fetching a model file');
+    try {
+      await download({
+        url,
+        sha256: key,
+        partial: this.o.cache.partialOf(key),
+        client,
+        headers,
+        ...(agent ? { agent } : {}),
+        ...(this.o.maxBytes !== undefined ? { maxBytes: this.o.maxBytes } : {}),
+        ...(this.o.retryDelayMs !== undefined ? { retryDelayMs: this.o.retryDelayMs } : {}),
+        signal: f.abort.signal,
+        onProgress: (p) => {
+          const t = Date.now();
+          f.progress = p;
+          f.samples.push({ t, done: p.done });
+          while (f.samples.length > 2 && (f.samples[0]?.t ?? t) < t - RATE_WINDOW_MS) f.samples.shift();
+        },
+      });
+    } catch (err) {
+      if (f.abort.signal.aborted) this.o.log.info({ url: file.url, sha256: key, bytes: f.progress?.done }, 'stopped fetching a model file no shard wants any more');
+      else this.o.log.error({ url: file.url, sha256: key }, (err as Error).message);
+      throw err;
+    }
+    const path = this.o.cache.add(key, file.url, new Set([...this.o.inUse()].map((s) => s.toLowerCase())));
+    this.o.log.info({ url: file.url, sha256: key, bytes: f.progress?.done, took_ms: Date.now() - started }, 'model file fetched and verified');
+    return path;
+  }
+
+  /** Where to send the request and how: `llmgw://` to the server with the node credential, else through the proxy settings. */
+  private async request(source: string) {
+    if (source.startsWith('llmgw://')) {
+      const name = source.slice('llmgw://'.length);
+      const authorization = this.o.auth ? await this.o.auth.header() : undefined;
+      return {
+        url: `${this.o.server}/agent/v1/files/${encodeURIComponent(name)}`,
+        client: this.o.serverClient,
+        headers: authorization ? { authorization } : {},
+        agent: undefined,
+      };
+    }
+    let parsed: URL;
+    try {
+      parsed = new URL(source);
+    } catch {
+      throw new UnusableSource(`cannot fetch "${source}": not a URL (want http(s)://… or llmgw://NAME)`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UnusableSource(`cannot fetch "${source}": want an http(s):// or llmgw:// source`);
+    const proxy = proxyFor(source);
+    return { url: source, client: got, headers: headersFor(this.o.headers ?? new Map<string, Record<string, string>>(), parsed), agent: proxy ? proxyAgents(proxy) : undefined };
+  }
+}

@@ -1,0 +1,138 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import type { DownloadProgress, ShardAssignment } from '@llmgw/shared';
+import { ChecksumMismatch } from './files/download.js';
+import type { FileSource, WantedFile } from './files/store.js';
+import { Supervisor } from './supervisor/index.js';
+
+const dirs: string[] = [];
+const sups: Supervisor[] = [];
+afterAll(async () => {
+  for (const s of sups) await s.shutdown({ stopEngines: true });
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const SHA = 'ab'.repeat(32);
+
+/** A FileSource whose fetches the test settles by hand. */
+function handFiles() {
+  const calls: WantedFile[] = [];
+  const signals: (AbortSignal | undefined)[] = [];
+  let settle: { resolve: (p: string) => void; reject: (e: Error) => void } | undefined;
+  let progress: DownloadProgress | undefined;
+  const source: FileSource = {
+    ensure: (f, signal) => {
+      calls.push(f);
+      signals.push(signal);
+      return new Promise<string>((resolve, reject) => (settle = { resolve, reject }));
+    },
+    progress: () => progress,
+  };
+  return {
+    source,
+    calls,
+    signals,
+    setProgress: (p: DownloadProgress | undefined) => (progress = p),
+    resolve: (p: string) => settle?.resolve(p),
+    reject: (e: Error) => settle?.reject(e),
+  };
+}
+
+function supervisor(files: FileSource) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-supf-'));
+  dirs.push(dir);
+  const lo = 30000 + Math.floor(Math.random() * 20000);
+  const s = new Supervisor({
+    stateDir: dir, portRange: [lo, lo + 100], bindHost: '127.0.0.1', bins: { vllm: 'vllm', sglangPython: 'python3', llamaServer: 'llama-server', nodeLlamaCpp: 'nlc' },
+    log: pino({ level: 'silent' }), healthIntervalMs: 50, backoffBaseMs: 20, maxRestarts: 3, stopGraceMs: 1000, allowCommandEngine: true, files,
+  });
+  sups.push(s);
+  return { s, dir };
+}
+
+/** A follower (no HTTP: alive is ready) whose argv ends with the source it was given. */
+function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {
+  return {
+    id: 'f1', replica_id: 'rep-f1', model: 'm', profile: 'cpu', engine: 'command', source: 'http://files.example/m.gguf',
+    rank: 1, shards: 2, gpus: [], gpu_indices: [], args: [], env: {},
+    command: [process.execPath, '-e', 'setInterval(() => {}, 1000)', '{source}'],
+    file: { url: 'http://files.example/m.gguf', sha256: SHA },
+    ...over,
+  };
+}
+
+async function until<T>(what: string, fn: () => T | undefined | false): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const v = fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('Supervisor with model files', () => {
+  it('reports the download while the file comes, then starts the engine on the cached path', async () => {
+    const f = handFiles();
+    const { s, dir } = supervisor(f.source);
+    f.setProgress({ done_bytes: 10, total_bytes: 100, bytes_per_s: 5 });
+    s.converge([shard()]);
+    await until('fetch asked', () => f.calls.length === 1);
+    expect(f.calls[0]).toEqual({ url: 'http://files.example/m.gguf', sha256: SHA });
+    expect(s.statuses()[0]).toMatchObject({ state: 'starting', download: { done_bytes: 10, total_bytes: 100, bytes_per_s: 5 } });
+    expect(s.filesInUse()).toEqual(new Set([SHA]));
+    f.setProgress(undefined);
+    f.resolve('/cache/sha256/abab');
+    const st = await until('ready', () => s.statuses().find((x) => x.state === 'ready'));
+    expect(st.download).toBeUndefined();
+    expect(fs.readFileSync(path.join(dir, 'logs', 'f1.log'), 'utf8')).toContain('setInterval(() => {}, 1000) /cache/sha256/abab');
+  });
+
+  it('a checksum mismatch fails the shard at once with both digests; no engine runs', async () => {
+    const f = handFiles();
+    const { s } = supervisor(f.source);
+    s.converge([shard({ id: 'f2' })]);
+    await until('fetch asked', () => f.calls.length === 1);
+    f.reject(new ChecksumMismatch('http://files.example/m.gguf', SHA, 'cd'.repeat(32)));
+    const st = await until('failed', () => s.statuses().find((x) => x.state === 'failed'));
+    expect(st.error).toContain(SHA);
+    expect(st.error).toContain('cd'.repeat(32));
+    expect(st.pid).toBeUndefined();
+    expect(f.calls).toHaveLength(1);
+  });
+
+  it('a transfer that failed is retried after a backoff, like a crash', async () => {
+    const f = handFiles();
+    const { s } = supervisor(f.source);
+    s.converge([shard({ id: 'f3' })]);
+    await until('fetch asked', () => f.calls.length === 1);
+    f.reject(new Error('cannot fetch http://files.example/m.gguf: ECONNRESET'));
+    await until('retried', () => f.calls.length === 2);
+    expect(s.statuses()[0]).toMatchObject({ state: 'starting', error: expect.stringContaining('ECONNRESET') });
+    f.resolve('/cache/x');
+    await until('ready', () => s.statuses().find((x) => x.state === 'ready'));
+  });
+
+  it('a shard retired while its file comes tells the file source it no longer wants it', async () => {
+    const f = handFiles();
+    const { s } = supervisor(f.source);
+    s.converge([shard({ id: 'f5' })]);
+    await until('fetch asked', () => f.calls.length === 1);
+    expect(f.signals[0]?.aborted).toBe(false);
+    s.converge([]);
+    expect(f.signals[0]?.aborted).toBe(true);
+    expect(s.filesInUse()).toEqual(new Set());
+  });
+
+  it('without a model cache, a shard with a file fails saying so', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-supf-'));
+    dirs.push(dir);
+    const s = new Supervisor({ stateDir: dir, portRange: [45000, 45010], bindHost: '127.0.0.1', bins: { vllm: 'v', sglangPython: 'p', llamaServer: 'l', nodeLlamaCpp: 'n' }, log: pino({ level: 'silent' }), allowCommandEngine: true });
+    sups.push(s);
+    s.converge([shard({ id: 'f4' })]);
+    const st = await until('failed', () => s.statuses().find((x) => x.state === 'failed'));
+    expect(st.error).toMatch(/no model cache/);
+  });
+});

@@ -1,0 +1,52 @@
+import type { DownloadProgress, ShardAssignment } from '@llmgw/shared';
+import { UnusableSource, type FileSource } from '../files/store.js';
+import { fingerprint } from './converge.js';
+import type { RunningProcess } from './spawn.js';
+import { fromRecord, type ShardRecord } from './state-file.js';
+import { initialLife, type Life } from './state-machine.js';
+
+/** One assigned (or stopping) shard: its life, plus the process, port and timer that carry it out. */
+export interface Shard {
+  a: ShardAssignment;
+  fingerprint: string;
+  life: Life;
+  port?: number;
+  http: boolean;
+  proc?: RunningProcess;
+  /** Bumped on every transition so that late callbacks of an earlier run do nothing. */
+  epoch: number;
+  timer?: NodeJS.Timeout;
+  /** Launch postponed until a stopping engine with its id or GPUs is gone. */
+  waiting: boolean;
+  /** Aborted when the shard is retired: its model file's transfer need not go on for it. */
+  unwanted?: AbortController;
+}
+
+/** A shard that was never launched. */
+export function newShard(a: ShardAssignment): Shard {
+  return { a, fingerprint: fingerprint(a), life: initialLife(), http: a.rank === 0, epoch: 0, waiting: false };
+}
+
+/** A shard re-adopted from `shards.json`. */
+export function shardFromRecord(rec: ShardRecord): Shard {
+  const r = fromRecord(rec);
+  return { ...newShard(r.a), fingerprint: r.fingerprint, port: r.port, http: r.http, proc: r.proc, life: initialLife(r.restarts) };
+}
+
+/**
+ * The assignment as the engine sees it: for a `file`, the cached file's path where
+ * `source` goes, fetched and verified first when the cache lacks it.
+ */
+export async function withModelFile(s: Shard, files: FileSource | undefined): Promise<ShardAssignment> {
+  const a = s.a;
+  if (!a.file) return a;
+  if (!files) throw new UnusableSource(`this agent has no model cache to fetch ${a.file.url} into`);
+  s.unwanted ??= new AbortController();
+  return { ...a, source: await files.ensure(a.file, s.unwanted.signal) };
+}
+
+/** A shard's download progress while its file comes (no engine yet). */
+export function downloadOf(s: Shard, files: FileSource | undefined): { download?: DownloadProgress } {
+  const progress = s.a.file && !s.proc ? files?.progress(s.a.file.sha256) : undefined;
+  return progress ? { download: progress } : {};
+}
