@@ -10,12 +10,9 @@ import { ADMIN_TOKEN, JOIN_TOKEN, adminFetch, bins, cleanup, ctl, ctlJson, event
 /**
  * Journey: a fleet without outside access serves a GGUF from the server's own
  * --models-dir as `llmgw://tiny.gguf`. The server checks the catalog, sizes the model
- * from the file's header, and serves the file to agents with their node credential.
- * The part where the agent fetches and runs it needs an agent with a model cache
- * (`--model-cache`, the agent half of issue 17): it is skipped on an agent without one.
+ * from the file's header, and serves the file to agents with their node credential; an
+ * agent fetches it into its model cache, verifies it and serves a chat from it.
  */
-
-const agentFetches = execFileSync(process.execPath, [bins.agent, '--help'], { encoding: 'utf8' }).includes('--model-cache');
 
 let server: ServerProc;
 let stateDir: string;
@@ -74,7 +71,7 @@ describe('llmgw:// sources on the server', () => {
   });
 });
 
-(agentFetches ? describe : describe.skip)('llmgw:// sources with an agent that fetches', () => {
+describe('llmgw:// sources with an agent that fetches', () => {
   it('fetches the file, runs it, serves a chat completion, and lists it among the node’s files', async () => {
     await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']))[0]?.state === 'ready', 90_000, 'tiny ready');
     const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'app'])).secret;
