@@ -81,7 +81,7 @@ export async function fleet(catalogText, { core, replicas = 1 } = {}) {
   const [adminUrl, clientUrl] = [m[1], m[2]];
   const { joinToken } = serverTrust(path.join(dir, 'server'), adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');
-  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit', '--log-level', 'warn'], { env: { ...env, LLMGW_JOIN_TOKEN: joinToken } });
+  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit', '--allow-command-engine', '--log-level', 'warn'], { env: { ...env, LLMGW_JOIN_TOKEN: joinToken } });
   const ready = await waitFor(async () => {
     const rs = await admin(adminUrl, '/replicas?show_keys=true');
     return rs.length >= replicas && rs.every((r) => r.state === 'ready') && rs;

@@ -8,9 +8,9 @@ import { BLOCK_BYTES, MAX_BLOCKS } from './prefix.js';
 export const DEFAULT_PREFIX_CACHE_TOKENS = 500_000;
 /**
  * The most blocks remembered per replica, whatever its engine claims: 262,144 blocks of
- * 16 tokens are 4,194,304 tokens (llm-d's in-flight token scale), and with
- * {@link GENERATIONS} sets of 31-bit integers about 40 bytes an entry, at most ~10 MiB
- * per replica.
+ * 16 tokens are 4,194,304 tokens (llm-d's in-flight token scale); with the
+ * {@link entryBound} of 294,912 entries at ~36 bytes (V8 sets of 31-bit integers), at
+ * most ~10 MiB per replica.
  */
 export const MAX_REPLICA_BLOCKS = 262_144;
 /**

@@ -102,21 +102,29 @@ function hash(len: number): PromptBlocks {
   const out = new Int32Array(Math.ceil(nWords / WORDS_PER_BLOCK));
   let h = 0x9747b28c;
   let n = 0;
-  for (let w = 0; w < nWords; ) {
-    const end = Math.min(w + WORDS_PER_BLOCK, nWords);
-    for (; w < end; w++) {
-      let k = Math.imul(words[w]!, 0xcc9e2d51);
-      k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
-      h ^= k;
-      h = ((h << 13) | (h >>> 19)) * 5 + 0xe6546b64;
-      h |= 0;
+  let blockEnd = WORDS_PER_BLOCK;
+  for (let w = 0; w < nWords; w++) {
+    let k = Math.imul(words[w]!, 0xcc9e2d51);
+    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+    h ^= k;
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+    if (w + 1 === blockEnd || w + 1 === nWords) {
+      out[n++] = finish(h, w + 1 === nWords ? len : (w + 1) << 2);
+      blockEnd += WORDS_PER_BLOCK;
     }
-    // The finaliser, so that nearby states land far apart; the chain itself goes on from h.
-    // Mixed with the length so far, so that trailing zero bytes of a text still count.
-    let f = h ^ (w === nWords ? len : w << 2);
-    f = Math.imul(f ^ (f >>> 16), 0x85ebca6b);
-    f = Math.imul(f ^ (f >>> 13), 0xc2b2ae35);
-    out[n++] = (f ^ (f >>> 16)) >>> 1;
   }
   return { hashes: out, bytes: len };
+}
+
+/**
+ * Murmur3's finaliser, mixed with the length so far (so that trailing zero bytes of a
+ * text still count): nearby states land far apart. The chain itself goes on from the
+ * unfinished state. 31 bits, a small integer to V8.
+ */
+function finish(h: number, bytes: number): number {
+  let f = h ^ bytes;
+  f = Math.imul(f ^ (f >>> 16), 0x85ebca6b);
+  f = Math.imul(f ^ (f >>> 13), 0xc2b2ae35);
+  return (f ^ (f >>> 16)) >>> 1;
 }
