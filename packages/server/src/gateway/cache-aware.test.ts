@@ -111,6 +111,25 @@ describe('CacheAware', () => {
     expect(await count(metrics, 'kept')).toBe(2);
   });
 
+  it("sizes a replica's index from the capacity its engine reports", async () => {
+    const metrics = new Metrics();
+    const b = new CacheAware({}, metrics);
+    const groups = Array.from({ length: 12 }, (_, g) => req(g));
+    // Each group is ~600 tokens; an engine holding 2,400 tokens keeps about four.
+    for (const r of groups) {
+      const t = b.pick(targets, none, only('r-1'), r)!;
+      b.ended(r, t, { answered: true, prefixCacheTokens: 2400 });
+    }
+    b.pick(targets, none, all, req(0, 'first again'));
+    expect(await count(metrics, 'no_affinity')).toBe(13);
+    const big = new CacheAware();
+    for (const r of groups.map((_, g) => req(g))) {
+      const t = big.pick(targets, none, only('r-1'), r)!;
+      big.ended(r, t, { answered: true, prefixCacheTokens: 500_000 });
+    }
+    expect(big.pick(targets, none, all, req(0, 'first again'))?.replicaId).toBe('r-1');
+  });
+
   it('forgets replicas that are not ready any more', () => {
     const b = new CacheAware();
     serve(b, req(1), only('r-1'));
