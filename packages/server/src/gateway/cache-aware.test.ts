@@ -48,6 +48,15 @@ describe('CacheAware', () => {
     expect(seen.size).toBe(3);
   });
 
+  it('sends a new prefix to the emptiest cache among the least loaded', () => {
+    const b = new CacheAware();
+    for (const g of [1, 2]) serve(b, req(g), only('r-1'));
+    serve(b, req(3), only('r-2'));
+    expect(serve(b, req(4))).toBe('r-3');
+    // Load still comes first: r-3 busy, the new prefix goes to the emptier of the others.
+    expect(b.pick(targets, (id) => (id === 'r-3' ? 1 : 0), all, req(5))?.replicaId).toBe('r-2');
+  });
+
   it('drops the affinity at once when the replica holding the prompt is not eligible (cooling down, failed)', async () => {
     const metrics = new Metrics();
     const b = new CacheAware({}, metrics);
@@ -65,11 +74,11 @@ describe('CacheAware', () => {
     expect(b.pick(targets, none, all, req(1, 'still here'))?.replicaId).toBe('r-1');
   });
 
-  it('breaks affinity (the valve) when the sticky replica would be slower even with the prefill elsewhere', async () => {
+  it('breaks affinity (the valve) when the sticky replica would be slower than another by more than a cold prefill there', async () => {
     const metrics = new Metrics();
     const b = new CacheAware({}, metrics);
     expect(serve(b, req(1), only('r-1'))).toBe('r-1');
-    // Three distinct prompts in flight on r-1: its queue is longer than a whole prefill of group 1 elsewhere.
+    // Three distinct prompts in flight on r-1: its queue is longer than two whole prefills of group 1 elsewhere.
     for (const g of [97, 98, 99]) b.pick(targets, none, only('r-1'), req(g));
     const t = b.pick(targets, none, all, req(1, 'hot'))!;
     expect(t.replicaId).not.toBe('r-1');

@@ -42,8 +42,9 @@ interface State {
  * replicas predicted to hold at least {@link AFFINITY_THRESHOLD} of the prompt; among
  * them, the one with the fewest uncached prompt tokens in flight once this request is
  * added. Affinity is dropped only when the request would get its first token sooner on
- * the best other replica *even paying its whole uncached prefill there*: the budget is
- * the request's own prefill saved by the cache, not a tuned constant. Waits are
+ * the best other replica even paying its uncached prefill there, by more than a budget
+ * of one whole cold prefill of the prompt (what seeding a second copy of the prefix
+ * costs): a cost of the request itself, not a tuned constant. Waits are
  * in-flight uncached tokens ÷ the replica's prefill rate, measured from its own
  * responses. With no sticky replica (or no routing text: embeddings) it is least-loaded.
  */
@@ -118,16 +119,17 @@ export class CacheAware implements Balancer {
       }
     }
     if (!sticky) {
-      const t = this.leastLoaded.pick(candidates, inFlight, eligible);
+      const t = this.roomiest(model, candidates, inFlight, eligible);
       return t && this.decide(model, st, t, this.index.peek(model, t.replicaId)?.matched(hashes) ?? 0, promptTokens, unavailable ? 'broke_unavailable' : 'no_affinity');
     }
     if (other) {
       const rs = this.rates.get(sticky.replicaId) ?? fallbackRate;
       const ro = this.rates.get(other.replicaId) ?? fallbackRate;
       // The sticky replica's time to this request's first token, against the other's
-      // with the prefill it would pay there: break only when the other is sooner.
+      // with the prefill it would pay there and the budget: one whole cold prefill of
+      // the prompt, what seeding a second copy of the prefix costs.
       const viaSticky = stickyLoad / rs;
-      const viaOther = otherWait + (promptTokens * (1 - otherMatched / n)) / ro;
+      const viaOther = otherWait + (promptTokens * (1 - otherMatched / n)) / ro + promptTokens / ro;
       if (viaSticky > viaOther) return this.decide(model, st, other, otherMatched, promptTokens, 'broke_saturated');
     }
     return this.decide(model, st, sticky, stickyMatched, promptTokens, 'kept');
@@ -194,6 +196,31 @@ export class CacheAware implements Balancer {
     this.metrics?.countRoutingDecision(model, id, decision);
     this.remember(st, t, matched, promptTokens * (1 - matched / st.blocks.hashes.length));
     return t;
+  }
+
+  /**
+   * Least-loaded, ties (common: idle replicas) going to the replica whose cache is
+   * emptiest, then at random: new prefixes spread over the caches instead of piling up
+   * where chance put them, while load still comes first (sending misses to the emptiest
+   * cache regardless of load is what made SGLang's first router spiral).
+   */
+  private roomiest(model: string, candidates: readonly RouteTarget[], inFlight: (replicaId: string) => number, eligible: (replicaId: string) => boolean): RouteTarget | undefined {
+    let best: RouteTarget | undefined;
+    let bestLoad = Infinity;
+    let bestFill = Infinity;
+    let ties = 0;
+    for (const t of candidates) {
+      if (!eligible(t.replicaId)) continue;
+      const load = inFlight(t.replicaId);
+      const cache = this.index.peek(model, t.replicaId);
+      const fill = cache ? cache.entries / cache.capacityBlocks : 0;
+      if (load < bestLoad || (load === bestLoad && fill < bestFill)) {
+        [best, bestLoad, bestFill, ties] = [t, load, fill, 1];
+      } else if (load === bestLoad && fill === bestFill && this.random() * ++ties < 1) {
+        best = t;
+      }
+    }
+    return best;
   }
 
   private remember(st: State, t: RouteTarget, matched: number, charged: number): void {

@@ -9,19 +9,26 @@ export const DEFAULT_PREFIX_CACHE_TOKENS = 500_000;
 /**
  * The most blocks remembered per replica, whatever its engine claims: 262,144 blocks of
  * 16 tokens are 4,194,304 tokens (llm-d's in-flight token scale); with the
- * {@link entryBound} of 294,912 entries at ~36 bytes (V8 sets of 31-bit integers), at
- * most ~10 MiB per replica.
+ * {@link entryBound} of 270,336 entries at ~36 bytes (V8 sets of 31-bit integers), at
+ * most ~9.3 MiB per replica.
  */
 export const MAX_REPLICA_BLOCKS = 262_144;
 /**
- * The LRU is approximated by generations: new and touched blocks go into the youngest
- * set; when it is over a quarter of the capacity a new set starts, and the oldest of
- * four is dropped whole. A lookup is at most four set probes and a touch one insert,
- * where an exact LRU on a JS Map costs a delete and an insert per block (and V8's map
- * iteration degrades as deletes pile up at its head). Four keeps what is forgotten
- * early to at most a quarter of the capacity; more generations cost more probes.
+ * The LRU is approximated by generations: new and touched blocks move into the youngest
+ * set, which closes once it holds a quarter of the capacity (so four generations span
+ * it); whenever the replica holds more than its capacity, the oldest generation is
+ * dropped whole. What is forgotten early is thus at most a quarter of the capacity. A
+ * touch is a move (one probe per older set until found) and a lookup a probe per set,
+ * where an exact LRU on a JS Map costs a delete and an insert per block and V8's map
+ * iteration degrades as deletes pile up at its head.
  */
 export const GENERATIONS = 4;
+/**
+ * Generations kept at most, whatever their size: touches empty old generations, and
+ * each one costs a probe per lookup. 16 keeps a lookup's probes few; empty ones are
+ * dropped anyway.
+ */
+export const MAX_GENERATIONS = 16;
 
 /**
  * What one replica is believed to hold in its prefix cache: the block hashes routed to
@@ -34,25 +41,28 @@ export class ReplicaCache {
   /** Newest first. */
   private gens: Set<number>[] = [new Set()];
   private perGeneration: number;
+  /** Blocks held, over all generations (each block is in one). */
+  private size = 0;
+  private capacity: number;
 
   constructor(capacityBlocks: number) {
-    this.perGeneration = perGeneration(capacityBlocks);
+    this.capacity = capped(capacityBlocks);
+    this.perGeneration = perGeneration(this.capacity);
   }
 
-  /** Re-sizes the replica (its engine said its capacity); the next rotations apply it. */
+  /** Re-sizes the replica (its engine said its capacity); the next prompt learned applies it. */
   setCapacity(blocks: number): void {
-    this.perGeneration = perGeneration(blocks);
+    this.capacity = capped(blocks);
+    this.perGeneration = perGeneration(this.capacity);
   }
 
   get capacityBlocks(): number {
-    return this.perGeneration * GENERATIONS;
+    return this.capacity;
   }
 
-  /** Entries held, duplicates across generations included: what the memory bound counts. */
+  /** Entries held (each block in one generation): what the memory bound counts. */
   get entries(): number {
-    let n = 0;
-    for (const g of this.gens) n += g.size;
-    return n;
+    return this.size;
   }
 
   /** How many leading blocks of the prompt the replica is believed to hold. */
@@ -70,12 +80,19 @@ export class ReplicaCache {
   /** The replica now has the prompt (it was routed there): every block is touched. */
   learn(hashes: Int32Array): void {
     const young = this.gens[0]!;
-    for (let i = 0; i < hashes.length; i++) young.add(hashes[i]!);
-    // After the prompt, never in the middle of it, so that a prompt stays in one generation.
-    if (young.size >= this.perGeneration) {
-      this.gens.unshift(new Set());
-      if (this.gens.length > GENERATIONS) this.gens.pop();
+    for (let i = 0; i < hashes.length; i++) {
+      const h = hashes[i]!;
+      if (young.has(h)) continue;
+      // Moved, not copied: each block is in one generation, so the capacity counts
+      // distinct blocks, as the engine's does.
+      let moved = false;
+      for (let g = 1; g < this.gens.length && !moved; g++) moved = this.gens[g]!.delete(h);
+      if (!moved) this.size++;
+      young.add(h);
     }
+    // After the prompt, never in the middle of it, so that a prompt stays in one generation.
+    if (young.size >= this.perGeneration) this.gens = [new Set(), ...this.gens.filter((g) => g.size > 0)];
+    while (this.gens.length > 1 && (this.size > this.capacityBlocks || this.gens.length > MAX_GENERATIONS)) this.size -= this.gens.pop()!.size;
   }
 
   /**
@@ -83,8 +100,8 @@ export class ReplicaCache {
    * holds, so the index forgets its oldest generation (or all it has, when that is one).
    */
   decay(): void {
-    if (this.gens.length > 1) this.gens.pop();
-    else this.gens = [new Set()];
+    if (this.gens.length > 1) this.size -= this.gens.pop()!.size;
+    else [this.gens, this.size] = [[new Set()], 0];
   }
 
   private holds(h: number): boolean {
@@ -93,16 +110,20 @@ export class ReplicaCache {
   }
 }
 
-function perGeneration(capacityBlocks: number): number {
-  return Math.max(1, Math.floor(Math.min(capacityBlocks, MAX_REPLICA_BLOCKS) / GENERATIONS));
+function capped(blocks: number): number {
+  return Math.max(GENERATIONS, Math.min(Math.ceil(blocks), MAX_REPLICA_BLOCKS));
+}
+
+function perGeneration(capacity: number): number {
+  return Math.floor(capacity / GENERATIONS);
 }
 
 /**
- * The most entries one replica holds: four generations, each closed once over its share
- * of the capacity by at most one prompt's blocks.
+ * The most entries one replica holds: its capacity, passed by at most one prompt's
+ * blocks (a generation is dropped only after the prompt that overfilled it).
  */
 export function entryBound(capacityBlocks: number): number {
-  return GENERATIONS * (perGeneration(capacityBlocks) + MAX_BLOCKS);
+  return capped(capacityBlocks) + MAX_BLOCKS;
 }
 
 /** A capacity in tokens as blocks of routing text, at the model's bytes per token. */

@@ -131,9 +131,10 @@ describe('cache-aware routing through the gateway', () => {
     }
     const statuses = (await Promise.all(pending)).map((r) => r.status);
     expect(statuses.every((s) => s === 200)).toBe(true);
-    const served = engines.map((e) => e.stats.served);
-    // Every replica took a real share, and none built a queue like one replica alone would (~75).
-    for (const n of served) expect(n).toBeGreaterThan(15);
+    const served = engines.map((e) => e.stats.served).sort((a, b) => b - a);
+    // More than one replica took a real share, and none built a queue like one replica alone would (~75).
+    expect(served[0]).toBeLessThan(110);
+    expect(served[1]).toBeGreaterThan(30);
     for (const e of engines) expect(e.stats.maxQueue).toBeLessThan(25);
     const { values } = await metrics.routingDecisions.get();
     expect(values.some((v) => v.labels.decision === 'broke_saturated' && v.value > 0)).toBe(true);
