@@ -42,6 +42,9 @@ export interface PromptBlocks {
   bytes: number;
 }
 
+/** Any odd start, so that an empty chain is not 0. */
+const SEED = 0x2545f491;
+
 const NONE: PromptBlocks = { hashes: new Int32Array(0), bytes: 0 };
 
 /**
@@ -91,24 +94,23 @@ function putContent(c: unknown, at: number): number {
 }
 
 /**
- * Murmur3's 32-bit mixing, four bytes a step: several times faster than a byte-wise
- * hash, and a single bit's change reaches every bit of the state. The state is the
- * chain: it runs on across blocks, and is recorded at each block's end.
+ * Jenkins's one-at-a-time mixing, four bytes a step: adds, shifts and xors only. No
+ * `Math.imul`: V8 does not inline it in every context (in jest's VM contexts, and it was
+ * measured ~10× slower in the server too), and this loop is the hot path. The state is
+ * the chain: it runs on across blocks, and is recorded, finalised, at each block's end.
  */
 function hash(len: number): PromptBlocks {
   // The last word's bytes past the text are stale: zero them so they do not count.
   for (let i = len; i < ((len + 3) & ~3); i++) scratch[i] = 0;
   const nWords = (len + 3) >> 2;
   const out = new Int32Array(Math.ceil(nWords / WORDS_PER_BLOCK));
-  let h = 0x9747b28c;
+  let h = SEED;
   let n = 0;
   let blockEnd = WORDS_PER_BLOCK;
   for (let w = 0; w < nWords; w++) {
-    let k = Math.imul(words[w]!, 0xcc9e2d51);
-    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+    h = (h + words[w]!) | 0;
+    h = (h + (h << 10)) | 0;
+    h ^= h >>> 6;
     if (w + 1 === blockEnd || w + 1 === nWords) {
       out[n++] = finish(h, w + 1 === nWords ? len : (w + 1) << 2);
       blockEnd += WORDS_PER_BLOCK;
@@ -118,13 +120,13 @@ function hash(len: number): PromptBlocks {
 }
 
 /**
- * Murmur3's finaliser, mixed with the length so far (so that trailing zero bytes of a
- * text still count): nearby states land far apart. The chain itself goes on from the
- * unfinished state. 31 bits, a small integer to V8.
+ * One-at-a-time's final avalanche, mixed with the length so far (so that trailing zero
+ * bytes of a text still count); 31 bits, a small integer to V8.
  */
 function finish(h: number, bytes: number): number {
-  let f = h ^ bytes;
-  f = Math.imul(f ^ (f >>> 16), 0x85ebca6b);
-  f = Math.imul(f ^ (f >>> 13), 0xc2b2ae35);
-  return (f ^ (f >>> 16)) >>> 1;
+  let f = (h ^ bytes) | 0;
+  f = (f + (f << 3)) | 0;
+  f ^= f >>> 11;
+  f = (f + (f << 15)) | 0;
+  return f >>> 1;
 }
