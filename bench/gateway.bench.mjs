@@ -8,16 +8,19 @@ import path from 'node:path';
 import { Pool, cpuSeconds, fleet, percentile, root, run, stopAll, table, waitFor } from './lib.mjs';
 
 const engine = '[llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"]';
-const catalog = `models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
+// The same engine under both routing policies, for the long-prompt case (one replica each).
+const model = (name, routing) => `  - name: ${name}\n    source: t\n    routing: ${routing}\n    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
+const catalog = `models:\n${model('echo', 'least-loaded')}${model('echo-ca', 'cache-aware')}`;
 
 const body = JSON.stringify({ model: 'echo', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4 });
 const streamBody = JSON.stringify({ model: 'echo', stream: true, max_tokens: 400, min_tokens: 400, messages: [{ role: 'user', content: 'go' }] });
 
-async function sequential(pool, key, n) {
+async function sequential(pool, key, n, bodyOf = () => body) {
   const lat = [];
   for (let i = 0; i < n; i++) {
+    const b = bodyOf(i);
     const t = process.hrtime.bigint();
-    const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
+    const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: b });
     await r.body.text();
     if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
     lat.push(Number(process.hrtime.bigint() - t) / 1e6);
@@ -62,12 +65,34 @@ async function measure(name, pool, key, pid) {
   return { name, lat, thr, perCpu: (thr * 4) / cpu, events: events / ((Date.now() - t0) / 1000), eventsPerCpu: events / sCpu };
 }
 
-try {
-  const f = await fleet(catalog, { core: 0 });
-  const r = f.replicas[0];
-  const proxy = run(path.join(root, 'bench/minimal-proxy.mjs'), [r.endpoint, r.api_key], { core: 0 });
-  const proxyUrl = (await waitFor(async () => proxy.output().match(/on (http:\S+)/), 'minimal proxy'))[1];
-  const pools = [new Pool(r.endpoint, { connections: 128 }), new Pool(proxyUrl, { connections: 128 }), new Pool(f.clientUrl, { connections: 128 })];
+// ~8,000 tokens (32,000 characters) of shared system prompt and a question of its own per request.
+const longSystem = 'You are a meticulous assistant; answer with care and cite the manual. '.repeat(460);
+const longBody = (name) => (i) => JSON.stringify({ model: name, max_tokens: 4, messages: [{ role: 'system', content: longSystem }, { role: 'user', content: `question ${i}` }] });
+
+/**
+ * Added latency of 8,000-token prompts at c=1, least-loaded vs cache-aware (hashing the
+ * prompt, the index lookup and learning). Each model has its own replica, so each is
+ * compared with its own engine direct; requests alternate one by one, so that drift on
+ * a noisy machine hits both policies alike.
+ */
+async function longPrompts(gateway, key, direct) {
+  const lat = { 'least-loaded': { direct: [], gateway: [] }, 'cache-aware': { direct: [], gateway: [] } };
+  const one = async (pool, k, name, i) => (await sequential(pool, k, 1, () => longBody(name)(i)))[0];
+  for (let i = 0; i < 1500; i++) {
+    for (const [policy, name] of [['least-loaded', 'echo'], ['cache-aware', 'echo-ca']]) {
+      const d = await one(direct[name].pool, direct[name].key, name, i);
+      const g = await one(gateway, key, name, i);
+      if (i < 200) continue; // warm-up
+      lat[policy].direct.push(d);
+      lat[policy].gateway.push(g);
+    }
+  }
+  for (const p of Object.values(lat)) for (const a of Object.values(p)) a.sort((x, y) => x - y);
+  return lat;
+}
+
+/** The small-request figures: latency, throughput and SSE, direct vs minimal proxy vs gateway. */
+async function smallRequests(pools, r, f, proxy) {
   const d = await measure('engine direct', pools[0], r.api_key);
   const m = await measure('minimal proxy', pools[1], 'unused', proxy.child.pid);
   const g = await measure('llmgw gateway', pools[2], f.secret, f.serverPid);
@@ -85,6 +110,25 @@ try {
   console.log(table(['measure', 'direct', 'minimal proxy', 'llmgw gateway'], rows));
   console.log(`\ngateway cost relative to the minimal proxy: ${(m.perCpu / g.perCpu).toFixed(2)}x CPU per request, ${(m.eventsPerCpu / g.eventsPerCpu).toFixed(2)}x CPU per SSE event`);
   console.log('Goals: added p50 <= 0.3 ms at c=1; >= 5,000 small requests/s per core; >= 20,000 SSE events/s per core.');
+}
+
+try {
+  const f = await fleet(catalog, { core: 0, replicas: 2 });
+  const r = f.replicas.find((x) => x.model === 'echo');
+  const proxy = run(path.join(root, 'bench/minimal-proxy.mjs'), [r.endpoint, r.api_key], { core: 0 });
+  const proxyUrl = (await waitFor(async () => proxy.output().match(/on (http:\S+)/), 'minimal proxy'))[1];
+  const pools = [new Pool(r.endpoint, { connections: 128 }), new Pool(proxyUrl, { connections: 128 }), new Pool(f.clientUrl, { connections: 128 })];
+  // --routing-only: just the long-prompt routing case.
+  if (!process.argv.includes('--routing-only')) await smallRequests(pools, r, f, proxy);
+  const ca = f.replicas.find((x) => x.model === 'echo-ca');
+  const caPool = new Pool(ca.endpoint, { connections: 4 });
+  const long = await longPrompts(pools[2], f.secret, { echo: { pool: pools[0], key: r.api_key }, 'echo-ca': { pool: caPool, key: ca.api_key } });
+  await caPool.close();
+  const added = (p, q) => percentile(long[p].gateway, q) - percentile(long[p].direct, q);
+  console.log('\n8,000-token prompts at c=1, each routing policy against its own replica direct (ms; added over direct in brackets)\n');
+  console.log(table(['measure', 'least-loaded', 'cache-aware'], [50, 90].map((q) => [`latency p${q}`, ...['least-loaded', 'cache-aware'].map((p) => `${percentile(long[p].gateway, q).toFixed(3)} (+${added(p, q).toFixed(3)})`)])));
+  const us = (q) => ((added('cache-aware', q) - added('least-loaded', q)) * 1000).toFixed(0);
+  console.log(`cache-aware added minus least-loaded added: p50 ${us(50)} µs, p90 ${us(90)} µs. Goal: within 50 µs.`);
   await Promise.all(pools.map((x) => x.close()));
 } finally {
   stopAll();

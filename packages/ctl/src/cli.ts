@@ -61,7 +61,7 @@ addNodeStateCommands(program, io);
 
 program
   .command('models')
-  .description('list the catalog: ready/total replicas, scaling, profiles, aliases, fallbacks; a failed reload of the catalog file is the line above')
+  .description('list the catalog: ready/total replicas, scaling, profiles, aliases, fallbacks, routing policy; a failed reload of the catalog file is the line above')
   .addHelpText('after', examplesText('ctl models', 'ctl models -o json'))
   .action(async () => {
     const { conn, json } = globals();

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ExplainView, NodeView } from '@llmgw/shared';
+import type { ExplainView, ModelView, NodeView } from '@llmgw/shared';
 import { Chalk } from 'chalk';
 import { colours } from './render.js';
-import { explainText, keysTable, nodeDetails, nodesTable, parseExpiry, usageTable } from './tables.js';
+import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, usageTable } from './tables.js';
 
 const plain = new Chalk({ level: 0 });
 
@@ -135,5 +135,16 @@ describe('usageTable', () => {
     const [head, row] = out.split('\n').map((l) => l.trim().split(/\s{2,}/));
     expect(head).toEqual(['KEY', 'MODEL', 'REQUESTS', 'ERRORS', 'CANCELLED', 'PROMPT TOKENS', 'COMPLETION TOKENS']);
     expect(row).toEqual(['app (key-1)', 'm', '3', '1', '2', '10', '7']);
+  });
+});
+
+describe('modelsTable', () => {
+  const model = (o: Partial<ModelView> = {}): ModelView => ({ name: 'qwen', aliases: [], source: 's', min_replicas: 1, max_replicas: 2, ready_replicas: 1, total_replicas: 1, fallbacks: [], profiles: ['cpu'], routing: 'cache-aware', ...o });
+
+  it("shows each model's routing policy", () => {
+    const lines = modelsTable([model(), model({ name: 'embed', routing: 'least-loaded' })], plain).split('\n');
+    expect(lines[0]).toMatch(/ROUTING/);
+    expect(lines.find((l) => l.includes('qwen'))).toMatch(/cache-aware/);
+    expect(lines.find((l) => l.includes('embed'))).toMatch(/least-loaded/);
   });
 });

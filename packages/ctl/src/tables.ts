@@ -53,7 +53,7 @@ export function nodeDetails(nodes: NodeView[]): string {
 export function modelsTable(models: ModelView[], c: ChalkInstance): string {
   if (models.length === 0) return 'The catalog has no models. Start the server with --catalog FILE.';
   return table(
-    ['NAME', 'READY', 'MIN', 'MAX', 'PROFILES', 'ALIASES', 'FALLBACKS'],
+    ['NAME', 'READY', 'MIN', 'MAX', 'PROFILES', 'ALIASES', 'FALLBACKS', 'ROUTING'],
     models.map((m) => [
       m.name,
       m.ready_replicas >= m.min_replicas ? `${m.ready_replicas}/${m.total_replicas}` : c.yellow(`${m.ready_replicas}/${m.total_replicas}`),
@@ -62,6 +62,7 @@ export function modelsTable(models: ModelView[], c: ChalkInstance): string {
       m.profiles.join(','),
       m.aliases.join(',') || '-',
       m.fallbacks.join(',') || '-',
+      m.routing,
     ]),
   );
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { KeyCreated, ReplicaView } from '@llmgw/shared';
-import { cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir, type ServerProc } from './harness.js';
+import { ADMIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir, type ServerProc } from './harness.js';
 
 /**
  * Journey: an application developer gets a key from the operator and uses llmgw with the
@@ -102,6 +102,19 @@ describe('the OpenAI SDK through the gateway', () => {
 
     const usageRows = await ctlJson<{ key_name: string; model: string; completion_tokens: number }[]>(server.adminUrl, ['usage']);
     expect(usageRows.find((u) => u.key_name === 'app' && u.model === 'echo')!.completion_tokens).toBeGreaterThanOrEqual(6);
+  });
+
+  it('sends a repeated system prompt back to the replica that has it cached (cache-aware, the default), as ctl models and /metrics say', async () => {
+    const system = 'You are a terse assistant for the llmgw test suite. '.repeat(60);
+    const replicas = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const { response } = await client.chat.completions.create({ model: 'echo', max_tokens: 2, messages: [{ role: 'system', content: system }, { role: 'user', content: `question ${i}` }] }).withResponse();
+      replicas.add(response.headers.get('x-llmgw-replica') ?? '');
+    }
+    expect(replicas.size).toBe(1);
+    expect(rows((await ctl(server.adminUrl, ['models'])).stdout).get('echo')?.ROUTING).toBe('cache-aware');
+    const metrics = await (await adminFetch(`${server.adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    expect(metrics).toMatch(/llmgw_routing_decisions_total\{model="echo",replica="[^"]+",decision="kept"\} 5/);
   });
 
   it("raises the SDK's own errors: no key, unknown model, rate limit, no replica", async () => {

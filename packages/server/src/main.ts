@@ -32,6 +32,7 @@ const program = new Command('llmgw-server')
   .addOption(opt('--upstream-timeout <seconds>', "longest wait for an engine's response headers (a non-streamed reply has them only when done)", 'LLMGW_UPSTREAM_TIMEOUT', '600'))
   .addOption(opt('--cooldown <seconds>', 'how long a replica that failed a request gets no traffic', 'LLMGW_COOLDOWN', '5'))
   .addOption(opt('--stream-idle-timeout <seconds>', 'a stream whose engine sends nothing this long (after its headers) ends with an error event', 'LLMGW_STREAM_IDLE_TIMEOUT', '60'))
+  .addOption(opt('--prefix-cache-tokens <n>', "prefix cache capacity, in tokens, that cache-aware routing assumes for a replica whose engine does not say (llmgw's engines send x-llmgw-prefix-cache-tokens)", 'LLMGW_PREFIX_CACHE_TOKENS', '500000'))
   .addOption(opt('--keep-alive <seconds>', 'interval of ": keep-alive" comments on a stream waiting for its first token', 'LLMGW_KEEP_ALIVE', '5'))
   .addOption(opt('--drain-parallel <n>', 'replicas of one model replaced at a time when a node drains', 'LLMGW_DRAIN_PARALLEL', '1'))
   .addOption(opt('--min-healthy <seconds>', 'a replacement must be ready this long before the replica it replaces stops taking traffic', 'LLMGW_MIN_HEALTHY', '3'))
@@ -149,6 +150,7 @@ const program = new Command('llmgw-server')
           upstreamTimeoutS: num('upstream-timeout', o.upstreamTimeout),
           cooldownS: num('cooldown', o.cooldown),
           keepAliveS: num('keep-alive', o.keepAlive),
+          prefixCacheTokens: count('prefix-cache-tokens', o.prefixCacheTokens),
           drainParallel: num('drain-parallel', o.drainParallel),
           minHealthyS: nonNeg('min-healthy', o.minHealthy),
           drainTimeoutS: num('drain-timeout', o.drainTimeout),

@@ -70,6 +70,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly routingDecisions = new Counter({
+    name: 'llmgw_routing_decisions_total',
+    help: 'Cache-aware routing decisions per replica chosen: kept (a replica holding the prompt), broke_saturated (the load valve: sooner elsewhere despite the prefill), broke_unavailable (the replica holding it is cooling down or failed this request), no_affinity (no replica holds half the prompt)',
+    labelNames: ['model', 'replica', 'decision'] as const,
+    registers: [this.registry],
+  });
+  readonly routingCachedTokens = new Counter({
+    name: 'llmgw_routing_cached_tokens_total',
+    help: 'Prompt tokens served from the prefix cache per replica: predicted by the gateway\u2019s index (source=predicted) and reported by the engine (source=reported), over the same responses',
+    labelNames: ['model', 'replica', 'source'] as const,
+    registers: [this.registry],
+  });
+
   /** The store's state, read at scrape time (GuardedStore.stats). */
   storeSource: () => { up: boolean; errors: ReadonlyMap<string, number> } = () => ({ up: true, errors: new Map() });
   readonly storeUp = new Gauge({
@@ -135,6 +148,14 @@ export class Metrics {
 
   observeTtft(model: string, seconds: number): void {
     this.child(this.ttft, model).observe(seconds);
+  }
+
+  countRoutingDecision(model: string, replica: string, decision: string): void {
+    this.child(this.routingDecisions, model, replica, decision).inc();
+  }
+
+  countCachedTokens(model: string, replica: string, source: 'predicted' | 'reported', n: number): void {
+    this.child(this.routingCachedTokens, model, replica, source).inc(n);
   }
 
   countTokens(model: string, direction: 'prompt' | 'completion', n: number): void {

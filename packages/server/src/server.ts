@@ -49,6 +49,8 @@ export interface ServerSettings {
   upstreamTimeoutS: number;
   cooldownS: number;
   keepAliveS: number;
+  /** Prefix cache capacity (tokens) cache-aware routing assumes when an engine does not say; default 500,000. */
+  prefixCacheTokens?: number;
   drainParallel: number;
   minHealthyS: number;
   drainTimeoutS: number;
@@ -189,6 +191,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
       coldStartTimeoutMs: settings.coldStartTimeoutS * 1000,
       health: () => store.health(),
       streamIdleTimeoutMs: settings.streamIdleTimeoutS * 1000,
+      ...(settings.prefixCacheTokens !== undefined ? { prefixCacheTokens: settings.prefixCacheTokens } : {}),
     },
     log,
   );

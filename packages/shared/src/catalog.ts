@@ -15,6 +15,17 @@ export type EngineName = (typeof Engines)[number];
 /** A SHA-256 digest as 64 hex digits, as `sha256sum` prints it. */
 const Sha256 = Type.String({ pattern: '^[0-9a-fA-F]{64}$', failMessage: 'must be a SHA-256 digest: 64 hex digits, as sha256sum prints it' });
 
+/**
+ * How the gateway picks a replica of a model for each request: `cache-aware` prefers
+ * replicas predicted to hold the prompt's prefix in their KV cache, until their
+ * estimated wait exceeds the others' by a budget; `least-loaded` takes the replica with
+ * the fewest requests in flight. See packages/server/src/gateway/README.md.
+ */
+export const RoutingPolicies = ['cache-aware', 'least-loaded'] as const;
+export type RoutingPolicy = (typeof RoutingPolicies)[number];
+/** A model without `routing:` routes cache-aware. */
+export const DEFAULT_ROUTING: RoutingPolicy = 'cache-aware';
+
 export const ProfileSchema = Type.Object(
   {
     name: Name,
@@ -74,6 +85,8 @@ export const ModelSchema = Type.Object(
       ),
     ),
     fallbacks: Type.Optional(Type.Array(Name)),
+    /** The routing policy (`RoutingPolicies`); `cache-aware` when absent. */
+    routing: Type.Optional(Type.Union(RoutingPolicies.map((r) => Type.Literal(r)))),
     profiles: Type.Array(ProfileSchema, { minItems: 1 }),
   },
   { additionalProperties: false },

@@ -83,6 +83,8 @@ export const ModelViewSchema = Type.Object({
   total_replicas: Type.Integer(),
   fallbacks: Type.Array(Type.String()),
   profiles: Type.Array(Type.String()),
+  /** The model's routing policy, its default filled in: `cache-aware` or `least-loaded`. */
+  routing: Type.String(),
   /** The last placement attempt's one-line summary, when the model is short of replicas. */
   placement_summary: Type.Optional(Type.String()),
 });

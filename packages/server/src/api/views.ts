@@ -1,5 +1,5 @@
 import type { CatalogStatusView, DownloadProgress, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
-import { UNKNOWN_STATE, mbToGb, type ReplicaState } from '@llmgw/shared';
+import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { CatalogError } from '../catalog/errors.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
@@ -90,6 +90,7 @@ export function modelViews(ctl: Controller): ModelView[] {
       total_replicas: total.get(m.name) ?? 0,
       fallbacks: m.fallbacks ?? [],
       profiles: m.profiles.map((p) => p.name),
+      routing: m.routing ?? DEFAULT_ROUTING,
       ...(attempt && activeCount < min ? { placement_summary: attempt.outcome.summary } : {}),
     };
   });

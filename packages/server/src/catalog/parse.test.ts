@@ -220,3 +220,15 @@ describe('loadCatalog', () => {
     expect(err.line).toBeUndefined();
   });
 });
+
+describe('parseCatalog: routing', () => {
+  it('takes routing: cache-aware or least-loaded per model, absent meaning the default', () => {
+    expect(parseCatalog(oneModel(['routing: least-loaded']), 'c.yaml').models[0]?.routing).toBe('least-loaded');
+    expect(parseCatalog(oneModel(['routing: cache-aware']), 'c.yaml').models[0]?.routing).toBe('cache-aware');
+    expect(parseCatalog(oneModel(), 'c.yaml').models[0]?.routing).toBeUndefined();
+  });
+
+  it('rejects another policy, naming the two and the likely one', () => {
+    expect(parseError(oneModel(['routing: cache_aware'])).message).toMatch(/routing must be one of cache-aware, least-loaded \(did you mean cache-aware\?\)/);
+  });
+});

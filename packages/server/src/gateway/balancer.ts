@@ -1,4 +1,26 @@
 import type { RouteTarget } from '../controller/controller.js';
+import type { TokenUsage } from './usage.js';
+
+/**
+ * The request a policy routes, shared by all its attempts: the model being tried and the
+ * parsed body. `state` is the policy's own (cache-aware keeps the prompt's block hashes
+ * there, hashed once, and its last decision).
+ */
+export interface Routed {
+  readonly model: string;
+  readonly body: Record<string, unknown>;
+  state?: unknown;
+}
+
+/** How an attempt on the picked replica went, for a policy that learns from it. */
+export interface AttemptOutcome {
+  /** The engine answered (a 2xx–4xx reply, or a stream); false when the attempt failed. */
+  answered: boolean;
+  /** The usage the engine reported, when it was valid. */
+  usage?: TokenUsage;
+  /** The engine's prefix cache capacity in tokens (`x-llmgw-prefix-cache-tokens`), when it said. */
+  prefixCacheTokens?: number;
+}
 
 /**
  * A routing policy: which of a model's ready replicas gets the next attempt. An
@@ -13,7 +35,13 @@ export interface Balancer {
    * @param inFlight requests this gateway has in flight on a replica
    * @param eligible false for a replica this request already tried or that is cooling down
    */
-  pick(candidates: readonly RouteTarget[], inFlight: (replicaId: string) => number, eligible: (replicaId: string) => boolean): RouteTarget | undefined;
+  pick(candidates: readonly RouteTarget[], inFlight: (replicaId: string) => number, eligible: (replicaId: string) => boolean, request?: Routed): RouteTarget | undefined;
+  /** The picked replica's first byte came (for a stream, its prefill is over). */
+  firstByte?(request: Routed, target: RouteTarget): void;
+  /** The attempt on the picked replica ended; called once per pick, whatever happened. */
+  ended?(request: Routed, target: RouteTarget, outcome: AttemptOutcome): void;
+  /** Forgets replicas that are not ready any more. */
+  retain?(ready: ReadonlySet<string>): void;
 }
 
 /**

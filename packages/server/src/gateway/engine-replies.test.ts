@@ -78,3 +78,14 @@ describe('oversized engine replies', () => {
     expect(reply(last.slice(6)).error.message).toMatch(/event over 32768 bytes/);
   });
 });
+
+describe('cached tokens from an engine', () => {
+  it.each(['-1', '"3"', '1.5', '{}'])('a prompt_tokens_details.cached_tokens of %s makes the usage bad, as any other count', async (v) => {
+    const body = `{"id":"x","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":${v}}}}`;
+    const { url, secret, keys, store, metrics } = await setup(json(200, body));
+    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
+    keys.flushUsage();
+    expect(store.usage).toEqual([expect.objectContaining({ promptTokens: 0 })]);
+    expect(await metrics.registry.metrics()).toMatch(/llmgw_engine_bad_usage_total\{model="m"\} 1/);
+  });
+});

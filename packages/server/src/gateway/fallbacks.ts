@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { DEFAULT_ROUTING, type Model, type RoutingPolicy } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import type { Balancer } from './balancer.js';
+import type { AttemptOutcome, Balancer, Routed } from './balancer.js';
 import type { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { errorEvent } from './errors.js';
@@ -21,7 +22,7 @@ export class Fallbacks {
   constructor(
     private readonly ctl: GatewayController,
     private readonly upstream: Upstream,
-    private readonly balancer: Balancer,
+    private readonly balancers: (model: Model) => Balancer,
     private readonly coldStart: ColdStart,
     private readonly usage: UsageMeter,
     private readonly metrics: Metrics,
@@ -53,15 +54,19 @@ export class Fallbacks {
       const tried = new Set<string>();
       let now = Date.now();
       const eligible = (id: string) => !tried.has(id) && !this.upstream.coolingDown(id, now);
-      for (let target = this.balancer.pick(targets, this.upstream.inFlight, eligible); target; target = this.balancer.pick(targets, this.upstream.inFlight, eligible)) {
+      const balancer = this.balancers(model);
+      const routed: Routed = { model: model.name, body: ex.body };
+      for (let target = balancer.pick(targets, this.upstream.inFlight, eligible, routed); target; target = balancer.pick(targets, this.upstream.inFlight, eligible, routed)) {
         tried.add(target.replicaId);
         if (ex.signal.aborted) return;
         if (!overheadObserved) {
           this.metrics.overhead.observe(Number(process.hrtime.bigint() - ex.t0) / 1e9);
           overheadObserved = true;
         }
+        let outcome: AttemptOutcome = { answered: false };
         try {
-          await this.upstream.attempt(res, ex, model, target, payload, fallbackFrom);
+          const t = target;
+          outcome = await this.upstream.attempt(res, ex, model, target, payload, fallbackFrom, balancer.firstByte && (() => balancer.firstByte?.(routed, t)));
           // A stream the client left returns, its tokens so far counted.
           if (ex.signal.aborted) this.metrics.cancelled.inc({ model: model.name });
           return;
@@ -75,6 +80,8 @@ export class Fallbacks {
           this.upstream.coolDown(target.replicaId);
           this.metrics.retries.inc({ model: model.name });
           this.log.warn({ replica: target.replicaId, model: model.name, err: err.message }, 'upstream failed before the first byte; trying another replica');
+        } finally {
+          balancer.ended?.(routed, target, outcome);
         }
         now = Date.now();
       }
@@ -92,6 +99,11 @@ export class Fallbacks {
     const what = `\`${ex.model.name}\`${chain.length > 1 ? ' or its fallbacks' : ''}`;
     throw new DomainError('no_ready_replica', `no replica could serve ${what}: ${failures.join('; ')}`, { retryAfterS: 5 });
   }
+}
+
+/** A model's routing policy, its default filled in. */
+export function routingOf(model: Model): RoutingPolicy {
+  return model.routing ?? DEFAULT_ROUTING;
 }
 
 /** Why a model has no replica to route to, for the 503: its replicas' states, or why it is not placed. */

@@ -8,10 +8,11 @@ import type { ModelLoad } from '../reconcile/reconcile.js';
 import type { StoredKey } from '../store/store.js';
 import { admitLimits, authenticate, checkModel, mayUse } from './admission.js';
 import { LeastLoaded, type Balancer } from './balancer.js';
+import { CacheAware } from './cache-aware.js';
 import { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { asDomainError, sendError, sendJson } from './errors.js';
-import { Fallbacks } from './fallbacks.js';
+import { Fallbacks, routingOf } from './fallbacks.js';
 import type { KeyRing } from './keys.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
 import { SseRelay } from './sse.js';
@@ -36,6 +37,8 @@ export interface GatewaySettings {
   maxReplyBytes?: number;
   /** Largest single SSE event from an engine; a larger one ends the stream with an error event. */
   maxEventBytes?: number;
+  /** Prefix cache capacity, in tokens, assumed for a replica whose engine does not send `x-llmgw-prefix-cache-tokens`. */
+  prefixCacheTokens?: number;
 }
 
 /** Engine replies this large are not believed: 64 MiB holds a large batch of embeddings. */
@@ -64,18 +67,24 @@ export class Gateway implements LoadSource {
     metrics: Metrics,
     private readonly settings: GatewaySettings,
     private readonly log: Logger,
-    balancer: Balancer = new LeastLoaded(),
+    /** One policy for every model, whatever the catalog says (tests); else each model's `routing`. */
+    balancer?: Balancer,
   ) {
     const usage = new UsageMeter(keys, metrics, log);
     const sse = new SseRelay(metrics, { keepAliveMs: settings.keepAliveMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs, maxEventBytes: settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES });
     this.upstream = new Upstream(metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
     this.coldStart = new ColdStart(ctl, settings, log);
-    this.fallbacks = new Fallbacks(ctl, this.upstream, balancer, this.coldStart, usage, metrics, log);
+    const leastLoaded = new LeastLoaded();
+    const cacheAware = new CacheAware({ prefixCacheTokens: settings.prefixCacheTokens }, metrics);
+    this.fallbacks = new Fallbacks(ctl, this.upstream, (m) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware), this.coldStart, usage, metrics, log);
     metrics.inFlightSource = () => this.upstream.inFlightByReplica();
     ctl.events.on('replicas', () => {
       const replicas = ctl.listReplicas();
       this.upstream.prune(replicas);
       usage.prune(new Set(replicas.map((r) => r.id)));
+      // A replica that is not ready has lost its cache, or will have when it is back.
+      const ready = new Set(replicas.filter((r) => r.state === 'ready').map((r) => r.id));
+      (balancer ?? cacheAware).retain?.(ready);
     });
   }
 

@@ -59,7 +59,8 @@ export class SseRelay {
     private readonly settings: SseSettings,
   ) {}
 
-  async pipe(res: ServerResponse, body: EngineBody, headers: Record<string, string>, status: number, model: string, cx: StreamContext): Promise<StreamOutcome> {
+  /** @param onFirst called at the engine's first chunk (its prefill is over), for the balancer */
+  async pipe(res: ServerResponse, body: EngineBody, headers: Record<string, string>, status: number, model: string, cx: StreamContext, onFirst?: () => void): Promise<StreamOutcome> {
     if (!res.headersSent) {
       res.writeHead(status, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       res.flushHeaders();
@@ -96,6 +97,7 @@ export class SseRelay {
         if (first) {
           first = false;
           this.metrics.observeTtft(model, Number(process.hrtime.bigint() - cx.t0) / 1e9);
+          onFirst?.();
         }
         // The common case: whole events with no usage in them go out as the same bytes.
         if (pending.length === 0 && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {

@@ -74,6 +74,39 @@ export async function setup(upstream: Upstream, settings: Partial<ConstructorPar
   return { url, secret, keys, store, gw, metrics, lookups };
 }
 
+/**
+ * A gateway in front of one fake engine per replica (`r-1`, `r-2`, …), for routing
+ * tests: `ready` is the set of replicas routed to, and `changed()` tells the gateway the
+ * replicas changed (as the controller's `replicas` event does).
+ */
+export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}, settings: Partial<ConstructorParameters<typeof Gateway>[3]> = {}) {
+  const m: Model = { name: 'm', source: 'x', profiles: [{ name: 'cpu', engine: 'llama.cpp' }], ...model };
+  const targets: RouteTarget[] = [];
+  for (const [i, e] of engines.entries()) targets.push({ replicaId: `r-${i + 1}`, endpoint: await listen(e), apiKey: 'k' });
+  const ready = new Set(targets.map((t) => t.replicaId));
+  const events = new EventEmitter();
+  const ctl = {
+    catalogView: { models: [m], resolve: (n: string) => (n === 'm' ? m : undefined), suggest: () => [] },
+    models: [m],
+    startedAtMs: Date.now(),
+    routes: (name: string) => (name === 'm' ? targets.filter((t) => ready.has(t.replicaId)) : []),
+    listReplicas: () => targets.map((t) => ({ id: t.replicaId, model: 'm', state: ready.has(t.replicaId) ? 'ready' : 'stopped', endpoint: t.endpoint })),
+    lastAttempt: () => undefined,
+    notify: () => {},
+    events,
+  } as unknown as Controller;
+  const keys = new KeyRing(memoryStore());
+  const { secret } = keys.create({ name: 'test' }, (n) => n);
+  const metrics = new Metrics();
+  const gw = new Gateway(ctl, keys, metrics, { maxBodyBytes: 1 << 22, upstreamTimeoutMs: 5000, cooldownMs: 60_000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings }, pino({ level: 'silent' }));
+  const url = await listen(gw.handle);
+  closers.push(async () => {
+    keys.close();
+    await gw.close();
+  });
+  return { url, secret, gw, metrics, ready, changed: () => events.emit('replicas') };
+}
+
 export async function post(url: string, secret: string, body: unknown): Promise<{ status: number; text: string; headers: http.IncomingHttpHeaders }> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',

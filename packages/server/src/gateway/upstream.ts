@@ -3,11 +3,15 @@ import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import type { Model } from '@llmgw/shared';
 import type { RouteTarget } from '../controller/controller.js';
+import type { AttemptOutcome } from './balancer.js';
 import type { Metrics } from '../metrics.js';
 import type { StoredKey } from '../store/store.js';
 import type { ClientRequest } from './request.js';
 import { end, replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
-import { findUsage, type UsageMeter } from './usage.js';
+import { findUsage, type UsageMeter, type UsageReport } from './usage.js';
+
+/** The engine's prefix cache capacity in tokens, sent by llmgw's own engines on completions. */
+export const PREFIX_CACHE_HEADER = 'x-llmgw-prefix-cache-tokens';
 
 /** One client request on its way through, built once when it is admitted. */
 export interface Exchange extends ClientRequest, StreamContext {
@@ -97,9 +101,11 @@ export class Upstream {
   /**
    * Sends the request to one replica and relays its answer. Throws
    * `RetryableUpstreamError` while nothing has reached the client yet.
+   * Resolves with what the balancer learns from: the usage and the engine's cache size.
    * @param fallbackFrom the model the client asked for, when `model` is its fallback
+   * @param onFirstByte called when the engine's first byte arrives
    */
-  async attempt(res: ServerResponse, ex: Exchange, model: Model, target: RouteTarget, payload: Buffer | string, fallbackFrom: string | undefined): Promise<void> {
+  async attempt(res: ServerResponse, ex: Exchange, model: Model, target: RouteTarget, payload: Buffer | string, fallbackFrom: string | undefined, onFirstByte?: () => void): Promise<AttemptOutcome> {
     this.outstanding.set(target.replicaId, this.inFlight(target.replicaId) + 1);
     this.replicaModel.set(target.replicaId, model.name);
     try {
@@ -125,14 +131,19 @@ export class Upstream {
         throw new RetryableUpstreamError(`answered ${status} ${text.slice(0, 200)}`);
       }
       if (fallbackFrom) this.metrics.fallbacks.inc({ model: fallbackFrom, fallback: model.name });
+      const outcome: AttemptOutcome = { answered: true, ...cacheTokens(up.headers[PREFIX_CACHE_HEADER]) };
+      let usage: UsageReport;
       const headers: Record<string, string> = { 'x-llmgw-model': model.name, 'x-llmgw-replica': target.replicaId };
       const ctype = String(up.headers['content-type'] ?? 'application/json');
       if (ctype.startsWith('text/event-stream')) {
-        const o = await this.sse.pipe(res, up.body, headers, status, model.name, ex);
+        const o = await this.sse.pipe(res, up.body, headers, status, model.name, ex, onFirstByte);
         this.usage.served(ex.key, model.name, target.replicaId, { usage: o.usage, relayed: o.relayed, failed: o.end === 'failed', cancelled: o.end === 'cancelled' });
+        usage = o.usage;
         // The caller counts the client leaving.
-        if (o.end === 'cancelled') return;
+        if (o.end === 'cancelled') return outcome;
       } else {
+        // Headers of a non-streamed reply come when it is done: prefill and decode.
+        onFirstByte?.();
         const limit = this.settings.maxReplyBytes;
         let buf: Buffer | undefined;
         try {
@@ -154,11 +165,15 @@ export class Upstream {
           res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(buf.length) });
           end(res, buf);
         }
-        if (status < 400) this.usage.served(ex.key, model.name, target.replicaId, { usage: findUsage(buf.toString('utf8')) });
-        else this.usage.failed(ex.key, model.name);
+        if (status < 400) {
+          usage = findUsage(buf.toString('utf8'));
+          this.usage.served(ex.key, model.name, target.replicaId, { usage });
+        } else this.usage.failed(ex.key, model.name);
       }
       this.metrics.countRequest(model.name, ex.path, status);
       this.metrics.observeDuration(model.name, Number(process.hrtime.bigint() - ex.t0) / 1e9);
+      if (usage && usage !== 'bad') outcome.usage = usage;
+      return outcome;
     } finally {
       const left = this.inFlight(target.replicaId) - 1;
       // Forget replicas with nothing in flight so the map and the metric do not grow forever.
@@ -166,6 +181,12 @@ export class Upstream {
       else this.outstanding.delete(target.replicaId);
     }
   }
+}
+
+/** The capacity header as a count, when it is one (an engine's headers are untrusted too). */
+function cacheTokens(v: string | string[] | undefined): { prefixCacheTokens?: number } {
+  const n = typeof v === 'string' && /^\d{1,15}$/.test(v) ? Number(v) : undefined;
+  return n === undefined ? {} : { prefixCacheTokens: n };
 }
 
 /** How much of a 5xx body is read, for the message. */

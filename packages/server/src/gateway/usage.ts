@@ -7,6 +7,8 @@ import type { KeyRing } from './keys.js';
 export interface TokenUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
+  /** `prompt_tokens_details.cached_tokens`: prompt tokens the engine served from its prefix cache. */
+  cached_tokens?: number;
 }
 
 /**
@@ -88,9 +90,15 @@ const count = (v: unknown): boolean => v === undefined || v === null || (typeof 
 export function checkUsage(u: unknown): UsageReport {
   if (u === undefined || u === null) return undefined;
   if (typeof u !== 'object' || Array.isArray(u)) return 'bad';
-  const { prompt_tokens: p, completion_tokens: c } = u as Record<string, unknown>;
+  const { prompt_tokens: p, completion_tokens: c, prompt_tokens_details: d } = u as Record<string, unknown>;
   if (!count(p) || !count(c)) return 'bad';
-  return { ...(typeof p === 'number' ? { prompt_tokens: p } : {}), ...(typeof c === 'number' ? { completion_tokens: c } : {}) };
+  let cached: unknown;
+  if (d !== undefined && d !== null) {
+    if (typeof d !== 'object' || Array.isArray(d)) return 'bad';
+    cached = (d as Record<string, unknown>).cached_tokens;
+    if (!count(cached)) return 'bad';
+  }
+  return { ...(typeof p === 'number' ? { prompt_tokens: p } : {}), ...(typeof c === 'number' ? { completion_tokens: c } : {}), ...(typeof cached === 'number' ? { cached_tokens: cached } : {}) };
 }
 
 /** The `usage` of a JSON reply or event, parsed only when the text mentions it. */

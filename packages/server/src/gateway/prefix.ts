@@ -1,0 +1,132 @@
+/**
+ * A request's prompt as chained block hashes, for cache-aware routing (README.md,
+ * "Cache-aware routing"). No tokenizer: the routing text — each chat message's role and
+ * text in order, or a completion's prompt — is written as UTF-8 into one scratch buffer
+ * and cut into blocks of {@link BLOCK_BYTES} bytes. One running hash goes over the
+ * whole text, and its value at the end of each block names that block *and everything
+ * before it* (a chained hash): two prompts share block i's hash only when they share
+ * their first i + 1 blocks, so a lookup needs no trie. The last, partial block is hashed
+ * too, as llm-d does: a prompt repeated exactly matches whole.
+ */
+
+/**
+ * 64 bytes of English text are about 16 tokens (OpenAI's rule of thumb: ~4 characters a
+ * token), the KV block of vLLM and of the test engine (`--cache-block-tokens 16`): the
+ * index sees prefixes at about the engines' own granularity. Smaller costs more hashes
+ * and index entries per prompt; larger loses up to a block of every shared prefix.
+ */
+export const BLOCK_BYTES = 64;
+/** Bytes of routing text per token, until a model's engines say otherwise (see {@link BYTES_PER_TOKEN}). */
+export const BYTES_PER_TOKEN = 4;
+/**
+ * The most blocks hashed of one prompt: 8,192 × 64 bytes = 512 KiB, about 131,072
+ * tokens (llm-d's `maxPrefixTokensToMatch`). A longer prompt routes on its first
+ * 512 KiB, which is where prefixes are shared; the work per request stays bounded.
+ */
+export const MAX_BLOCKS = 8192;
+const MAX_TEXT = MAX_BLOCKS * BLOCK_BYTES;
+const WORDS_PER_BLOCK = BLOCK_BYTES / 4;
+
+// One scratch buffer for the routing text and a view of it as 32-bit words: hashing is
+// synchronous, so one request at a time uses them, and no request allocates for it.
+const memory = new ArrayBuffer(MAX_TEXT + 4);
+const scratch = Buffer.from(memory);
+const words = new Int32Array(memory);
+/** Between messages: a byte no UTF-8 text contains, so `ab`+`c` and `a`+`bc` differ. */
+const SEPARATOR = 0xff;
+
+/** A prompt's block hashes, and how many bytes of routing text they cover. */
+export interface PromptBlocks {
+  /** hashes[i] names blocks 0..i; 31-bit integers, which V8's maps key fastest. */
+  hashes: Int32Array;
+  bytes: number;
+}
+
+/** Any odd start, so that an empty chain is not 0. */
+const SEED = 0x2545f491;
+
+const NONE: PromptBlocks = { hashes: new Int32Array(0), bytes: 0 };
+
+/**
+ * The block hashes of a request body: `messages` for a chat completion, `prompt` for a
+ * completion; none for anything else (embeddings are not cached by engines), so the
+ * policy falls back to the load alone.
+ */
+export function promptBlocks(body: Record<string, unknown>): PromptBlocks {
+  let len = 0;
+  const messages = body.messages;
+  if (Array.isArray(messages)) {
+    for (const m of messages as unknown[]) {
+      if (!m || typeof m !== 'object') continue;
+      const { role, content } = m as { role?: unknown; content?: unknown };
+      if (typeof role === 'string') len = put(role, len);
+      len = sep(len);
+      len = putContent(content, len);
+      len = sep(len);
+      if (len >= MAX_TEXT) break;
+    }
+  } else {
+    len = putContent(body.prompt, len);
+  }
+  return len === 0 ? NONE : hash(len);
+}
+
+function put(s: string, at: number): number {
+  return at >= MAX_TEXT ? at : at + scratch.write(s, at, MAX_TEXT - at, 'utf8');
+}
+
+function sep(at: number): number {
+  if (at >= MAX_TEXT) return at;
+  scratch[at] = SEPARATOR;
+  return at + 1;
+}
+
+/** A message's content: a string, or the text of its parts (`{type: 'text', text}`); a prompt: a string or strings. */
+function putContent(c: unknown, at: number): number {
+  if (typeof c === 'string') return put(c, at);
+  if (!Array.isArray(c)) return at;
+  for (const part of c as unknown[]) {
+    if (typeof part === 'string') at = put(part, at);
+    else if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') at = put((part as { text: string }).text, at);
+    at = sep(at);
+  }
+  return at;
+}
+
+/**
+ * Jenkins's one-at-a-time mixing, four bytes a step: adds, shifts and xors only. No
+ * `Math.imul`: V8 does not inline it in every context (in jest's VM contexts, and it was
+ * measured ~10× slower in the server too), and this loop is the hot path. The state is
+ * the chain: it runs on across blocks, and is recorded, finalised, at each block's end.
+ */
+function hash(len: number): PromptBlocks {
+  // The last word's bytes past the text are stale: zero them so they do not count.
+  for (let i = len; i < ((len + 3) & ~3); i++) scratch[i] = 0;
+  const nWords = (len + 3) >> 2;
+  const out = new Int32Array(Math.ceil(nWords / WORDS_PER_BLOCK));
+  let h = SEED;
+  let n = 0;
+  let blockEnd = WORDS_PER_BLOCK;
+  for (let w = 0; w < nWords; w++) {
+    h = (h + words[w]!) | 0;
+    h = (h + (h << 10)) | 0;
+    h ^= h >>> 6;
+    if (w + 1 === blockEnd || w + 1 === nWords) {
+      out[n++] = finish(h, w + 1 === nWords ? len : (w + 1) << 2);
+      blockEnd += WORDS_PER_BLOCK;
+    }
+  }
+  return { hashes: out, bytes: len };
+}
+
+/**
+ * One-at-a-time's final avalanche, mixed with the length so far (so that trailing zero
+ * bytes of a text still count); 31 bits, a small integer to V8.
+ */
+function finish(h: number, bytes: number): number {
+  let f = (h ^ bytes) | 0;
+  f = (f + (f << 3)) | 0;
+  f ^= f >>> 11;
+  f = (f + (f << 15)) | 0;
+  return f >>> 1;
+}
