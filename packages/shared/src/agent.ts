@@ -122,7 +122,9 @@ export const ShardStatusSchema = Type.Object({
   error: Type.Optional(Type.String({ maxLength: 16384 })),
   /**
    * While the shard's model file is fetched (state `starting`): how far it got. Absent
-   * once the file is in the cache, and for sources the engine reads or fetches itself.
+   * once the file is in the cache, and for sources the engine reads. For a hub id that
+   * vLLM or SGLang fetches itself, what the engine's log shows of it, best effort: absent
+   * when the log shows no byte bar under way.
    */
   download: Type.Optional(DownloadProgressSchema),
   /** The end of the shard's log; sent only when it changed since the last heartbeat. */

@@ -31,6 +31,13 @@ describe('log files', () => {
     expect(readTail(file, 1000)).toBe('first line\nsecond\nthird\n');
     expect(readTail(path.join(dir, 'none.log'), 100)).toBe('');
   });
+
+  it('a window of \\r redraws only starts after its first \\r, never mid-redraw', () => {
+    const file = path.join(dir, 'redraws.log');
+    fs.writeFileSync(file, 'start\nm.safetensors: 10%|\rm.safetensors: 20%|\rm.safetensors: 30%|');
+    expect(readTail(file, 30)).toBe('m.safetensors: 30%|');
+    expect(readTail(file, 50)).toBe('m.safetensors: 20%|\rm.safetensors: 30%|');
+  });
 });
 
 describe('lastRunLines', () => {

@@ -26,7 +26,11 @@ export function writeLaunchMark(file: string, shardId: string, restarts: number,
   fs.appendFileSync(file, `\n${LAUNCH_MARK}${new Date().toISOString()} launch #${restarts} of shard ${shardId}: ${shown}\n`);
 }
 
-/** The last `maxBytes` of a file, from a line start; '' when it cannot be read. */
+/**
+ * The last `maxBytes` of a file, from a line start; '' when it cannot be read. A window
+ * with no newline in it (a progress bar redrawn in place with `\r` for a long while)
+ * starts after its first `\r` instead, so that it never begins mid-redraw.
+ */
 export function readTail(file: string, maxBytes: number): string {
   try {
     const fd = fs.openSync(file, 'r');
@@ -36,7 +40,9 @@ export function readTail(file: string, maxBytes: number): string {
       const buf = Buffer.alloc(len);
       fs.readSync(fd, buf, 0, len, size - len);
       const text = buf.toString('utf8');
-      return len < size ? text.slice(text.indexOf('\n') + 1) : text;
+      if (len === size) return text;
+      const nl = text.indexOf('\n');
+      return text.slice((nl === -1 ? text.indexOf('\r') : nl) + 1);
     } finally {
       fs.closeSync(fd);
     }

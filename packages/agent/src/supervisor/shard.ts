@@ -1,6 +1,7 @@
 import type { DownloadProgress, ShardAssignment } from '@llmgw/shared';
 import { UnusableSource, type FileSource } from '../files/store.js';
 import { fingerprint } from './converge.js';
+import { hubProgress } from './hub-progress.js';
 import type { RunningProcess } from './spawn.js';
 import { fromRecord, type ShardRecord } from './state-file.js';
 import { initialLife, type Life } from './state-machine.js';
@@ -45,8 +46,17 @@ export async function withModelFile(s: Shard, files: FileSource | undefined): Pr
   return { ...a, source: await files.ensure(a.file, s.unwanted.signal) };
 }
 
-/** A shard's download progress while its file comes (no engine yet). */
-export function downloadOf(s: Shard, files: FileSource | undefined): { download?: DownloadProgress } {
-  const progress = s.a.file && !s.proc ? files?.progress(s.a.file.sha256) : undefined;
+/** Engines that fetch a hub id themselves, through huggingface_hub, whose bars `hubProgress` reads. */
+const HUB_ENGINES: ReadonlySet<string> = new Set(['vllm', 'sglang']);
+
+/**
+ * A shard's download progress while its model comes: llmgw's own fetch of its `file` (no
+ * engine yet), or else, for vLLM and SGLang fetching a hub id themselves, what the
+ * engine's log shows (`readLog` gives its end; read only then) while the engine starts.
+ */
+export function downloadOf(s: Shard, files: FileSource | undefined, readLog: () => string): { download?: DownloadProgress } {
+  let progress: DownloadProgress | undefined;
+  if (s.a.file) progress = s.proc ? undefined : files?.progress(s.a.file.sha256);
+  else if (HUB_ENGINES.has(s.a.engine) && s.proc && s.life.state === 'starting') progress = hubProgress(readLog());
   return progress ? { download: progress } : {};
 }

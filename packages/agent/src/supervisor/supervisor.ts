@@ -15,6 +15,9 @@ import { adoptionOf, StateFileStore, toRecord, type ShardRecord } from './state-
 import { exitReason, step, type Decision, type RestartPolicy, type ShardEvent } from './state-machine.js';
 import { killGroupQuietly, stopGroup } from './stop.js';
 
+/** How much of a starting vLLM/SGLang log is searched for download bars: seconds of redraws of several bars. */
+const HUB_TAIL_BYTES = 64 * 1024;
+
 /**
  * Runs the shards assigned to this node as supervised engine processes (DESIGN §5).
  * The rules live in the steps it composes: `state-machine` (restarts, backoff, health,
@@ -107,7 +110,7 @@ export class Supervisor {
       ...(s.port !== undefined ? { port: s.port } : {}),
       restarts: s.life.restarts,
       ...(s.life.error ? { error: s.life.error } : {}),
-      ...downloadOf(s, this.opts.files),
+      ...downloadOf(s, this.opts.files, () => readTail(this.logFile(s.a.id), HUB_TAIL_BYTES)),
     }));
   }
 
