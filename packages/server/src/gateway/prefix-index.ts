@@ -80,6 +80,12 @@ export class ReplicaCache {
   /** The replica now has the prompt (it was routed there): every block is touched. */
   learn(hashes: Int32Array): void {
     const young = this.gens[0]!;
+    // A prompt is learned whole, and only into the youngest generation, which loses
+    // nothing until it stops being the youngest: when its last block is there, so is
+    // every block before it, and learning it again would change nothing. The common
+    // case (a repeated system prompt) then costs one lookup, not one per block.
+    const last = hashes[hashes.length - 1];
+    if (last === undefined || young.has(last)) return;
     for (let i = 0; i < hashes.length; i++) {
       const h = hashes[i]!;
       if (young.has(h)) continue;
