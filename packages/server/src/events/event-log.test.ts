@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import pino from 'pino';
 import { Controller, type CatalogView } from '../controller/controller.js';
 import { Inventory } from '../inventory.js';
@@ -32,6 +34,25 @@ describe('EventLog', () => {
     const second = eventLog(again);
     expect(second.list().events.map((e) => [e.id, e.reason, e.who])).toEqual([[1, 'cordon', 'ops'], [2, 'uncordon', 'ops']]);
     expect(second.record(makeEvent()).id).toBe(3);
+    again.close();
+  });
+
+  it('a corrupt row in the store is skipped at start: the other events stay, and new ids follow the newest', () => {
+    const dir = tmp();
+    const store = new SqliteStore(dir);
+    const first = eventLog(store);
+    for (const m of ['m1', 'm2', 'm3']) first.record(makeEvent({ message: m }));
+    store.close();
+    const db = new Database(path.join(dir, 'llmgw.db'));
+    db.prepare('UPDATE events SET data = ? WHERE id = 2').run('{"id": 2, "torn');
+    db.prepare('INSERT INTO events (id, time_ms, data) VALUES (?, ?, ?)').run(4, Date.now(), JSON.stringify({ id: 4, message: 'no nodes' }));
+    db.close();
+    const again = new SqliteStore(dir);
+    const second = eventLog(again);
+    expect(second.list().events.map((e) => [e.id, e.message])).toEqual([[1, 'm1'], [3, 'm3']]);
+    expect(second.list({ node: 'n1' }).events).toHaveLength(2);
+    second.record(makeEvent({ message: 'after' }));
+    expect(again.loadEvents(10).map((e) => e.message)).toEqual(['m1', 'm3', 'after']);
     again.close();
   });
 
