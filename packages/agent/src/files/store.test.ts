@@ -195,4 +195,16 @@ describe('ModelCache eviction (--model-cache-max)', () => {
     fs.writeFileSync(path.join(dir, 'index.json'), '{not json');
     expect(new ModelCache(dir, undefined, log).list(new Set())).toEqual([]);
   });
+
+  it('an index that is JSON but not an index starts afresh, and junk entries are dropped, not reported', () => {
+    const dir = tmp();
+    fs.writeFileSync(path.join(dir, 'index.json'), 'null');
+    expect(new ModelCache(dir, undefined, log).list(new Set())).toEqual([]);
+    const [good, late, negative, fraction] = ['a', 'b', 'c', 'd'].map((h) => h.repeat(64)) as [string, string, string, string];
+    for (const h of [good, late, negative, fraction]) fs.writeFileSync(path.join(dir, 'sha256', h), 'x');
+    const entry = (over: Record<string, unknown>) => ({ source: 'llmgw://m.gguf', size_bytes: 1, last_used_ms: 1000, ...over });
+    const index = { [good]: entry({}), [late]: entry({ last_used_ms: 1e300 }), [negative]: entry({ size_bytes: -1 }), [fraction]: entry({ size_bytes: 0.5 }) };
+    fs.writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ files: index }));
+    expect(new ModelCache(dir, undefined, log).list(new Set()).map((f) => f.sha256)).toEqual([good]);
+  });
 });
