@@ -137,7 +137,17 @@ export class ModelCache {
     return out;
   }
 
+  /**
+   * Writes the index; a failure (a full disk) is logged, not thrown. The index only
+   * records sources and last uses: a verified file that is here must still reach its
+   * engine, and the next write that succeeds catches up. Had it thrown, every start of
+   * a cached shard would fail with ENOSPC and be retried for as long as the disk is full.
+   */
   private save(): void {
-    writePrivateFile(this.indexFile(), JSON.stringify({ files: Object.fromEntries(this.entries) }, null, 1) + '\n');
+    try {
+      writePrivateFile(this.indexFile(), JSON.stringify({ files: Object.fromEntries(this.entries) }, null, 1) + '\n');
+    } catch (err) {
+      this.log.warn({ file: this.indexFile(), err: (err as Error).message }, 'cannot write the model cache index; its files are still used');
+    }
   }
 }

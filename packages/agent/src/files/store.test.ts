@@ -196,6 +196,17 @@ describe('ModelCache eviction (--model-cache-max)', () => {
     expect(new ModelCache(dir, undefined, log).list(new Set())).toEqual([]);
   });
 
+  it('a cached file still reaches its shard when the index cannot be written (a full disk)', async () => {
+    const body = randomBytes(300);
+    const srv = await server(body);
+    const dir = tmp();
+    const file = { url: srv.url, sha256: srv.sha256 };
+    const cached = await files(dir).ensure(file);
+    // The index's temporary file cannot be created: a directory holds its name.
+    fs.mkdirSync(path.join(dir, `.index.json.${process.pid}.tmp`));
+    await expect(files(dir).ensure(file)).resolves.toBe(cached);
+  });
+
   it('an index that is JSON but not an index starts afresh, and junk entries are dropped, not reported', () => {
     const dir = tmp();
     fs.writeFileSync(path.join(dir, 'index.json'), 'null');
