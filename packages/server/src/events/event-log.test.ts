@@ -80,6 +80,10 @@ describe('EventLog', () => {
     expect(events.list({ model: 'a' }).events.map((e) => e.message)).toEqual(['1']);
     expect(events.list({ since: 1 })).toEqual({ events: [expect.objectContaining({ id: 2 }), expect.objectContaining({ id: 3 })], cursor: 3 });
     expect(events.list({ limit: 1 }).events.map((e) => e.message)).toEqual(['3']);
+    // A watch behind by more than `limit` gets every event, page by page, none skipped.
+    const page = events.list({ since: 0, limit: 2 });
+    expect([page.events.map((e) => e.id), page.cursor]).toEqual([[1, 2], 2]);
+    expect(events.list({ since: page.cursor, limit: 2 })).toEqual({ events: [expect.objectContaining({ id: 3 })], cursor: 3 });
     // A cursor from a store that was replaced (past the newest id) starts over.
     expect(events.list({ since: 99 }).events).toHaveLength(3);
     store.close();
