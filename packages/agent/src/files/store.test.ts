@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
@@ -126,6 +128,22 @@ describe('ModelFiles', () => {
     await files(dir, { headers }).ensure({ url: srv.url, sha256: srv.sha256 });
     expect(srv.seen[0]?.headers.authorization).toBe('Bearer from-a-file');
     expect(srv.seen[0]?.headers['x-key']).toBeUndefined();
+  });
+
+  it('does not send --source-header headers on to the host a redirect points to', async () => {
+    const srv = await server(Buffer.from('moved'));
+    const seen: http.IncomingHttpHeaders[] = [];
+    const redirect = http.createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(302, { location: `${srv.url}/cdn/m.gguf` }).end();
+    });
+    await new Promise<void>((r) => redirect.listen(0, 'localhost', r));
+    closers.push(() => new Promise<void>((r) => redirect.close(() => r())));
+    const origin = `localhost:${(redirect.address() as AddressInfo).port}`;
+    const headers = parseSourceHeaders([`${origin}=X-Api-Key: s3cret`]);
+    await files(tmp(), { headers }).ensure({ url: `http://${origin}/m.gguf`, sha256: srv.sha256 });
+    expect(seen[0]?.['x-api-key']).toBe('s3cret');
+    expect(srv.seen[0]?.headers['x-api-key']).toBeUndefined();
   });
 
   describe('proxies', () => {
