@@ -97,6 +97,10 @@ export function killRecordedEngines(stateDir) {
   }
   let n = 0;
   for (const s of shards) {
+    // An engine leads its own group, so its pgid is a real pid above 1: a hand-edited or
+    // torn record must never reach kill(-1) (every process of this user) or kill(-0)
+    // (the launcher's own group, the terminal's job).
+    if (!Number.isInteger(s?.pgid) || s.pgid <= 1 || !Number.isInteger(s.pid) || s.pid <= 1) continue;
     const now = startTime(s.pid);
     // The leader gone but its group alive is still the engine's group: Linux does not
     // reuse a pid that names a live group. The leader's pid on another process is not.

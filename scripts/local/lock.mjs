@@ -48,22 +48,32 @@ export function refusal(home, held) {
 }
 
 /**
- * Takes the lock for this process, or returns the instance that holds it. A stale file
- * is replaced; two launchers racing for it cannot both win, because only one exclusive
- * create succeeds.
+ * Takes the lock for this process, or returns the instance that holds it. Two launchers
+ * racing for a free lock cannot both win, because only one exclusive create succeeds. A
+ * stale file is removed and the create tried again; two launchers that find the same
+ * stale file at once can still both win (the second removes the first's fresh lock).
  */
 export function acquire(home, info) {
   const file = lockFile(home);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      fs.writeFileSync(file, JSON.stringify({ pid: process.pid, ...info }) + '\n', { flag: 'wx' });
-      return { ok: true };
-    } catch (err) {
-      if (err.code !== 'EEXIST') throw err;
+  // The lock appears whole: written beside it, then hard-linked into place, which fails
+  // when the name exists, as O_EXCL does. A file created with O_EXCL and then written is
+  // empty for a moment, and a launcher reading it then took it for stale and removed it.
+  const tmp = `${file}.${process.pid}.new`;
+  fs.writeFileSync(tmp, JSON.stringify({ pid: process.pid, ...info }) + '\n');
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        fs.linkSync(tmp, file);
+        return { ok: true };
+      } catch (err) {
+        if (err.code !== 'EEXIST') throw err;
+      }
+      const held = holder(home);
+      if (held) return { ok: false, held };
+      fs.rmSync(file, { force: true });
     }
-    const held = holder(home);
-    if (held) return { ok: false, held };
-    fs.rmSync(file, { force: true });
+  } finally {
+    fs.rmSync(tmp, { force: true });
   }
   const held = holder(home);
   return held ? { ok: false, held } : { ok: false, held: { pid: NaN } };

@@ -12,6 +12,11 @@ const Id = Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9][A-
 /** Integers JavaScript holds exactly: a count of 1e20 is not a count but junk. */
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 /**
+ * A time in Unix ms that a Date can hold (±8.64e15, ECMA-262): the server prints it with
+ * toISOString, which throws past that, so one agent's junk would fail every listing.
+ */
+const UnixMs = Type.Integer({ minimum: 0, maximum: 8.64e15 });
+/**
  * A list from an agent, bounded so a report can never be absurd: far above any real
  * node (GPUs, fabrics, shards, sources per node), far below what would cost the server.
  */
@@ -54,7 +59,7 @@ export const CachedFileSchema = Type.Object({
   source: Str({ minLength: 1 }),
   size_bytes: Count,
   /** When a shard last started on it (Unix ms). */
-  last_used_ms: Count,
+  last_used_ms: UnixMs,
   /** Whether a shard of this node uses it now (such a file is never evicted). */
   in_use: Type.Boolean(),
 });

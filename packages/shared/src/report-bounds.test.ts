@@ -45,6 +45,7 @@ describe('report bounds', () => {
     ['65 fabrics', { fabrics: Array.from({ length: 65 }, () => 'ib') }, 'report.fabrics must NOT have more than 64 items'],
     ['a fabric of 65 characters', { fabrics: ['f'.repeat(65)] }, 'report.fabrics[0] must NOT have more than 64 characters'],
     ['a hostname of 254 characters', { hostname: 'h'.repeat(254) }, 'report.hostname must NOT have more than 253 characters'],
+    ['a cached file last used past what a Date holds', { files: [{ sha256: 'a'.repeat(64), source: 'llmgw://m.gguf', size_bytes: 1, last_used_ms: 8.64e15 + 1, in_use: false }] }, 'report.files[0].last_used_ms must be <= 8640000000000000'],
     ['an agent version of 129 characters', { agent_version: 'v'.repeat(129) }, 'report.agent_version must NOT have more than 128 characters'],
   ])('refuses %s', (_what, report, message) => {
     expect(failure(report)).toBe(message);

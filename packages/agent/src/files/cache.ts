@@ -12,6 +12,10 @@ interface Entry {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
+/** The last time a Date can hold (ECMA-262), as `CachedFileSchema` bounds `last_used_ms`. */
+const MAX_DATE_MS = 8.64e15;
+
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /**
  * The agent's model cache (`--model-cache`): verified files stored by content,
@@ -119,18 +123,31 @@ export class ModelCache {
       return new Map();
     }
     const out = new Map<string, Entry>();
-    const files = (raw as { files?: unknown }).files;
+    // Valid JSON need not be an object: `null` would throw here and stop the agent.
+    const files = typeof raw === 'object' && raw !== null ? (raw as { files?: unknown }).files : undefined;
     if (typeof files !== 'object' || files === null) return out;
     for (const [key, v] of Object.entries(files as Record<string, unknown>)) {
       const e = v as Partial<Entry>;
-      if (!HEX64.test(key) || typeof e.source !== 'string' || typeof e.size_bytes !== 'number' || typeof e.last_used_ms !== 'number') continue;
+      // The entries go into every report as they are: one the server's schema refuses
+      // (a fraction, a negative size, a time no Date holds) would get every heartbeat refused.
+      if (!HEX64.test(key) || typeof e.source !== 'string' || !e.source || !isCount(e.size_bytes) || !isCount(e.last_used_ms) || e.last_used_ms > MAX_DATE_MS) continue;
       if (!fs.existsSync(this.pathOf(key))) continue;
       out.set(key, { source: e.source, size_bytes: e.size_bytes, last_used_ms: e.last_used_ms });
     }
     return out;
   }
 
+  /**
+   * Writes the index; a failure (a full disk) is logged, not thrown. The index only
+   * records sources and last uses: a verified file that is here must still reach its
+   * engine, and the next write that succeeds catches up. Had it thrown, every start of
+   * a cached shard would fail with ENOSPC and be retried for as long as the disk is full.
+   */
   private save(): void {
-    writePrivateFile(this.indexFile(), JSON.stringify({ files: Object.fromEntries(this.entries) }, null, 1) + '\n');
+    try {
+      writePrivateFile(this.indexFile(), JSON.stringify({ files: Object.fromEntries(this.entries) }, null, 1) + '\n');
+    } catch (err) {
+      this.log.warn({ file: this.indexFile(), err: (err as Error).message }, 'cannot write the model cache index; its files are still used');
+    }
   }
 }

@@ -83,6 +83,10 @@ async function transfer(r: DownloadRequest): Promise<boolean> {
     throwHttpErrors: false,
     decompress: false,
     ...(r.signal ? { signal: r.signal } : {}),
+    // got drops only authorization and cookie on a redirect to another origin: the
+    // headers given for this URL's host (--source-header: X-Api-Key, Private-Token, …)
+    // would go on to a CDN or wherever the file server points. They are for its host alone.
+    hooks: { beforeRedirect: [(o) => dropHeadersOffHost(o, new URL(r.url).host, r.headers)] },
   });
   const res = await new Promise<Response>((resolve, reject) => {
     stream.once('response', resolve);
@@ -132,6 +136,13 @@ async function transfer(r: DownloadRequest): Promise<boolean> {
   }
   if (total !== undefined && done < total) throw new Error(`the transfer ended at byte ${done} of ${total}`);
   return true;
+}
+
+/** Removes `given` from a redirected request's headers once it leaves `host`. */
+function dropHeadersOffHost(o: { url?: string | URL | undefined; headers: Record<string, unknown> }, host: string, given: Record<string, string> | undefined): void {
+  const to = o.url instanceof URL ? o.url : new URL(String(o.url));
+  if (to.host === host || !given) return;
+  for (const name of Object.keys(given)) delete o.headers[name.toLowerCase()];
 }
 
 /** A Content-Range value, `bytes START-END/TOTAL` or `bytes` star-slash-TOTAL (TOTAL may be a star too). */

@@ -24,4 +24,21 @@ describe('parseSourceHeaders (--source-header)', () => {
     ['host=X-Key: @/missing', /cannot read \/missing: ENOENT/],
     ['host=X-Key: @/empty', /empty or spans lines/],
   ])('refuses %s', (v, why) => expect(() => parseSourceHeaders([v], read)).toThrow(why));
+
+  it.each([
+    ['Authorization: Bearer s3cret', 'invalid --source-header "Authorization: …"'],
+    ['host=Bad Name: Bearer s3cret', 'invalid --source-header "host=Bad Name: …"'],
+    ['store:8443 X-Key: s3cret', 'invalid --source-header "store: …"'],
+    ['host=Authorization=Bearer s3cret', 'invalid --source-header "host= …"'],
+    ['s3cret', 'invalid --source-header "…"'],
+  ])('a malformed %j is refused without echoing its value', (v, start) => {
+    let message = '';
+    try {
+      parseSourceHeaders([v], read);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message.startsWith(start)).toBe(true);
+    expect(message).not.toContain('s3cret');
+  });
 });

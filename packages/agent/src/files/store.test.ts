@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
@@ -128,6 +130,22 @@ describe('ModelFiles', () => {
     expect(srv.seen[0]?.headers['x-key']).toBeUndefined();
   });
 
+  it('does not send --source-header headers on to the host a redirect points to', async () => {
+    const srv = await server(Buffer.from('moved'));
+    const seen: http.IncomingHttpHeaders[] = [];
+    const redirect = http.createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(302, { location: `${srv.url}/cdn/m.gguf` }).end();
+    });
+    await new Promise<void>((r) => redirect.listen(0, 'localhost', r));
+    closers.push(() => new Promise<void>((r) => redirect.close(() => r())));
+    const origin = `localhost:${(redirect.address() as AddressInfo).port}`;
+    const headers = parseSourceHeaders([`${origin}=X-Api-Key: s3cret`]);
+    await files(tmp(), { headers }).ensure({ url: `http://${origin}/m.gguf`, sha256: srv.sha256 });
+    expect(seen[0]?.['x-api-key']).toBe('s3cret');
+    expect(srv.seen[0]?.headers['x-api-key']).toBeUndefined();
+  });
+
   describe('proxies', () => {
     const saved = { ...process.env };
     afterEach(() => {
@@ -194,5 +212,28 @@ describe('ModelCache eviction (--model-cache-max)', () => {
     const dir = tmp();
     fs.writeFileSync(path.join(dir, 'index.json'), '{not json');
     expect(new ModelCache(dir, undefined, log).list(new Set())).toEqual([]);
+  });
+
+  it('a cached file still reaches its shard when the index cannot be written (a full disk)', async () => {
+    const body = randomBytes(300);
+    const srv = await server(body);
+    const dir = tmp();
+    const file = { url: srv.url, sha256: srv.sha256 };
+    const cached = await files(dir).ensure(file);
+    // The index's temporary file cannot be created: a directory holds its name.
+    fs.mkdirSync(path.join(dir, `.index.json.${process.pid}.tmp`));
+    await expect(files(dir).ensure(file)).resolves.toBe(cached);
+  });
+
+  it('an index that is JSON but not an index starts afresh, and junk entries are dropped, not reported', () => {
+    const dir = tmp();
+    fs.writeFileSync(path.join(dir, 'index.json'), 'null');
+    expect(new ModelCache(dir, undefined, log).list(new Set())).toEqual([]);
+    const [good, late, negative, fraction] = ['a', 'b', 'c', 'd'].map((h) => h.repeat(64)) as [string, string, string, string];
+    for (const h of [good, late, negative, fraction]) fs.writeFileSync(path.join(dir, 'sha256', h), 'x');
+    const entry = (over: Record<string, unknown>) => ({ source: 'llmgw://m.gguf', size_bytes: 1, last_used_ms: 1000, ...over });
+    const index = { [good]: entry({}), [late]: entry({ last_used_ms: 1e300 }), [negative]: entry({ size_bytes: -1 }), [fraction]: entry({ size_bytes: 0.5 }) };
+    fs.writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ files: index }));
+    expect(new ModelCache(dir, undefined, log).list(new Set()).map((f) => f.sha256)).toEqual([good]);
   });
 });

@@ -52,6 +52,7 @@ describe('records', () => {
     expect(isRecord(rec)).toBe(true);
     expect(isRecord({ ...rec, pid: 0 })).toBe(false);
     expect(isRecord({ ...rec, pgid: 1.5 })).toBe(false);
+    expect(isRecord({ ...rec, pgid: 1 })).toBe(false);
     expect(isRecord({ ...rec, start_time: '777' })).toBe(false);
     expect(isRecord({ ...rec, assignment: { ...a, id: 'other' } })).toBe(false);
     expect(isRecord(null)).toBe(false);

@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import pino from 'pino';
 import { Controller, type CatalogView } from '../controller/controller.js';
 import { Inventory } from '../inventory.js';
@@ -35,6 +37,25 @@ describe('EventLog', () => {
     again.close();
   });
 
+  it('a corrupt row in the store is skipped at start: the other events stay, and new ids follow the newest', () => {
+    const dir = tmp();
+    const store = new SqliteStore(dir);
+    const first = eventLog(store);
+    for (const m of ['m1', 'm2', 'm3']) first.record(makeEvent({ message: m }));
+    store.close();
+    const db = new Database(path.join(dir, 'llmgw.db'));
+    db.prepare('UPDATE events SET data = ? WHERE id = 2').run('{"id": 2, "torn');
+    db.prepare('INSERT INTO events (id, time_ms, data) VALUES (?, ?, ?)').run(4, Date.now(), JSON.stringify({ id: 4, message: 'no nodes' }));
+    db.close();
+    const again = new SqliteStore(dir);
+    const second = eventLog(again);
+    expect(second.list().events.map((e) => [e.id, e.message])).toEqual([[1, 'm1'], [3, 'm3']]);
+    expect(second.list({ node: 'n1' }).events).toHaveLength(2);
+    second.record(makeEvent({ message: 'after' }));
+    expect(again.loadEvents(10).map((e) => e.message)).toEqual(['m1', 'm3', 'after']);
+    again.close();
+  });
+
   it('keeps a bounded number for a bounded time, pruned on write in memory and in the store alike', () => {
     let nowMs = Date.parse('2026-01-01T00:00:00Z');
     const store = new SqliteStore(tmp());
@@ -59,6 +80,10 @@ describe('EventLog', () => {
     expect(events.list({ model: 'a' }).events.map((e) => e.message)).toEqual(['1']);
     expect(events.list({ since: 1 })).toEqual({ events: [expect.objectContaining({ id: 2 }), expect.objectContaining({ id: 3 })], cursor: 3 });
     expect(events.list({ limit: 1 }).events.map((e) => e.message)).toEqual(['3']);
+    // A watch behind by more than `limit` gets every event, page by page, none skipped.
+    const page = events.list({ since: 0, limit: 2 });
+    expect([page.events.map((e) => e.id), page.cursor]).toEqual([[1, 2], 2]);
+    expect(events.list({ since: page.cursor, limit: 2 })).toEqual({ events: [expect.objectContaining({ id: 3 })], cursor: 3 });
     // A cursor from a store that was replaced (past the newest id) starts over.
     expect(events.list({ since: 99 }).events).toHaveLength(3);
     store.close();

@@ -94,13 +94,21 @@ export class EventLog {
     return view;
   }
 
-  /** The events matching `q`, oldest first (the newest `limit` of them), and the cursor to ask after. */
+  /**
+   * The events matching `q`, oldest first, and the cursor to ask after: without `since`
+   * the newest `limit` of them; after `since` the oldest `limit`, so that asking again
+   * with the cursor goes on where this answer stopped.
+   */
   list(q: EventQuery = {}): EventList {
     const last = this.events.at(-1)?.id ?? 0;
     // A cursor past the newest id is from before the store was replaced: start over.
     const since = q.since !== undefined && q.since <= last ? q.since : 0;
     const matching = this.events.filter((e) => e.id > since && matches(e, q));
-    return { events: matching.slice(-(q.limit ?? DEFAULT_EVENT_LIMIT)), cursor: last };
+    const limit = q.limit ?? DEFAULT_EVENT_LIMIT;
+    // After a cursor (a watch), the oldest `limit` and a cursor at the last one given: the
+    // newest `limit` with the cursor at the end would skip the rest of a burst for good.
+    if (q.since !== undefined && matching.length > limit) return { events: matching.slice(0, limit), cursor: matching[limit - 1]!.id };
+    return { events: matching.slice(-limit), cursor: last };
   }
 
   /**

@@ -24,7 +24,7 @@ function textParam(v: unknown, name: string): string | undefined {
 /**
  * `GET /api/v1/events?node=N&model=M&since=CURSOR&limit=N&wait_s=S` (`ctl events`):
  * the events kept, oldest first. With `since` (the `cursor` of an earlier answer) only
- * newer ones; with `wait_s` too, a long-poll that answers as soon as one matches (a
+ * newer ones, the oldest `limit` of them (the cursor goes on from the last); with `wait_s` too, a long-poll that answers as soon as one matches (a
  * watch). `model` takes a name or an alias of the catalog, or the name of a model no
  * longer in it.
  */

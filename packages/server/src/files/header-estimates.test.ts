@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { makeModel, makeProfile, makeReport } from '../../test/factories.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 import { placementModels, sourcesToEstimate } from '../estimates.js';
-import { HeaderEstimates } from './header-estimates.js';
+import { HeaderEstimates, rangeReader } from './header-estimates.js';
 
 /** The server reads a fetched GGUF source's header for its memory need: real file servers on 127.0.0.1:0. */
 const tmp = tempDirs('llmgw-headers-', afterAll);
@@ -43,6 +43,14 @@ beforeAll(async () => {
       const to = Math.min(Number(m[2]), file.length - 1);
       res.writeHead(206, { 'content-range': `bytes ${from}-${to}/${file.length}`, 'content-length': to - from + 1 });
       return res.end(file.subarray(from, to + 1));
+    }
+    if (req.url === '/overlong.gguf' && m) {
+      // The range asked for, then bytes without end: a broken (or hostile) file server.
+      res.writeHead(206, { 'content-range': `bytes ${m[1]}-${m[2]}/${bytes.length}` });
+      res.write(bytes.subarray(Number(m[1]), Number(m[2]) + 1));
+      const more = setInterval(() => res.write(Buffer.alloc(64 * 1024)), 5);
+      res.on('close', () => clearInterval(more));
+      return;
     }
     if (req.url === '/plain.gguf') {
       res.writeHead(200, { 'content-length': bytes.length });
@@ -92,6 +100,11 @@ describe('HeaderEstimates', () => {
     expect(last).toBeLessThan(big.length - (1 << 21));
     await h.close();
   });
+
+  it('a 206 that sends more than the range asked for is read only as far as asked, not to its end', async () => {
+    const { size, read } = await rangeReader(`${base}/overlong.gguf`);
+    expect([size, (await read(1 << 10)).equals(bytes.subarray(0, 1 << 10))]).toEqual([bytes.length, true]);
+  }, 5_000);
 
   it('an llmgw:// source is read from --models-dir', async () => {
     const ended = { count: 0 };

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { estimateForHeader, estimateForSource, readGgufHeaderAt } from '@llmgw/gguf';
 import type { Logger } from 'pino';
-import { EnvHttpProxyAgent, fetch, type Dispatcher } from 'undici';
+import { EnvHttpProxyAgent, fetch, type Dispatcher, type Response } from 'undici';
 import { llmgwName } from './sources.js';
 
 /** A GGUF source agents fetch, whose memory need the server reads from its header. */
@@ -30,20 +30,13 @@ export async function rangeReader(url: string, dispatcher?: Dispatcher): Promise
     if (res.status === 206) {
       const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers.get('content-range') ?? '');
       if (!m || Number(m[1]) !== from) throw new Error(`answered a Range request with Content-Range "${res.headers.get('content-range') ?? ''}", not bytes ${from}-…/SIZE`);
-      return { size: Number(m[3]), bytes: Buffer.from(await res.arrayBuffer()).subarray(0, want) };
+      return { size: Number(m[3]), bytes: await readAtMost(res, want) };
     }
     if (res.status === 200 && from === 0) {
       const size = Number(res.headers.get('content-length'));
       if (!Number.isSafeInteger(size) || size <= 0) throw new Error('takes no Range requests and sends no Content-Length: its size is unknown');
       // Read what is needed and hang up: the rest is the weights.
-      const chunks: Buffer[] = [];
-      let have = 0;
-      for await (const chunk of res.body ?? []) {
-        chunks.push(Buffer.from(chunk as Uint8Array));
-        have += (chunk as Uint8Array).length;
-        if (have >= want) break;
-      }
-      return { size, bytes: Buffer.concat(chunks).subarray(0, want) };
+      return { size, bytes: await readAtMost(res, want) };
     }
     await res.body?.cancel();
     throw new Error(`answered HTTP ${res.status}${res.status === 416 ? ' (an empty file?)' : ''}`);
@@ -58,6 +51,22 @@ export async function rangeReader(url: string, dispatcher?: Dispatcher): Promise
       return have.subarray(0, n);
     },
   };
+}
+
+/**
+ * The first `want` bytes of a body, then hang up. A 206 is read this way too: a file
+ * server that sends more than the range asked for (or never ends) must not fill the
+ * server's memory, nor hold the reading until the timeout.
+ */
+async function readAtMost(res: Response, want: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let have = 0;
+  for await (const chunk of res.body ?? []) {
+    chunks.push(Buffer.from(chunk as Uint8Array));
+    have += (chunk as Uint8Array).length;
+    if (have >= want) break;
+  }
+  return Buffer.concat(chunks).subarray(0, want);
 }
 
 interface Known {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import path from 'node:path';
-import type { NodeReport } from '@llmgw/shared';
+import { EventViewSchema, validate, type NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 import { openDatabase } from './open.js';
 import { secureDataDir } from './modes.js';
@@ -201,7 +201,19 @@ export class SqliteStore implements Store {
 
   loadEvents(limit: number): StoredEvent[] {
     const rows = this.db.prepare('SELECT data FROM (SELECT id, data FROM events ORDER BY id DESC LIMIT ?) ORDER BY id').all(limit) as { data: string }[];
-    return rows.map((r) => JSON.parse(r.data) as StoredEvent);
+    // A row that is not an event (hand-edited, torn) is skipped, not thrown: one bad row
+    // would otherwise drop the whole history, and the log, starting again at id 1, would
+    // overwrite the kept rows and send watchers' cursors back. Its fields are read by
+    // every list (`nodes.includes`), so a row that parses but lacks them is skipped too.
+    return rows.flatMap((r) => {
+      let data: unknown;
+      try {
+        data = JSON.parse(r.data);
+      } catch {
+        return [];
+      }
+      return validate(EventViewSchema, data).ok ? [data as StoredEvent] : [];
+    });
   }
 
   transaction<T>(fn: () => T): T {
