@@ -70,17 +70,25 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  readonly routingDecisions = new Counter({
+  // The routing counters are counted on every request's way to its engine: as plain
+  // numbers, added to prom-client's counters when /metrics is scraped (`collect`), since
+  // a labelled inc() costs several µs there (it hashes its labels each time).
+  private readonly pendingDecisions = new Map<string, { labels: [string, string, string]; n: number }>();
+  private readonly pendingCachedTokens = new Map<string, { labels: [string, string, string]; n: number }>();
+
+  readonly routingDecisions: Counter<'model' | 'replica' | 'decision'> = new Counter({
     name: 'llmgw_routing_decisions_total',
     help: 'Cache-aware routing decisions per replica chosen: kept (a replica holding the prompt), broke_saturated (the load valve: sooner elsewhere despite the prefill), broke_unavailable (the replica holding it is cooling down or failed this request), no_affinity (no replica holds half the prompt)',
     labelNames: ['model', 'replica', 'decision'] as const,
     registers: [this.registry],
+    collect: () => flush(this.pendingDecisions, this.routingDecisions),
   });
-  readonly routingCachedTokens = new Counter({
+  readonly routingCachedTokens: Counter<'model' | 'replica' | 'source'> = new Counter({
     name: 'llmgw_routing_cached_tokens_total',
     help: 'Prompt tokens served from the prefix cache per replica: predicted by the gateway\u2019s index (source=predicted) and reported by the engine (source=reported), over the same responses',
     labelNames: ['model', 'replica', 'source'] as const,
     registers: [this.registry],
+    collect: () => flush(this.pendingCachedTokens, this.routingCachedTokens),
   });
 
   /** The store's state, read at scrape time (GuardedStore.stats). */
@@ -151,14 +159,28 @@ export class Metrics {
   }
 
   countRoutingDecision(model: string, replica: string, decision: string): void {
-    this.child(this.routingDecisions, model, replica, decision).inc();
+    pend(this.pendingDecisions, model, replica, decision, 1);
   }
 
   countCachedTokens(model: string, replica: string, source: 'predicted' | 'reported', n: number): void {
-    this.child(this.routingCachedTokens, model, replica, source).inc(n);
+    pend(this.pendingCachedTokens, model, replica, source, n);
   }
 
   countTokens(model: string, direction: 'prompt' | 'completion', n: number): void {
     this.child(this.tokens, model, direction).inc(n);
   }
+}
+
+function pend(pending: Map<string, { labels: [string, string, string]; n: number }>, a: string, b: string, c: string, n: number): void {
+  const key = `${a}\u0000${b}\u0000${c}`;
+  const p = pending.get(key);
+  if (p) p.n += n;
+  else pending.set(key, { labels: [a, b, c], n });
+}
+
+/** Adds what was counted since the last scrape to `counter`. */
+function flush<L extends string>(pending: Map<string, { labels: [string, string, string]; n: number }>, counter: Counter<L>): void {
+  // Zero too: a replica that reported 0 cached tokens has a series saying so.
+  for (const { labels, n } of pending.values()) counter.labels(...labels).inc(n);
+  pending.clear();
 }

@@ -86,7 +86,17 @@ export class ReplicaCache {
     // case (a repeated system prompt) then costs one lookup, not one per block.
     const last = hashes[hashes.length - 1];
     if (last === undefined || young.has(last)) return;
-    for (let i = 0; i < hashes.length; i++) {
+    // For the same reason the blocks the youngest generation holds are a prefix of the
+    // prompt: a binary search finds where the new ones start (a repeated system prompt
+    // with a question of its own: one or two new blocks, not hundreds of lookups).
+    let lo = 0;
+    let hi = hashes.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (young.has(hashes[mid]!)) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < hashes.length; i++) {
       const h = hashes[i]!;
       if (young.has(h)) continue;
       // Moved, not copied: each block is in one generation, so the capacity counts

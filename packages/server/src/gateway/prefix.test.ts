@@ -58,6 +58,18 @@ describe('promptBlocks', () => {
     expect(promptBlocks({ prompt: [system] }).hashes.length).toBeGreaterThan(10);
   });
 
+  it('hashes a long first message once and gives the same hashes from memory as from scratch', () => {
+    const long = `${'Follow the style guide to the letter. '.repeat(200)}${Math.random()}`; // ~7,600 bytes, new to the memory
+    const cold = promptBlocks(chat(['system', long], ['user', 'q1']));
+    promptBlocks({ prompt: 'z'.repeat(long.length + 200) }); // other bytes where the first lay
+    const hot = promptBlocks(chat(['system', long], ['user', 'q1']));
+    expect(hot.hashes).toEqual(cold.hashes);
+    const other = promptBlocks(chat(['system', long], ['user', 'a different question']));
+    expect(common(cold.hashes, other.hashes)).toBe(Math.floor(Buffer.byteLength(`system\xff${long}\xff`, 'latin1') / BLOCK_BYTES));
+    // The same text under another role is another prompt from its first block on.
+    expect(common(promptBlocks(chat(['user', long], ['user', 'q1'])).hashes, cold.hashes)).toBe(0);
+  });
+
   it('has no routing text for embeddings or a malformed body, and caps a huge prompt', () => {
     expect(promptBlocks({ input: 'hello' }).hashes).toHaveLength(0);
     expect(promptBlocks({ messages: [null, 3, { role: 7 }] }).hashes.length).toBeLessThanOrEqual(1);
