@@ -7,6 +7,7 @@ import type { DownloadProgress, ShardAssignment } from '@llmgw/shared';
 import { ChecksumMismatch } from './files/download.js';
 import type { FileSource, WantedFile } from './files/store.js';
 import { Supervisor } from './supervisor/index.js';
+import { waitFor } from './testing.js';
 
 const dirs: string[] = [];
 const sups: Supervisor[] = [];
@@ -64,14 +65,6 @@ function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {
   };
 }
 
-async function until<T>(what: string, fn: () => T | undefined | false): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const v = fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('Supervisor with model files', () => {
   it('reports the download while the file comes, then starts the engine on the cached path', async () => {
@@ -79,13 +72,13 @@ describe('Supervisor with model files', () => {
     const { s, dir } = supervisor(f.source);
     f.setProgress({ done_bytes: 10, total_bytes: 100, bytes_per_s: 5 });
     s.converge([shard()]);
-    await until('fetch asked', () => f.calls.length === 1);
+    await waitFor('fetch asked', () => f.calls.length === 1);
     expect(f.calls[0]).toEqual({ url: 'http://files.example/m.gguf', sha256: SHA });
     expect(s.statuses()[0]).toMatchObject({ state: 'starting', download: { done_bytes: 10, total_bytes: 100, bytes_per_s: 5 } });
     expect(s.filesInUse()).toEqual(new Set([SHA]));
     f.setProgress(undefined);
     f.resolve('/cache/sha256/abab');
-    const st = await until('ready', () => s.statuses().find((x) => x.state === 'ready'));
+    const st = await waitFor('ready', () => s.statuses().find((x) => x.state === 'ready'));
     expect(st.download).toBeUndefined();
     expect(fs.readFileSync(path.join(dir, 'logs', 'f1.log'), 'utf8')).toContain('setInterval(() => {}, 1000) /cache/sha256/abab');
   });
@@ -94,9 +87,9 @@ describe('Supervisor with model files', () => {
     const f = handFiles();
     const { s } = supervisor(f.source);
     s.converge([shard({ id: 'f2' })]);
-    await until('fetch asked', () => f.calls.length === 1);
+    await waitFor('fetch asked', () => f.calls.length === 1);
     f.reject(new ChecksumMismatch('http://files.example/m.gguf', SHA, 'cd'.repeat(32)));
-    const st = await until('failed', () => s.statuses().find((x) => x.state === 'failed'));
+    const st = await waitFor('failed', () => s.statuses().find((x) => x.state === 'failed'));
     expect(st.error).toContain(SHA);
     expect(st.error).toContain('cd'.repeat(32));
     expect(st.pid).toBeUndefined();
@@ -107,19 +100,19 @@ describe('Supervisor with model files', () => {
     const f = handFiles();
     const { s } = supervisor(f.source);
     s.converge([shard({ id: 'f3' })]);
-    await until('fetch asked', () => f.calls.length === 1);
+    await waitFor('fetch asked', () => f.calls.length === 1);
     f.reject(new Error('cannot fetch http://files.example/m.gguf: ECONNRESET'));
-    await until('retried', () => f.calls.length === 2);
+    await waitFor('retried', () => f.calls.length === 2);
     expect(s.statuses()[0]).toMatchObject({ state: 'starting', error: expect.stringContaining('ECONNRESET') });
     f.resolve('/cache/x');
-    await until('ready', () => s.statuses().find((x) => x.state === 'ready'));
+    await waitFor('ready', () => s.statuses().find((x) => x.state === 'ready'));
   });
 
   it('a shard retired while its file comes tells the file source it no longer wants it', async () => {
     const f = handFiles();
     const { s } = supervisor(f.source);
     s.converge([shard({ id: 'f5' })]);
-    await until('fetch asked', () => f.calls.length === 1);
+    await waitFor('fetch asked', () => f.calls.length === 1);
     expect(f.signals[0]?.aborted).toBe(false);
     s.converge([]);
     expect(f.signals[0]?.aborted).toBe(true);
@@ -132,7 +125,7 @@ describe('Supervisor with model files', () => {
     const s = new Supervisor({ stateDir: dir, portRange: [45000, 45010], bindHost: '127.0.0.1', bins: { vllm: 'v', sglangPython: 'p', llamaServer: 'l', nodeLlamaCpp: 'n' }, log: pino({ level: 'silent' }), allowCommandEngine: true });
     sups.push(s);
     s.converge([shard({ id: 'f4' })]);
-    const st = await until('failed', () => s.statuses().find((x) => x.state === 'failed'));
+    const st = await waitFor('failed', () => s.statuses().find((x) => x.state === 'failed'));
     expect(st.error).toMatch(/no model cache/);
   });
 });

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import type { ShardAssignment } from '@llmgw/shared';
 import { Supervisor } from './supervisor/index.js';
 import { downloadOf, newShard } from './supervisor/shard.js';
+import { waitFor } from './testing.js';
 
 const dirs: string[] = [];
 const sups: Supervisor[] = [];
@@ -50,14 +51,6 @@ function vllmShard(go: string): ShardAssignment {
   };
 }
 
-async function until<T>(what: string, fn: () => T | undefined | false): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const v = fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('Supervisor with an engine that fetches a hub id itself', () => {
   it('reports the download the engine log shows while it starts, and none once it is ready', async () => {
@@ -72,11 +65,11 @@ describe('Supervisor with an engine that fetches a hub id itself', () => {
     });
     sups.push(s);
     s.converge([vllmShard(go)]);
-    const st = await until('the bar in the status', () => s.statuses().find((x) => x.download));
+    const st = await waitFor('the bar in the status', () => s.statuses().find((x) => x.download));
     expect(st.state).toBe('starting');
     expect(st.download).toEqual({ done_bytes: 2.24e9, total_bytes: 4.97e9, bytes_per_s: 75.2e6 });
     fs.writeFileSync(go, '');
-    const ready = await until('ready', () => s.statuses().find((x) => x.state === 'ready'));
+    const ready = await waitFor('ready', () => s.statuses().find((x) => x.state === 'ready'));
     expect(ready.download).toBeUndefined();
   });
 });

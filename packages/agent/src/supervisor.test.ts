@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import type { ShardAssignment, ShardStatus } from '@llmgw/shared';
 import { Supervisor, type SupervisorOptions } from './supervisor/index.js';
 import { groupExists, readProcStat } from './proc.js';
+import { waitFor } from './testing.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.resolve(here, '..');
@@ -57,15 +58,6 @@ function testEngine(id: string, extra: string[] = [], over: Partial<ShardAssignm
   };
 }
 
-async function waitFor<T>(what: string, fn: () => T | undefined | false, ms = 8000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const only = (s: Supervisor): ShardStatus => {
   const all = s.statuses();
