@@ -91,6 +91,26 @@ async function longPrompts(gateway, key, direct) {
   return lat;
 }
 
+/**
+ * The gateway's own CPU per long-prompt request under each policy: blocks of requests
+ * through the gateway alone, alternating policies, the server's user+system time read
+ * from /proc around each block. CPU on the gateway's single thread is what a policy
+ * adds to every request's path, and it is steadier here than latency differences.
+ */
+async function longPromptCpu(gateway, key, pid, blocks = 6, perBlock = 600) {
+  const cpu = { 'least-loaded': 0, 'cache-aware': 0 };
+  const n = { 'least-loaded': 0, 'cache-aware': 0 };
+  for (let b = 0; b < blocks; b++) {
+    for (const [policy, name] of b % 2 ? [['least-loaded', 'echo'], ['cache-aware', 'echo-ca']] : [['cache-aware', 'echo-ca'], ['least-loaded', 'echo']]) {
+      const c0 = cpuSeconds(pid);
+      await sequential(gateway, key, perBlock, (i) => longBody(name)(b * perBlock + i));
+      cpu[policy] += cpuSeconds(pid) - c0;
+      n[policy] += perBlock;
+    }
+  }
+  return { 'least-loaded': (cpu['least-loaded'] / n['least-loaded']) * 1e6, 'cache-aware': (cpu['cache-aware'] / n['cache-aware']) * 1e6 };
+}
+
 /** The small-request figures: latency, throughput and SSE, direct vs minimal proxy vs gateway. */
 async function smallRequests(pools, r, f, proxy) {
   const d = await measure('engine direct', pools[0], r.api_key);
@@ -129,6 +149,8 @@ try {
   console.log(table(['measure', 'least-loaded', 'cache-aware'], [50, 90].map((q) => [`latency p${q}`, ...['least-loaded', 'cache-aware'].map((p) => `${percentile(long[p].gateway, q).toFixed(3)} (+${added(p, q).toFixed(3)})`)])));
   const us = (q) => ((added('cache-aware', q) - added('least-loaded', q)) * 1000).toFixed(0);
   console.log(`cache-aware added minus least-loaded added: p50 ${us(50)} µs, p90 ${us(90)} µs. Goal: within 50 µs.`);
+  const cpu = await longPromptCpu(pools[2], f.secret, f.serverPid);
+  console.log(`server CPU per 8,000-token request: least-loaded ${cpu['least-loaded'].toFixed(0)} µs, cache-aware ${cpu['cache-aware'].toFixed(0)} µs (difference ${(cpu['cache-aware'] - cpu['least-loaded']).toFixed(0)} µs; the server's heartbeats and reconcile ticks are in both)`);
   await Promise.all(pools.map((x) => x.close()));
 } finally {
   stopAll();
