@@ -63,22 +63,18 @@ export function promptBlocks(body: Record<string, unknown>): PromptBlocks {
       if (!m || typeof m !== 'object') continue;
       const { role, content } = m as { role?: unknown; content?: unknown };
       // The first message, when long: a system prompt that most requests repeat.
-      if (i === 0 && typeof role === 'string' && typeof content === 'string' && content.length >= HEAD_MIN_CHARS && content.length <= HEAD_MAX_CHARS) {
-        known = recall(role, content);
-        if (known) {
-          // Its whole blocks are hashed already: only the bytes after them are needed.
-          known.tail.copy(scratch, known.hashes.length * BLOCK_BYTES);
-          len = known.end;
-          continue;
-        }
-        len = sep(putContent(content, sep(put(role, len))));
-        if (len < MAX_TEXT) fresh = { role, content, end: len };
+      const head = i === 0 && typeof role === 'string' && typeof content === 'string' && content.length >= HEAD_MIN_CHARS && content.length <= HEAD_MAX_CHARS;
+      if (head && (known = recall(role, content))) {
+        // Its whole blocks are hashed already: only the bytes after them are needed.
+        known.tail.copy(scratch, known.hashes.length * BLOCK_BYTES);
+        len = known.end;
         continue;
       }
       if (typeof role === 'string') len = put(role, len);
       len = sep(len);
       len = putContent(content, len);
       len = sep(len);
+      if (head && len < MAX_TEXT) fresh = { role, content, end: len };
       if (len >= MAX_TEXT) break;
     }
   } else {
