@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { EventList } from '@llmgw/shared';
-import { adminAuth, liveServer, send, type LiveServer } from './live-server.js';
+import { adminAuth, bearer, jsonHeaders, liveServer, send, type LiveServer } from './live-server.js';
 
 /** `GET /api/v1/events` on a real server: admin actions with who made them, filters, a watch. */
 let live: LiveServer;
@@ -11,8 +11,6 @@ afterAll(async () => {
   await live.close();
 });
 
-const json = { 'content-type': 'application/json' };
-const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
 async function events(query = ''): Promise<EventList> {
   const r = await send(live.admin, { path: `/api/v1/events${query}`, headers: adminAuth });
@@ -21,7 +19,7 @@ async function events(query = ''): Promise<EventList> {
 }
 
 const post = (path: string, body: unknown, auth: Record<string, string> = adminAuth) =>
-  send(live.admin, { method: 'POST', path, headers: { ...auth, ...json }, body: JSON.stringify(body) });
+  send(live.admin, { method: 'POST', path, headers: { ...auth, ...jsonHeaders }, body: JSON.stringify(body) });
 
 describe('GET /api/v1/events', () => {
   it('records admin actions with the token that made them: a cordon with its reason, token and key changes', async () => {

@@ -69,6 +69,10 @@ export function send(base: string, r: RawRequest): Promise<Reply> {
 }
 
 export const adminAuth = { authorization: `Bearer ${ADMIN}` };
+/** The headers of a JSON body. */
+export const jsonHeaders = { 'content-type': 'application/json' };
+/** The Authorization header for a token. */
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 export { nodeAuth };
 
 /** A heartbeat a real agent could send. */
@@ -104,10 +108,9 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   const running = await startServer(makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections, adminTls: tls }), parseCatalog(CATALOG, 'catalog.yaml'), log);
   const admin = running.adminUrl;
   caByOrigin.set(new URL(admin).origin, tls.caPem);
-  const json = { 'content-type': 'application/json' };
-  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, ...json }, body: JSON.stringify(heartbeat()) });
+  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, ...jsonHeaders }, body: JSON.stringify(heartbeat()) });
   if (hb.status !== 200) throw new Error(`setup heartbeat: ${hb.status} ${hb.body}`);
-  const key = await send(admin, { method: 'POST', path: '/api/v1/keys', headers: { ...adminAuth, ...json }, body: JSON.stringify({ name: 'k' }) });
+  const key = await send(admin, { method: 'POST', path: '/api/v1/keys', headers: { ...adminAuth, ...jsonHeaders }, body: JSON.stringify({ name: 'k' }) });
   const apiKey = (JSON.parse(key.body) as { secret: string }).secret;
   return {
     running,

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { adminAuth, liveServer, send, type LiveServer } from './live-server.js';
+import { adminAuth, bearer, jsonHeaders, liveServer, send, type LiveServer } from './live-server.js';
 
 /** Tokens with roles on a real server: what each may do on the admin API, /metrics and the dashboard. */
 let live: LiveServer;
@@ -12,17 +12,15 @@ afterAll(async () => {
   await live.close();
 });
 
-const json = { 'content-type': 'application/json' };
-const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
 async function create(role: string, name = `${role}-1`, auth: Record<string, string> = adminAuth): Promise<{ status: number; secret: string; id: string; body: string }> {
-  const r = await send(live.admin, { method: 'POST', path: '/api/v1/tokens', headers: { ...auth, ...json }, body: JSON.stringify({ name, role }) });
+  const r = await send(live.admin, { method: 'POST', path: '/api/v1/tokens', headers: { ...auth, ...jsonHeaders }, body: JSON.stringify({ name, role }) });
   const b = (r.status === 201 ? JSON.parse(r.body) : {}) as { secret?: string; token?: { id: string } };
   return { status: r.status, secret: b.secret ?? '', id: b.token?.id ?? '', body: r.body };
 }
 
 const cordon = (auth: Record<string, string>) =>
-  send(live.admin, { method: 'POST', path: '/api/v1/nodes/node-a/state', headers: { ...auth, ...json }, body: '{"state":"cordon"}' });
+  send(live.admin, { method: 'POST', path: '/api/v1/nodes/node-a/state', headers: { ...auth, ...jsonHeaders }, body: '{"state":"cordon"}' });
 
 describe('tokens with roles', () => {
   it('a viewer reads everything but changes nothing: 403 with one line saying what would', async () => {
@@ -59,7 +57,7 @@ describe('tokens with roles', () => {
     expect(JSON.parse(revoked.body)).toMatchObject({ id: admin.id, revoked_at: expect.any(String) });
     const after = await cordon(bearer(admin.secret));
     expect([after.status, JSON.parse(after.body)]).toEqual([401, { error: 'the token was revoked' }]);
-    await send(live.admin, { method: 'POST', path: '/api/v1/nodes/node-a/state', headers: { ...adminAuth, ...json }, body: '{"state":"uncordon"}' });
+    await send(live.admin, { method: 'POST', path: '/api/v1/nodes/node-a/state', headers: { ...adminAuth, ...jsonHeaders }, body: '{"state":"uncordon"}' });
   });
 
   it('lists tokens without secrets, stores only their hashes, and refuses an unknown role with the field', async () => {
@@ -72,7 +70,7 @@ describe('tokens with roles', () => {
     db.close();
     expect(rows).toContain('listed');
     expect(rows).not.toContain(t.secret);
-    const bad = await send(live.admin, { method: 'POST', path: '/api/v1/tokens', headers: { ...adminAuth, ...json }, body: '{"name":"x","role":"root"}' });
+    const bad = await send(live.admin, { method: 'POST', path: '/api/v1/tokens', headers: { ...adminAuth, ...jsonHeaders }, body: '{"name":"x","role":"root"}' });
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body)).toMatchObject({ field: 'role' });
   });
