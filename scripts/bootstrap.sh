@@ -16,6 +16,15 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "bootstrap: /usr/bin/chromium is missing; install Debian's chromium package for the dashboard's browser tests (they are skipped without it outside CI)" >&2
   fi
 fi
+# The store's tests and the HA journey run a throwaway PostgreSQL cluster per test run
+# (scripts/test-postgres/); they need Debian's server binaries, not a running service.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v pg_config >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  else
+    echo "bootstrap: PostgreSQL is missing; install Debian's postgresql package for the PostgreSQL store's tests (they are skipped without it outside CI)" >&2
+  fi
+fi
 # better-sqlite3 compiles against Node's own headers when no prebuilt binary can be
 # fetched; pnpm's node-gyp only finds them through this variable, and needs a compiler.
 missing=""
