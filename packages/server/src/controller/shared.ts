@@ -25,6 +25,8 @@ export class SharedController extends Controller {
   private readonly lastShards = new Map<string, Heartbeat>();
   private passing = false;
   private passAgain = false;
+  /** The epoch of the last term this instance planned in, to log its first pass. */
+  private plannedEpoch?: number;
 
   constructor(
     inventory: Inventory,
@@ -93,6 +95,10 @@ export class SharedController extends Controller {
         this.emitDecided(decided);
         this.followLiveness(nowMs, plan.actions.length > 0);
         this.refreshAssignments();
+        if (this.plannedEpoch !== fence.epoch) {
+          this.plannedEpoch = fence.epoch;
+          this.log.info({ epoch: fence.epoch, actions: plan.actions.length }, `first reconcile pass as leader (epoch ${fence.epoch}): ${plan.actions.length} action(s)`);
+        }
       } while (this.passAgain);
     } finally {
       this.passing = false;
