@@ -1,8 +1,10 @@
-import fs from 'node:fs';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { pino, type Logger } from 'pino';
 import { fullJoinToken, type ShardAssignment } from '@llmgw/shared';
@@ -14,7 +16,9 @@ import type { MachineProbe } from './probe/index.js';
 import { ServerPool } from './servers.js';
 import { ClusterState, TEST_CA, startInstance, type Instance } from './test-control-plane.js';
 import { waitFor } from './testing.js';
-import { establishTrust, serverClient } from './trust.js';
+import { checkServerList, establishTrust, serverClient } from './trust.js';
+
+const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
 
 const probe = (): Promise<MachineProbe> => Promise.resolve({ memoryTotalMb: 8192, cpuCores: 2, gpus: [], fabrics: [], warnings: [] });
 
@@ -169,5 +173,21 @@ describe('an agent given several server addresses', () => {
     expect(fs.readFileSync(file).equals(body)).toBe(true);
     expect(count(b, 'file')).toBe(1);
     expect(pool.current).toBe(b.url);
+  });
+});
+
+describe('--server with several addresses', () => {
+  it('checks each one and names the bad one: a usage error, exit 2, before anything is sent', async () => {
+    expect(checkServerList('https://a:8081, https://b:8081/', false).map((u) => u.host)).toEqual(['a:8081', 'b:8081']);
+    expect(() => checkServerList('https://a:8081,http://10.0.0.2:8081', false)).toThrow('refusing plain http to 10.0.0.2:8081');
+    expect(() => checkServerList(' , ', false)).toThrow('invalid --server " , "');
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, LLMGW_JOIN_TOKEN: 'secret', LLMGW_STATE_DIR: tmp() };
+      delete env.LLMGW_SERVER;
+      execFile(process.execPath, [main, 'run', '--server', 'https://127.0.0.1:1,localhost:8081'], { env, timeout: 10_000 }, (err, _stdout, stderr) =>
+        resolve({ code: err ? (err as { code?: number }).code ?? null : 0, stderr }),
+      );
+    });
+    expect(r).toEqual({ code: 2, stderr: 'llmgw-agent: invalid --server "localhost:8081": want https:// (or http:// with --insecure-http)\n' });
   });
 });
