@@ -117,6 +117,25 @@ describe('an agent given several server addresses', () => {
     expect(lines.filter((l) => l.level >= 40)).toEqual([]);
   });
 
+  it('moves a long-poll held by a frozen instance as soon as a heartbeat finds it gone, not at the poll timeout', async () => {
+    const { state, instances } = await cluster(2);
+    const [a, b] = instances as [Instance, Instance];
+    const { log, lines } = capture();
+    const converged: string[][] = [];
+    await startAgent([a.url, b.url], log, converged);
+    await waitFor('a long-poll held on the first instance', () => a.held() === 1);
+    // SIGSTOP: no reset, no refusal; the heartbeat's 10 s timeout is the first sign.
+    a.freeze();
+    await waitFor('a heartbeat on the second instance', () => count(b, 'heartbeat') > 0, 15_000);
+    const movedAt = Date.now();
+    await waitFor('the long-poll on the second instance', () => b.held() === 1, 5000);
+    expect(Date.now() - movedAt).toBeLessThan(1000);
+    state.publish([assignment('r3-0')]);
+    await waitFor('the new assignments', () => converged.at(-1)?.[0] === 'r3-0');
+    expect(lines.filter((l) => l.msg.startsWith('server '))).toEqual([expect.objectContaining({ level: 30, msg: `server ${a.url} unreachable (ETIMEDOUT); using ${b.url}` })]);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+  });
+
   it('joins through the second address when the first refuses connections from the start', async () => {
     const { state, instances } = await cluster(2);
     const [a, b] = instances as [Instance, Instance];

@@ -203,16 +203,18 @@ export class Agent {
       authorization = await this.authorization();
       const auth = authorization;
       // A heartbeat carries the node's whole state: sending it again to another instance is harmless.
-      const reply = await this.servers.request((server) =>
-        this.http
-          .post(`${server}/agent/v1/heartbeat`, {
-            json: body,
-            headers: { authorization: auth },
-            timeout: { connect: CONNECT_TIMEOUT_MS, request: 10_000 },
-            retry: { limit: 0 },
-            signal: this.abort.signal,
-          })
-          .json<unknown>(),
+      const reply = await this.servers.request(
+        (server, signal) =>
+          this.http
+            .post(`${server}/agent/v1/heartbeat`, {
+              json: body,
+              headers: { authorization: auth },
+              timeout: { connect: CONNECT_TIMEOUT_MS, request: 10_000 },
+              retry: { limit: 0 },
+              signal,
+            })
+            .json<unknown>(),
+        this.abort.signal,
       );
       this.sentTails = tails;
       this.recovered();
@@ -254,14 +256,16 @@ export class Agent {
     try {
       const authorization = await this.authorization();
       // A long-poll cut by its instance going away goes on at once against the next one.
-      const reply = await this.servers.request((server) =>
-        this.http(`${server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
-          searchParams: { after: this.version, wait_ms: 25_000 },
-          headers: { authorization },
-          timeout: { connect: CONNECT_TIMEOUT_MS, request: 35_000 },
-          retry: { limit: 0 },
-          signal: this.abort.signal,
-        }).json<unknown>(),
+      const reply = await this.servers.request(
+        (server, signal) =>
+          this.http(`${server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
+            searchParams: { after: this.version, wait_ms: 25_000 },
+            headers: { authorization },
+            timeout: { connect: CONNECT_TIMEOUT_MS, request: 35_000 },
+            retry: { limit: 0 },
+            signal,
+          }).json<unknown>(),
+        this.abort.signal,
       );
       if (this.stopped) return true;
       const checked = this.checked(AssignmentsReplySchema, reply, 'assignments reply');

@@ -98,7 +98,7 @@ export class NodeCredential implements AgentAuth {
     let body: unknown;
     try {
       // A join with the same node id is idempotent on the server: another instance may take it.
-      body = await this.servers.request(async (url) => {
+      body = await this.servers.request(async (url, signal) => {
         server = url;
         return client
           .post(`${url}/agent/v1/join`, {
@@ -106,6 +106,7 @@ export class NodeCredential implements AgentAuth {
             headers: { authorization: `Bearer ${this.o.joinToken}` },
             timeout: { connect: 5_000, request: 10_000 },
             retry: { limit: 0 },
+            signal,
           })
           .json();
       });

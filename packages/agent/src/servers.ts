@@ -8,8 +8,19 @@ export function isDown(err: unknown): boolean {
   return err instanceof RequestError && instanceDown({ code: err.code });
 }
 
+/** A request cut because the pool left its address (another request found that instance gone). */
+class LeftBehind extends Error {
+  constructor(
+    readonly url: string,
+    readonly original: unknown,
+  ) {
+    super(`left ${url}: ${(original as Error).message}`);
+  }
+}
+
 /** The failure in a word, for the line that says the agent moved: `ECONNREFUSED`, `503`. */
 function why(err: unknown): string {
+  if (err instanceof LeftBehind) return why(err.original);
   if (err instanceof HTTPError) return String(err.response.statusCode);
   return err instanceof RequestError ? err.code : (err as Error).message;
 }
@@ -27,6 +38,8 @@ export class ServerPool {
   readonly rotation: ServerRotation;
   /** A move was logged and nothing has succeeded since: during a whole outage, one line, not one per try. */
   private said = false;
+  /** Per address, what aborts the requests still out to it once the pool leaves it. */
+  private readonly leaving = new Map<string, AbortController>();
 
   constructor(
     urls: readonly string[],
@@ -50,11 +63,39 @@ export class ServerPool {
     return this.rotation.urls.join(', ');
   }
 
-  /** One request, against the current address and then, while instances are down, the others (each once). */
-  async request<T>(attempt: (base: string) => Promise<T>): Promise<T> {
-    const v = await withFailover(this.rotation, attempt, isDown, (from, to, err) => this.moved(from, to, err));
-    this.said = false;
-    return v;
+  /**
+   * One request, against the current address and then, while instances are down, the
+   * others (each once). The attempt's `signal` fires on `stop`, and when another request
+   * finds the instance gone and the pool leaves it: a long-poll held by an instance that
+   * froze (no reset comes from a stopped process or a lost host) then moves on at once,
+   * not at its 35 s timeout.
+   */
+  async request<T>(attempt: (base: string, signal: AbortSignal) => Promise<T>, stop?: AbortSignal): Promise<T> {
+    const run = async (url: string): Promise<T> => {
+      let left = this.leaving.get(url);
+      if (!left) this.leaving.set(url, (left = new AbortController()));
+      // Linked by hand, and unlinked after: AbortSignal.any on long-lived signals keeps every request's signal alive.
+      const mine = new AbortController();
+      const abort = () => mine.abort();
+      left.signal.addEventListener('abort', abort);
+      stop?.addEventListener('abort', abort);
+      if (stop?.aborted) mine.abort();
+      try {
+        return await attempt(url, mine.signal);
+      } catch (err) {
+        throw left.signal.aborted && !stop?.aborted ? new LeftBehind(url, err) : err;
+      } finally {
+        left.signal.removeEventListener('abort', abort);
+        stop?.removeEventListener('abort', abort);
+      }
+    };
+    try {
+      const v = await withFailover(this.rotation, run, (err) => err instanceof LeftBehind || isDown(err), (from, to, err) => this.moved(from, to, err));
+      this.said = false;
+      return v;
+    } catch (err) {
+      throw err instanceof LeftBehind ? err.original : err;
+    }
   }
 
   /**
@@ -71,6 +112,8 @@ export class ServerPool {
   }
 
   private moved(from: string, to: string, err: unknown): void {
+    this.leaving.get(from)?.abort();
+    this.leaving.delete(from);
     const code = why(err);
     const line = err instanceof HTTPError ? `server ${from} answered ${code}; using ${to}` : `server ${from} unreachable (${code}); using ${to}`;
     if (this.said) this.log?.debug({ from, to, code }, line);

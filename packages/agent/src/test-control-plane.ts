@@ -3,7 +3,8 @@
  * tests only): real HTTPS servers on 127.0.0.1 with the fixture certificate (one CA for
  * all, as a real cluster has), speaking the agent API's few endpoints over one shared
  * state, as instances on one database do. `kill()` is what SIGKILL does to an instance:
- * its connections break at once and its port refuses from then on.
+ * its connections break at once and its port refuses from then on; `freeze()` is SIGSTOP
+ * (or a host gone from the network): connections stay open and nothing answers.
  */
 import fs from 'node:fs';
 import https from 'node:https';
@@ -55,6 +56,8 @@ export interface Instance {
   held(): number;
   /** As SIGKILL: every connection cut, the port closed. */
   kill(): Promise<void>;
+  /** As SIGSTOP: nothing is answered from now on, no connection is closed. */
+  freeze(): void;
   /** Listens again on the same port (a restarted instance). */
   restart(): Promise<void>;
 }
@@ -63,7 +66,9 @@ export interface Instance {
 export async function startInstance(state: ClusterState, port = 0): Promise<Instance> {
   const hits: Hit[] = [];
   let held = 0;
+  let frozen = false;
   const srv = https.createServer(cert, (req, res) => {
+    if (frozen) return;
     const url = new URL(req.url ?? '/', 'https://x');
     const auth = req.headers.authorization ?? '';
     const json = (status: number, body: unknown) => {
@@ -97,10 +102,12 @@ export async function startInstance(state: ClusterState, port = 0): Promise<Inst
         clearTimeout(timer);
       };
       const stop = state.wait(() => {
+        if (frozen) return;
         done();
         json(200, state.reply(nodeId));
       });
       const timer = setTimeout(() => {
+        if (frozen) return;
         done();
         json(200, state.reply(nodeId));
       }, Number(url.searchParams.get('wait_ms') ?? 25_000));
@@ -133,5 +140,8 @@ export async function startInstance(state: ClusterState, port = 0): Promise<Inst
       await closed;
     },
     restart: () => listen(bound),
+    freeze: () => {
+      frozen = true;
+    },
   };
 }
