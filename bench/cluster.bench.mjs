@@ -213,7 +213,7 @@ async function failover(cluster) {
     ['kill → other "became leader"', l.min, l.med, l.max, tries.map((x) => x.leader).join(', ')],
     ['kill → its first reconcile pass as leader', p.min, p.med, p.max, tries.map((x) => x.pass).join(', ')],
   ]));
-  console.log(`Bound: a lease of ${LEASE_S} s is renewed every ${LEASE_S / 4} s, so a follower can take it at most about ${LEASE_S} s after the last renewal, plus its own poll interval.`);
+  console.log(`Expected: the lease is renewed every ${LEASE_S / 4} s and a follower tries to take it as often, so the kill comes 0–${LEASE_S / 4} s after the last renewal and the takeover ${(LEASE_S * 3) / 4}–${LEASE_S + LEASE_S / 4} s after the kill.`);
 }
 
 let failed = false;

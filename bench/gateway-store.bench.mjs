@@ -9,8 +9,8 @@ import { Pool, benchPostgres, fleet, percentile, stopEverything, table } from '.
 import { measure } from './gateway-load.mjs';
 
 const quick = process.argv.includes('--quick');
-const ROUNDS = quick ? 1 : 4;
-const SIZES = quick ? { warm: 100, n: 300, ms: 1000, streamsEach: 0 } : { warm: 200, n: 1500, ms: 3000, streamsEach: 2 };
+const ROUNDS = quick ? 1 : 3;
+const SIZES = quick ? { warm: 100, n: 300, ms: 1000, streamsEach: 0 } : { warm: 200, n: 1500, ms: 3000, streamsEach: 0 };
 
 const engine = '[llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"]';
 const catalog = `models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
