@@ -16,7 +16,8 @@ import { fitsNow } from './select.js';
 /**
  * Runs every check of the view's plan on `node` and records every failure in `d`. True
  * when it fits. A check explains only when its own `fits`/`left` says the node fails, so
- * the explanation and the fast path cannot disagree.
+ * the explanation and the fast path cannot disagree; one whose explanation decides too
+ * (`explainsPass`) is asked to explain straight away.
  */
 export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view: ProfileView, d: Detail): boolean {
   const before = d.out.length;
@@ -25,8 +26,10 @@ export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view:
   for (let i = 0; i < checks.length; i++) {
     const check = checks[i];
     if (check === undefined) continue;
-    const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < check.need(req);
-    if (!fails) continue;
+    if (check.explainsPass !== true) {
+      const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < check.need(req);
+      if (!fails) continue;
+    }
     d.check = i;
     check.explain(node, usage, req, d);
   }
