@@ -353,6 +353,8 @@ export interface Plan {
   statics: StaticCheck[];
   /** The applying checks that may leave notes. */
   noting: Check[];
+  /** Per applying check, what its `need` says (0 for a static check): read per node when explaining. */
+  need: Float64Array;
   /** Columns (indices into DYNAMIC) of the dynamic checks that apply, and what each needs. */
   tested: Int32Array;
   needs: Float64Array;
@@ -376,6 +378,7 @@ export function planFor(req: Requirement): Plan {
     checks,
     statics: checks.filter((c): c is StaticCheck => c.static),
     noting: checks.filter((c) => c.notes !== undefined),
+    need: Float64Array.from(checks, (c) => (c.static ? 0 : c.need(req))),
     tested: Int32Array.from(tested),
     needs: Float64Array.from(tested, (k) => DYNAMIC[k]!.need(req)),
     cats: listed.map((l) => l.cat),

@@ -22,12 +22,13 @@ import { fitsNow } from './select.js';
 export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view: ProfileView, d: Detail): boolean {
   const before = d.out.length;
   const { req, plan } = view;
-  const checks = plan.checks;
+  const { checks, need } = plan;
   for (let i = 0; i < checks.length; i++) {
     const check = checks[i];
     if (check === undefined) continue;
     if (check.explainsPass !== true) {
-      const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < check.need(req);
+      // `need` has one entry per check of the plan.
+      const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < need[i]!;
       if (!fails) continue;
     }
     d.check = i;
@@ -42,6 +43,9 @@ export function nodeNotes(node: NodeSnapshot, view: ProfileView, gpus: readonly 
   for (const check of noting) check.notes?.(node, view.req, gpus, out);
 }
 
+/** A node not chosen has no GPUs picked: one empty list for all of them. */
+const NO_GPUS: readonly GpuReport[] = [];
+
 /** The notes of every node of the fleet as a node not chosen, once per view. */
 function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
   if (view.quiet !== undefined) return view.quiet;
@@ -54,7 +58,7 @@ function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
     for (let i = 0; i < nodes.length; i++) {
       const node = nodes[i];
       if (node === undefined) continue;
-      nodeNotes(node, view, [], out);
+      nodeNotes(node, view, NO_GPUS, out);
       if (out.length === 0) continue;
       byNode[i] = out;
       positions.push(i);
