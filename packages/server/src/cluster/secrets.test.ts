@@ -50,7 +50,7 @@ describePostgres('shared secrets on PostgreSQL', () => {
     await pool.query('CREATE TABLE IF NOT EXISTS secrets (name text PRIMARY KEY, value text NOT NULL)');
     secrets = {
       async sharedSecret(name, fallback) {
-        await pool.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, fallback]);
+        await pool.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, fallback()]);
         return (await pool.query<{ value: string }>('SELECT value FROM secrets WHERE name = $1', [name])).rows[0]!.value;
       },
     };

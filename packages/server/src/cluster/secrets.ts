@@ -9,11 +9,11 @@ import { readPair, tlsFiles } from '../tls/tls.js';
 
 /**
  * Where instances on one database agree on their secrets: PostgresStore's `secrets`
- * table. `sharedSecret` stores `fallback` under `name` unless a value is there already,
- * and returns the value that is there: the first instance's wins, atomically.
+ * table. `sharedSecret` stores `fallback()` under `name` unless a value is there
+ * already, and returns the value that is there: the first instance's wins, atomically.
  */
 export interface SharedSecrets {
-  sharedSecret(name: string, fallback: string): Promise<string>;
+  sharedSecret(name: string, fallback: () => string): Promise<string>;
 }
 
 /** The secrets instances share, by their name in the `secrets` table. */
@@ -80,7 +80,7 @@ export function localCa(dataDir: string): string | undefined {
 async function shareToken(db: SharedSecrets, dataDir: string, name: Exclude<SecretName, 'tls/ca'>, log: Logger): Promise<void> {
   const file = path.join(dataDir, name);
   const local = localSecret(dataDir, name);
-  const shared = await db.sharedSecret(name, local ?? newToken(name));
+  const shared = await db.sharedSecret(name, () => local ?? newToken(name));
   if (shared === local) {
     tighten(file, SECRET_FILE_MODE);
     return;
@@ -93,8 +93,9 @@ async function shareToken(db: SharedSecrets, dataDir: string, name: Exclude<Secr
 async function shareCa(db: SharedSecrets, dataDir: string, log: Logger): Promise<void> {
   const files = tlsFiles(dataDir);
   const local = localCa(dataDir);
+  // Made before asking (making one is async, the fallback is not); a few ms, and only without a CA of its own.
   const fallback = local ?? JSON.stringify(await createCa('llmgw CA'));
-  const shared = await db.sharedSecret('tls/ca', fallback);
+  const shared = await db.sharedSecret('tls/ca', () => fallback);
   if (shared === local) return;
   const ca = parseCa(shared);
   fs.mkdirSync(files.dir, { recursive: true, mode: 0o700 });
