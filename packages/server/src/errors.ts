@@ -48,6 +48,7 @@ const STATUS: Record<ErrorCode, number> = {
   no_ready_replica: 503,
   upstream_failed: 502,
   store_unavailable: 503,
+  not_leader: 503,
   internal: 500,
 };
 

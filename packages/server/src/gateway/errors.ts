@@ -30,6 +30,7 @@ const OPENAI: Record<ErrorCode, OpenAIShape> = {
   no_ready_replica: { type: 'server_error', code: 'no_ready_replica' },
   upstream_failed: { type: 'server_error', code: 'upstream_error' },
   store_unavailable: { type: 'server_error', code: 'store_unavailable' },
+  not_leader: { type: 'server_error', code: 'not_leader' },
   internal: { type: 'server_error', code: null },
 };
 

@@ -1,0 +1,388 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { EventViewSchema, validate, type NodeReport, type ShardStatus } from '@llmgw/shared';
+import type { AdminState, Replica } from '../domain.js';
+import { DomainError } from '../errors.js';
+import { StoreOpenError } from './open.js';
+import { connectError, describeUrl } from './pg-open.js';
+import { DB_MS, migratePostgres, PG_SCHEMA_VERSION } from './pg-schema.js';
+import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store-async.js';
+import type { TokenRole } from './store.js';
+
+/** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
+export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader';
+
+/** The channel every instance LISTENs on; the payload is a `Topic`. */
+export const CHANNEL = 'llmgw';
+
+/**
+ * The advisory lock `addEvents` holds: ids come from a sequence, and without it a
+ * transaction that took a smaller id could commit after one that took a larger, so a
+ * watcher reading "after id N" would skip it for good.
+ */
+const EVENTS_LOCK = 0x6c6c6576;
+
+export interface PostgresOptions {
+  log?: Logger;
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+}
+
+interface NodeRow {
+  id: string;
+  admin: AdminState;
+  report: NodeReport | null;
+  shards: ShardStatus[] | null;
+  last_seen_ms: string | null;
+}
+
+const NODE_COLUMNS = 'n.id, n.admin, n.report, n.shards, n.last_seen_ms';
+
+/**
+ * The store on PostgreSQL, shared by several llmgw-server instances. Same behaviour as
+ * `SqliteStore` for everything in `Store`; besides, it sends a NOTIFY on channel `llmgw`
+ * in the same transaction as each write another instance must see (`Topic`), refuses a
+ * fenced write from an instance whose leader lease is gone, and gives the cluster code
+ * the pool, the database clock and the node rows changed since a cursor.
+ */
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+
+  private constructor(
+    readonly pool: pg.Pool,
+    /** `user@host:port/database`, for messages. */
+    readonly where: string,
+  ) {}
+
+  /**
+   * Connects, checks the database is llmgw's (or empty) and migrates it. Refuses with a
+   * one-line `StoreOpenError` a database it cannot reach or log in to, one that holds
+   * other tables, or one from a newer server.
+   */
+  static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
+    const { where, password } = describeUrl(url);
+    const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, connectionTimeoutMillis: 10_000, application_name: 'llmgw-server' });
+    // A pooled connection that dies while idle emits 'error' on the pool; without a
+    // listener that would end the process. The next query gets a new connection.
+    pool.on('error', (err) => opts.log?.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw connectError(err, where, password);
+    }
+    try {
+      const from = await migratePostgres(client, where);
+      opts.log?.info({ database: where, schemaFrom: from, schema: PG_SCHEMA_VERSION }, 'PostgreSQL store open');
+    } catch (err) {
+      client.release();
+      await pool.end().catch(() => {});
+      if (err instanceof StoreOpenError) throw err;
+      throw new StoreOpenError(`cannot set up the llmgw schema in ${where} (${oneLine(err, password)}): check that the user may create tables there, then start again`);
+    }
+    client.release();
+    return new PostgresStore(pool, where);
+  }
+
+  /** Runs `fn` in one transaction on one pooled connection: all of it commits, or none. */
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  private static notify(c: pg.ClientBase, ...topics: Topic[]): Promise<unknown> {
+    return Promise.all(topics.map((t) => c.query('SELECT pg_notify($1, $2)', [CHANNEL, t])));
+  }
+
+  async loadNodes(): Promise<StoredNode[]> {
+    const { rows } = await this.pool.query<NodeRow>(`SELECT ${NODE_COLUMNS} FROM nodes n ORDER BY n.id COLLATE "C"`);
+    return rows.map(toNode);
+  }
+
+  /**
+   * The node rows written since `sinceMs` (DB ms), and the database's clock in the same
+   * query: the caller's next cursor, so no commit between two pulls is missed for want of
+   * a clock that runs differently from the database's.
+   */
+  async loadNodesChanged(sinceMs: number): Promise<{ nodes: StoredNode[]; dbNowMs: number }> {
+    const { rows } = await this.pool.query<NodeRow & { id: string | null; db_now_ms: string }>(
+      `SELECT t.db_now_ms, ${NODE_COLUMNS} FROM (SELECT ${DB_MS} AS db_now_ms) t
+       LEFT JOIN nodes n ON n.updated_ms > $1 ORDER BY n.id COLLATE "C"`,
+      [sinceMs],
+    );
+    return { nodes: rows.filter((r) => r.id !== null).map(toNode), dbNowMs: Number(rows[0]!.db_now_ms) };
+  }
+
+  /** The database's clock in epoch ms: the one clock liveness and leases are judged on. */
+  async dbNowMs(): Promise<number> {
+    const { rows } = await this.pool.query<{ ms: string }>(`SELECT ${DB_MS} AS ms`);
+    return Number(rows[0]!.ms);
+  }
+
+  async saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query(
+        `INSERT INTO nodes (id, admin, updated_ms) VALUES ($1, $2, ${DB_MS})
+         ON CONFLICT (id) DO UPDATE SET admin = excluded.admin, updated_ms = excluded.updated_ms`,
+        [id, JSON.stringify(admin)],
+      );
+      await PostgresStore.notify(c, 'nodes');
+    });
+  }
+
+  /**
+   * One statement for the whole batch (the heartbeat path). `last_seen_ms` is the
+   * database's clock at the write, not the row's own: liveness is the database's view.
+   * A node not yet stored is created `ready`. Rows are written in id order, so two
+   * instances writing overlapping batches lock them in the same order.
+   */
+  async saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
+    const latest = [...new Map(rows.map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (!latest.length) return;
+    // The batch goes as one jsonb array: about twice as fast as unnest() over arrays of
+    // JSON strings, which the driver must escape as array literals.
+    await this.pool.query(
+      `INSERT INTO nodes (id, admin, report, shards, last_seen_ms, updated_ms)
+       SELECT r->>'id', '{"state":"ready"}'::jsonb, r->'report', NULLIF(r->'shards', 'null'::jsonb), t.ms, t.ms
+       FROM jsonb_array_elements($1::jsonb) AS r, (SELECT ${DB_MS} AS ms) t
+       ON CONFLICT (id) DO UPDATE SET report = excluded.report, shards = excluded.shards,
+         last_seen_ms = excluded.last_seen_ms, updated_ms = excluded.updated_ms`,
+      [JSON.stringify(latest.map((r) => ({ id: r.id, report: r.report, shards: r.shards ?? null })))],
+    );
+  }
+
+  async deleteNode(id: string): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query('DELETE FROM node_credentials WHERE node_id = $1', [id]);
+      await c.query('DELETE FROM nodes WHERE id = $1', [id]);
+      await PostgresStore.notify(c, 'nodes', 'credentials');
+    });
+  }
+
+  async loadCredentials(): Promise<StoredCredential[]> {
+    const { rows } = await this.pool.query<{ node_id: string; hash: string; created_at: string }>('SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id COLLATE "C"');
+    return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
+  }
+
+  async saveCredential(cred: StoredCredential): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query(
+        `INSERT INTO node_credentials (node_id, hash, created_at) VALUES ($1, $2, $3)
+         ON CONFLICT (node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`,
+        [cred.nodeId, cred.hash, cred.createdAt],
+      );
+      await PostgresStore.notify(c, 'credentials');
+    });
+  }
+
+  async loadReplicas(): Promise<StoredReplica[]> {
+    const { rows } = await this.pool.query<{ data: StoredReplica }>('SELECT data FROM replicas ORDER BY id COLLATE "C"');
+    return rows.map((r) => r.data);
+  }
+
+  /**
+   * One transaction. With `fence`, it first touches the lease row, which must still be
+   * held by `fence.holder` at `fence.epoch` and not expired on the database's clock; the
+   * row lock then keeps a takeover waiting until this commits, so the plan lands only
+   * under a lease that held throughout. Engine keys are never written.
+   */
+  async writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void> {
+    if (!save.length && !remove.length && !fence) return;
+    const latest = [...new Map(save.map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    await this.tx(async (c) => {
+      if (fence) {
+        const held = await c.query(`UPDATE leader SET epoch = epoch WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_ms > ${DB_MS} RETURNING 1`, [fence.holder, fence.epoch]);
+        if (!held.rowCount) {
+          throw new DomainError('not_leader', `this instance is no longer the leader (lease epoch ${fence.epoch} was taken over or expired); its plan was not written`);
+        }
+      }
+      if (latest.length) {
+        await c.query(
+          `INSERT INTO replicas (id, data, updated_ms) SELECT r->>'id', r, t.ms
+           FROM jsonb_array_elements($1::jsonb) AS r, (SELECT ${DB_MS} AS ms) t
+           ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_ms = excluded.updated_ms`,
+          [JSON.stringify(latest.map(({ apiKey: _derived, ...data }) => data))],
+        );
+      }
+      if (remove.length) await c.query('DELETE FROM replicas WHERE id = ANY($1::text[])', [[...remove]]);
+      if (latest.length || remove.length) await PostgresStore.notify(c, 'replicas');
+    });
+  }
+
+  async loadKeys(): Promise<StoredKey[]> {
+    const { rows } = await this.pool.query<{
+      id: string; name: string; hash: string; prefix: string; models: string[]; rpm: number | null;
+      max_concurrent: number | null; expires_at: string | null; created_at: string; revoked_at: string | null;
+    }>('SELECT * FROM api_keys ORDER BY created_at COLLATE "C", id COLLATE "C"');
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      hash: r.hash,
+      prefix: r.prefix,
+      models: r.models,
+      ...(r.rpm != null ? { rpm: r.rpm } : {}),
+      ...(r.max_concurrent != null ? { maxConcurrent: r.max_concurrent } : {}),
+      ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
+      createdAt: r.created_at,
+      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
+    }));
+  }
+
+  async saveKey(k: StoredKey): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query(
+        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
+           max_concurrent = excluded.max_concurrent, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+        [k.id, k.name, k.hash, k.prefix, JSON.stringify(k.models), k.rpm ?? null, k.maxConcurrent ?? null, k.expiresAt ?? null, k.createdAt, k.revokedAt ?? null],
+      );
+      await PostgresStore.notify(c, 'keys');
+    });
+  }
+
+  async loadTokens(): Promise<StoredToken[]> {
+    const { rows } = await this.pool.query<{ id: string; name: string; role: TokenRole; hash: string; prefix: string; created_at: string; revoked_at: string | null }>(
+      'SELECT * FROM admin_tokens ORDER BY created_at COLLATE "C", id COLLATE "C"',
+    );
+    return rows.map((r) => ({
+      id: r.id, name: r.name, role: r.role, hash: r.hash, prefix: r.prefix, createdAt: r.created_at,
+      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
+    }));
+  }
+
+  async saveToken(t: StoredToken): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query(
+        `INSERT INTO admin_tokens (id, name, role, hash, prefix, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, revoked_at = excluded.revoked_at`,
+        [t.id, t.name, t.role, t.hash, t.prefix, t.createdAt, t.revokedAt ?? null],
+      );
+      await PostgresStore.notify(c, 'tokens');
+    });
+  }
+
+  /** One statement; deltas for the same key and model are added up first (a row may be touched once per statement). */
+  async addUsage(deltas: readonly UsageDelta[]): Promise<void> {
+    const sums = new Map<string, UsageDelta>();
+    for (const d of deltas) {
+      const k = JSON.stringify([d.keyId, d.model]);
+      const s = sums.get(k);
+      if (!s) sums.set(k, { ...d });
+      else for (const f of ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const) s[f] += d[f];
+    }
+    const ds = [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => d);
+    if (!ds.length) return;
+    await this.pool.query(
+      `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
+       ON CONFLICT (key_id, model) DO UPDATE SET requests = usage.requests + excluded.requests,
+         errors = usage.errors + excluded.errors, cancelled = usage.cancelled + excluded.cancelled,
+         prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage.completion_tokens + excluded.completion_tokens`,
+      [ds.map((d) => d.keyId), ds.map((d) => d.model), ds.map((d) => d.requests), ds.map((d) => d.errors), ds.map((d) => d.cancelled), ds.map((d) => d.promptTokens), ds.map((d) => d.completionTokens)],
+    );
+  }
+
+  async loadUsage(): Promise<StoredUsage[]> {
+    const { rows } = await this.pool.query<{ key_id: string; key_name: string; model: string; requests: string; errors: string; cancelled: string; prompt_tokens: string; completion_tokens: string }>(
+      `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
+       FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY COALESCE(k.name, u.key_id) COLLATE "C", u.model COLLATE "C"`,
+    );
+    return rows.map((r) => ({
+      keyId: r.key_id, keyName: r.key_name, model: r.model, requests: Number(r.requests), errors: Number(r.errors), cancelled: Number(r.cancelled),
+      promptTokens: Number(r.prompt_tokens), completionTokens: Number(r.completion_tokens),
+    }));
+  }
+
+  /**
+   * Appends under `EVENTS_LOCK` (ids commit in the order they are taken), each event
+   * with a new id from the sequence in the order given, and prunes: older than
+   * `keep.sinceMs`, and all but the newest `keep.maxRows`. The id is not kept inside the
+   * stored JSON: the row's id is the event's.
+   */
+  async addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
+    return this.tx(async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [EVENTS_LOCK]);
+      let ids: number[] = [];
+      if (events.length) {
+        const { rows } = await c.query<{ id: string }>(
+          `INSERT INTO events (time_ms, data) SELECT u.time_ms, u.data
+           FROM unnest($1::bigint[], $2::jsonb[]) WITH ORDINALITY AS u(time_ms, data, ord) ORDER BY u.ord RETURNING id`,
+          [events.map((e) => Date.parse(e.time)), events.map(({ id: _given, ...data }) => JSON.stringify(data))],
+        );
+        // The sequence is drawn in insertion order, which is the order given.
+        ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+      }
+      await c.query(
+        `DELETE FROM events WHERE time_ms < $1 OR $2::int <= 0
+           OR id < (SELECT id FROM events ORDER BY id DESC OFFSET GREATEST($2::int - 1, 0) LIMIT 1)`,
+        [keep.sinceMs, keep.maxRows],
+      );
+      if (events.length) await PostgresStore.notify(c, 'events');
+      return events.map((e, i) => ({ ...e, id: ids[i]! }));
+    });
+  }
+
+  async loadEvents(limit: number, afterId?: number): Promise<StoredEvent[]> {
+    const { rows } = await this.pool.query<{ id: string; data: unknown }>(
+      'SELECT id, data FROM (SELECT id, data FROM events WHERE id > $2 ORDER BY id DESC LIMIT $1) e ORDER BY id',
+      [limit, afterId ?? -1],
+    );
+    // A row that is not an event (hand-edited) is skipped, not thrown, as in SqliteStore.
+    return rows.flatMap((r) => {
+      if (typeof r.data !== 'object' || r.data === null || Array.isArray(r.data)) return [];
+      const e = { ...(r.data as Record<string, unknown>), id: Number(r.id) };
+      return validate(EventViewSchema, e).ok ? [e as StoredEvent] : [];
+    });
+  }
+
+  /**
+   * A secret every instance shares (the admin and join tokens, the engine-key secret,
+   * the CA): the first instance to ask stores `fallback()`, and everyone gets that value.
+   */
+  async sharedSecret(name: string, fallback: () => string): Promise<string> {
+    const get = async () => (await this.pool.query<{ value: string }>('SELECT value FROM secrets WHERE name = $1', [name])).rows[0]?.value;
+    const found = await get();
+    if (found !== undefined) return found;
+    await this.pool.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, fallback()]);
+    const stored = await get();
+    if (stored === undefined) throw new Error(`secret ${name} vanished right after it was stored`);
+    return stored;
+  }
+
+  /** A write that changes nothing: it fails exactly when writes fail (unreachable, read-only standby). */
+  async probe(): Promise<void> {
+    await this.pool.query('UPDATE schema_version SET version = version WHERE version = (SELECT max(version) FROM schema_version)');
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+function toNode(r: NodeRow): StoredNode {
+  return {
+    id: r.id,
+    admin: r.admin,
+    ...(r.report ? { report: r.report } : {}),
+    ...(r.last_seen_ms != null ? { lastSeenMs: Number(r.last_seen_ms) } : {}),
+    ...(r.shards ? { shards: r.shards } : {}),
+  };
+}
+
+function oneLine(err: unknown, password?: string): string {
+  let line = (err instanceof Error ? err.message : String(err)).split('\n', 1)[0]!.slice(0, 200);
+  if (password) line = line.split(password).join('***');
+  return line;
+}
