@@ -9,6 +9,7 @@ import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
 import { collectSans, listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
+import { MIGRATE_HELP, migrateSqliteToPostgres } from './store/migrate.js';
 import { JOIN_APPROVALS, type JoinApproval } from './credentials/membership.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
@@ -198,6 +199,25 @@ program
     const { dataDir } = program.opts<{ dataDir: string }>();
     try {
       process.stdout.write(`${readJoinToken(path.resolve(dataDir))}\n`);
+    } catch (err) {
+      fail((err as Error).message);
+    }
+  });
+
+program
+  .command('migrate')
+  .description('copy a SQLite store and its secrets into an empty PostgreSQL database (the upgrade to several servers)')
+  .requiredOption('--from-sqlite <file>', 'the llmgw.db of the SQLite install (or its data directory); read only')
+  .addOption(opt('--database-url <url>', 'the empty llmgw database: postgres://user:password@host:port/database', 'LLMGW_DATABASE_URL'))
+  .addHelpText('after', MIGRATE_HELP)
+  .action(async (o: { fromSqlite: string; databaseUrl?: string }) => {
+    // The server's own --database-url, when the lead's main options define it, may take the flag first.
+    const url = o.databaseUrl ?? program.opts<{ databaseUrl?: string }>().databaseUrl;
+    if (!url) fail('give --database-url postgres://… (or LLMGW_DATABASE_URL): the empty database to migrate into');
+    try {
+      const done = await migrateSqliteToPostgres(o.fromSqlite, url);
+      for (const note of done.notes) process.stderr.write(`llmgw-server: note: ${note}\n`);
+      process.stdout.write(`${done.summary}\n`);
     } catch (err) {
       fail((err as Error).message);
     }

@@ -2,14 +2,14 @@ import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import { parseJoinToken, pinMatches } from '@llmgw/shared';
 import { tokenFor } from '../api/tokens.js';
 import { adminTls, prepareJoinToken } from '../tls/index.js';
 import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { tempDirs } from '../../test/temp-dirs.js';
-import { shareSecrets, type SharedSecrets } from './secrets.js';
+import { PostgresStore } from '../store/postgres.js';
+import { shareSecrets } from './secrets.js';
 
 const tmp = tempDirs('llmgw-shared-secrets-', afterAll);
 const read = (dir: string, file: string) => fs.readFileSync(path.join(dir, file), 'utf8');
@@ -39,32 +39,26 @@ function chainsTo(certPem: string, caPem: string): boolean {
 
 describePostgres('shared secrets on PostgreSQL', () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let pool: pg.Pool;
-  // Stands for PostgresStore.sharedSecret: insert if absent, then select.
-  let secrets: SharedSecrets;
-  const row = async (name: string) => (await pool.query<{ value: string }>('SELECT value FROM secrets WHERE name = $1', [name])).rows[0]?.value;
+  // One store per instance, as two llmgw-server processes would each open.
+  let secrets: PostgresStore;
+  let other: PostgresStore;
+  const row = async (name: string) => (await secrets.pool.query<{ value: string }>('SELECT value FROM secrets WHERE name = $1', [name])).rows[0]?.value;
 
   beforeAll(async () => {
     db = await freshDatabase();
-    pool = new pg.Pool({ connectionString: db.url });
-    await pool.query('CREATE TABLE IF NOT EXISTS secrets (name text PRIMARY KEY, value text NOT NULL)');
-    secrets = {
-      async sharedSecret(name, fallback) {
-        await pool.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, fallback()]);
-        return (await pool.query<{ value: string }>('SELECT value FROM secrets WHERE name = $1', [name])).rows[0]!.value;
-      },
-    };
+    [secrets, other] = await Promise.all([PostgresStore.open(db.url), PostgresStore.open(db.url)]);
   });
   afterAll(async () => {
-    await pool.end();
+    await secrets.close();
+    await other.close();
     await db.drop();
   });
-  const clear = () => pool.query('DELETE FROM secrets');
+  const clear = () => secrets.pool.query('DELETE FROM secrets');
 
   it('two new instances starting at once end with the same tokens and CA, each with its own certificate from it', async () => {
     await clear();
     const [a, b] = [tmp(), tmp()];
-    await Promise.all([shareSecrets(secrets, a, capture().log), shareSecrets(secrets, b, capture().log)]);
+    await Promise.all([shareSecrets(secrets, a, capture().log), shareSecrets(other, b, capture().log)]);
     const [sa, sb] = [await start(a, 'a.example'), await start(b, 'b.example')];
     for (const f of ['admin-token', 'join-token', 'engine-key-secret', 'tls/ca.pem', 'tls/ca-key.pem']) expect([f, read(a, f)]).toEqual([f, read(b, f)]);
     for (const f of ['admin-token', 'join-token', 'engine-key-secret', 'tls/ca-key.pem']) expect([f, mode(a, f), mode(b, f)]).toEqual([f, 0o600, 0o600]);
@@ -90,7 +84,7 @@ describePostgres('shared secrets on PostgreSQL', () => {
     expect(lines.filter((l) => l.includes('"level":40'))).toEqual([]);
     const after = await start(old, 'old.example');
     expect(after).toEqual(before);
-    await shareSecrets(secrets, next, capture().log);
+    await shareSecrets(other, next, capture().log);
     const took = await start(next, 'next.example');
     expect([took.admin, took.engine, took.joinSecret, took.tls.caPem]).toEqual([before.admin, before.engine, before.joinSecret, before.tls.caPem]);
     expect(took.join).toBe(before.join);
@@ -98,13 +92,13 @@ describePostgres('shared secrets on PostgreSQL', () => {
 
   it('an instance whose files differ from the shared ones takes the shared ones, with a warning naming each file but no secret', async () => {
     await clear();
-    const [first, other] = [tmp(), tmp()];
+    const [first, otherDir] = [tmp(), tmp()];
     await shareSecrets(secrets, first, capture().log);
     const shared = await start(first, 'first.example');
-    const own = await start(other, 'other.example');
+    const own = await start(otherDir, 'other.example');
     const { log, lines } = capture();
-    await shareSecrets(secrets, other, log);
-    const now = await start(other, 'other.example');
+    await shareSecrets(other, otherDir, log);
+    const now = await start(otherDir, 'other.example');
     expect([now.admin, now.engine, now.joinSecret, now.tls.caPem]).toEqual([shared.admin, shared.engine, shared.joinSecret, shared.tls.caPem]);
     expect(now.join).toBe(shared.join);
     // Its listener certificate was reissued from the shared CA, still for its own names.
@@ -112,7 +106,7 @@ describePostgres('shared secrets on PostgreSQL', () => {
     expect(chainsTo(now.tls.cert, shared.tls.caPem)).toBe(true);
     expect(new X509Certificate(now.tls.cert).subjectAltName).toContain('DNS:other.example');
     const warned = lines.map((l) => JSON.parse(l) as { level: number; file?: string; msg: string }).filter((l) => l.level === 40);
-    expect(warned.map((w) => w.file)).toEqual(['admin-token', 'join-token', 'engine-key-secret', 'tls/ca.pem'].map((f) => path.join(other, f)));
+    expect(warned.map((w) => w.file)).toEqual(['admin-token', 'join-token', 'engine-key-secret', 'tls/ca.pem'].map((f) => path.join(otherDir, f)));
     const text = lines.join('');
     for (const secret of [own.admin, own.engine, own.joinSecret, shared.admin, shared.engine, shared.joinSecret]) expect(text.includes(secret)).toBe(false);
   });
