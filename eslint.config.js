@@ -48,6 +48,10 @@ export default defineConfig(
       "max-lines": ["error", { max: 400 }],
       // `_`-prefixed names are deliberately unused (a callback's fixed signature).
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      // The Store interface is asynchronous for PostgreSQL; SQLite and test stores meet
+      // it with async methods that answer at once. no-floating-promises and
+      // no-misused-promises still catch every promise a caller forgets.
+      "@typescript-eslint/require-await": "off",
     },
   },
   {

@@ -5,7 +5,7 @@ import { makeReport, memoryStore } from '../test/factories.js';
 const report = makeReport({ node_id: 'n1' });
 
 describe('Inventory.snapshot', () => {
-  it('passes the CPU cores an agent reports, and leaves them out when it does not', () => {
+  it('passes the CPU cores an agent reports, and leaves them out when it does not', async () => {
     const inv = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 });
     inv.report(makeReport({ node_id: 'n1', cpu_cores: 32 }), 1000);
     inv.report(makeReport({ node_id: 'n2' }), 1000);
@@ -14,15 +14,13 @@ describe('Inventory.snapshot', () => {
 });
 
 describe('Inventory.setAdmin', () => {
-  it('leaves the node as it was when its new admin state cannot be saved', () => {
+  it('leaves the node as it was when its new admin state cannot be saved', async () => {
     const inv = new Inventory(
       memoryStore({
-        saveNodeAdmin: () => {
-          throw new Error('disk full');
-        },
+        saveNodeAdmin: () => Promise.reject(new Error('disk full')),
       }), { notReadyAfterS: 15, lostAfterS: 60 });
     inv.report(report, 1000);
-    expect(() => inv.setAdmin('n1', 'draining', 'PSU swap', new Date(2000))).toThrow('disk full');
+    await expect(inv.setAdmin('n1', 'draining', 'PSU swap', new Date(2000))).rejects.toThrow('disk full');
     // The operator got an error, so the reconciler must not start draining the node either.
     expect(inv.get('n1')!.admin.state).toBe('ready');
     expect(inv.snapshot(2000).at(0)?.admin).toBe('ready');
@@ -36,22 +34,22 @@ describe('Inventory.setAdmin on a node already in that state', () => {
     return i;
   };
 
-  it('keeps the reason and the time it began unless a new reason is given', () => {
+  it('keeps the reason and the time it began unless a new reason is given', async () => {
     const i = inv();
-    i.setAdmin('n1', 'cordoned', 'PSU swap', new Date(2000));
-    i.setAdmin('n1', 'cordoned', undefined, new Date(3000));
+    await i.setAdmin('n1', 'cordoned', 'PSU swap', new Date(2000));
+    await i.setAdmin('n1', 'cordoned', undefined, new Date(3000));
     expect(i.get('n1')!.admin).toEqual({ state: 'cordoned', reason: 'PSU swap', changedAt: new Date(2000).toISOString() });
-    i.setAdmin('n1', 'cordoned', 'fan', new Date(4000));
+    await i.setAdmin('n1', 'cordoned', 'fan', new Date(4000));
     expect(i.get('n1')!.admin.reason).toBe('fan');
     // Another state starts afresh: an uncordoned node has no reason to be cordoned.
-    i.setAdmin('n1', 'ready', undefined, new Date(5000));
+    await i.setAdmin('n1', 'ready', undefined, new Date(5000));
     expect(i.get('n1')!.admin).toEqual({ state: 'ready', changedAt: new Date(5000).toISOString() });
   });
 
-  it("keeps a drain's deadline and force when the drain is asked for again without them", () => {
+  it("keeps a drain's deadline and force when the drain is asked for again without them", async () => {
     const i = inv();
-    i.setAdmin('n1', 'draining', 'move', new Date(2000), { deadlineS: 60, force: true });
-    i.setAdmin('n1', 'draining', undefined, new Date(3000));
+    await i.setAdmin('n1', 'draining', 'move', new Date(2000), { deadlineS: 60, force: true });
+    await i.setAdmin('n1', 'draining', undefined, new Date(3000));
     expect(i.get('n1')!.admin).toEqual({ state: 'draining', reason: 'move', changedAt: new Date(2000).toISOString(), drainDeadline: new Date(62_000).toISOString(), force: true });
   });
 });

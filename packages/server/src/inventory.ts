@@ -2,7 +2,8 @@ import type { Liveness, NodeAdminState, NodeReport } from '@llmgw/shared';
 import type { AdminState } from './domain.js';
 import { DomainError, echo } from './errors.js';
 import type { NodeSnapshot } from './snapshot.js';
-import type { Store } from './store/store.js';
+import { serialWrites } from './store/serial.js';
+import type { Store, StoredNode } from './store/store.js';
 
 export interface LivenessPolicy {
   /** Seconds without a heartbeat before a node is `not-ready` (no traffic, no placement). */
@@ -42,14 +43,20 @@ export class Inventory {
     private readonly store: Store,
     readonly policy: LivenessPolicy,
     bootMs: number = Date.now(),
+    stored: readonly StoredNode[] = [],
   ) {
-    for (const n of store.loadNodes()) {
+    for (const n of stored) {
       // A node remembered from before a restart gets no traffic until its agent speaks
       // again, and is lost only if it stays silent a whole grace counted from the boot:
       // a restarted server must not replace every replica in the fleet.
       this.nodes.set(n.id, { id: n.id, admin: n.admin, ...(n.report ? { report: n.report } : {}), lastSeenMs: bootMs, reported: false });
       if (n.report) this.lastReports.set(n.id, JSON.stringify(n.report));
     }
+  }
+
+  /** The nodes the store remembers, each given a full grace from `bootMs` to report. */
+  static async load(store: Store, policy: LivenessPolicy, bootMs: number = Date.now()): Promise<Inventory> {
+    return new Inventory(store, policy, bootMs, await store.loadNodes());
   }
 
   /** Records a heartbeat. Returns true when the report differs from the last one. */
@@ -66,31 +73,35 @@ export class Inventory {
     if (changed) {
       this.lastReports.set(node.id, json);
       this.unsaved.add(node.id);
-      this.persistReports();
+      void this.persistReports();
     }
     return changed || !wasLive;
   }
 
   /**
    * Writes the reports the store has not taken yet, in one transaction; on failure they
-   * stay pending for the next call (each heartbeat and reconcile pass). Never throws.
-   * Returns how many are still pending.
+   * stay pending for the next call (each heartbeat and reconcile pass). Never rejects;
+   * resolves whether nothing is pending any more.
    */
-  persistReports(): number {
-    if (this.unsaved.size === 0) return 0;
-    try {
-      this.store.transaction(() => {
-        for (const id of this.unsaved) {
-          const n = this.nodes.get(id);
-          if (n?.report) this.store.saveNodeReport(id, n.report, n.lastSeenMs);
-        }
-      });
+  readonly persistReports = serialWrites(
+    () => this.unsaved.size > 0,
+    async () => {
+      const ids = [...this.unsaved];
       this.unsaved.clear();
-    } catch {
-      // The store logs and counts its failures; the reports stay in memory until it recovers.
-    }
-    return this.unsaved.size;
-  }
+      const rows = ids.flatMap((id) => {
+        const n = this.nodes.get(id);
+        return n?.report ? [{ id, report: n.report, lastSeenMs: n.lastSeenMs }] : [];
+      });
+      try {
+        await this.store.saveNodeReports(rows);
+        return true;
+      } catch {
+        // The store logs and counts its failures; the reports stay in memory until it recovers.
+        for (const id of ids) if (this.nodes.has(id)) this.unsaved.add(id);
+        return false;
+      }
+    },
+  );
 
   get(id: string): InventoryNode | undefined {
     return this.nodes.get(id);
@@ -104,32 +115,32 @@ export class Inventory {
    * A node that has just joined, before its first heartbeat: listed at once (as
    * `pending-approval` under manual approval). A node already known keeps its state.
    */
-  add(id: string, admin: AdminState, nowMs: number): void {
+  async add(id: string, admin: AdminState, nowMs: number): Promise<void> {
     if (this.nodes.has(id)) return;
-    this.store.saveNodeAdmin(id, admin);
+    await this.store.saveNodeAdmin(id, admin);
     this.nodes.set(id, { id, admin, lastSeenMs: nowMs, reported: false });
   }
 
   /** Forgets a node (`ctl nodes delete`): the store first, so a refused write changes nothing. */
-  remove(id: string): boolean {
-    this.store.deleteNode(id);
+  async remove(id: string): Promise<boolean> {
+    await this.store.deleteNode(id);
     this.lastReports.delete(id);
     this.unsaved.delete(id);
     return this.nodes.delete(id);
   }
 
   /** Ends a node's wait for approval (`ctl nodes approve`): it becomes ready. */
-  approve(id: string, now: Date): void {
+  async approve(id: string, now: Date): Promise<void> {
     const node = this.nodes.get(id);
     if (!node) throw new DomainError('not_found', `no node "${echo(id)}" (see ctl nodes)`);
     if (node.admin.state !== 'pending-approval') throw new DomainError('conflict', `node ${id} is not waiting for approval (it is ${node.admin.state})`);
     const admin: AdminState = { state: 'ready', reason: 'approved', changedAt: now.toISOString() };
-    this.store.saveNodeAdmin(id, admin);
+    await this.store.saveNodeAdmin(id, admin);
     node.admin = admin;
   }
 
   /** Sets a node's admin state. Returns false for an unknown node. */
-  setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date, drain: { deadlineS?: number; force?: boolean } = {}): boolean {
+  async setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date, drain: { deadlineS?: number; force?: boolean } = {}): Promise<boolean> {
     const node = this.nodes.get(id);
     if (!node) return false;
     // Only approval ends the wait: an uncordon must not let an unapproved node in.
@@ -150,7 +161,7 @@ export class Inventory {
       ...(state === 'draining' && (drain.force || same?.force) ? { force: true } : {}),
     };
     // Stored first: a state the store refused is neither acknowledged nor acted on.
-    this.store.saveNodeAdmin(id, admin);
+    await this.store.saveNodeAdmin(id, admin);
     node.admin = admin;
     return true;
   }

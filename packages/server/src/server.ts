@@ -157,8 +157,8 @@ function urlOf(server: http.Server): string {
  */
 export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger, deps: { store?: Store; catalogStatus?: CatalogStatusSource } = {}): Promise<RunningServer> {
   const store = new GuardedStore(deps.store ?? new SqliteStore(settings.dataDir), { log });
-  const inventory = new Inventory(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS });
-  const controller = new Controller(
+  const inventory = await Inventory.load(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS });
+  const controller = await Controller.load(
     inventory,
     store,
     catalog,
@@ -173,11 +173,11 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     },
     log,
   );
-  const events = fleetEvents(store, controller, log);
+  const events = await fleetEvents(store, controller, log);
   const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
   controller.fetchedEstimates = headers;
 
-  const keys = new KeyRing(store);
+  const keys = await KeyRing.load(store);
   const metrics = new Metrics();
   const gateway = new Gateway(
     controller,
@@ -207,11 +207,11 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Unauthenticated on purpose: an agent fetches it before it trusts anything, and
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
-  const membership = new Membership(controller, new NodeCredentials(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
+  const membership = new Membership(controller, await NodeCredentials.load(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
   admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
-  const access = new AccessTokens(store, settings.adminToken);
+  const access = await AccessTokens.load(store, settings.adminToken);
   admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), nodeFilesApi(controller));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
@@ -235,7 +235,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     keys,
     async close() {
       controller.stop();
-      const unwritten = keys.close();
+      const unwritten = await keys.close();
       if (unwritten) log.error({ requests: unwritten }, `store unavailable at shutdown: usage of ${unwritten} requests could not be written`);
       await gateway.close();
       await headers.close();
@@ -243,7 +243,10 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
         s.closeAllConnections();
         await new Promise<void>((resolve) => s.close(() => resolve()));
       }
-      store.close();
+      await events.events.flush();
+      await controller.persist();
+      await inventory.persistReports();
+      await store.close();
     },
   };
 }

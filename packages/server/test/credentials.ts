@@ -10,6 +10,6 @@ export const NODE_CREDENTIAL = 'llmgw-node-test-credential-0123456789';
 /** The `Authorization` header of the node seeded with `seedCredential`. */
 export const nodeAuth = { authorization: `Bearer ${NODE_CREDENTIAL}` };
 
-export function seedCredential(store: Store, nodeId: string, secret = NODE_CREDENTIAL): void {
-  store.saveCredential({ nodeId, hash: hashCredential(secret), createdAt: new Date().toISOString() });
+export function seedCredential(store: Store, nodeId: string, secret = NODE_CREDENTIAL): Promise<void> {
+  return store.saveCredential({ nodeId, hash: hashCredential(secret), createdAt: new Date().toISOString() });
 }

@@ -103,8 +103,8 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   const tls = await adminTls({ dataDir, listenHost: '127.0.0.1', extraSans: [] }, log);
   // node-a has joined: the agent API takes its credential (nodeAuth), not the join token.
   const seed = new SqliteStore(dataDir);
-  seedCredential(seed, 'node-a');
-  seed.close();
+  await seedCredential(seed, 'node-a');
+  await seed.close();
   const running = await startServer(makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections, adminTls: tls }), parseCatalog(CATALOG, 'catalog.yaml'), log);
   const admin = running.adminUrl;
   caByOrigin.set(new URL(admin).origin, tls.caPem);

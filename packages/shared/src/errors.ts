@@ -46,7 +46,7 @@ export const ERROR_CODES = [
   'upstream_failed',
   /** The store (the disk under it) refused a write; reads still work, and it recovers by itself. */
   'store_unavailable',
-  /** An instance that lost its leader lease tried to write as the leader (several servers on PostgreSQL); the new leader acts instead. */
+  /** This server instance lost its leadership (its lease was taken over or expired), so its plan was not written. */
   'not_leader',
   /** A bug or an unexpected failure inside llmgw. */
   'internal',

@@ -30,8 +30,22 @@ export class AccessTokens {
     private readonly store: Store,
     private readonly bootstrapAdmin: string,
     private readonly now: () => number = Date.now,
+    stored: readonly StoredToken[] = [],
   ) {
-    for (const t of store.loadTokens()) this.remember(t);
+    for (const t of stored) this.remember(t);
+  }
+
+  /** The tokens the store holds, beside the bootstrap admin. */
+  static async load(store: Store, bootstrapAdmin: string, now: () => number = Date.now): Promise<AccessTokens> {
+    return new AccessTokens(store, bootstrapAdmin, now, await store.loadTokens());
+  }
+
+  /** Replaces what memory holds with the store's tokens (another instance created or revoked one). */
+  async reload(): Promise<void> {
+    const stored = await this.store.loadTokens();
+    this.byHash = new Map();
+    this.byId.clear();
+    for (const t of stored) this.remember(t);
   }
 
   private remember(t: StoredToken): void {
@@ -41,12 +55,12 @@ export class AccessTokens {
     this.byHash.set(t.hash, t);
   }
 
-  create(req: TokenCreateRequest): { token: TokenView; secret: string } {
+  async create(req: TokenCreateRequest): Promise<{ token: TokenView; secret: string }> {
     const name = req.name.trim();
     if (!name) throw new DomainError('invalid_request', 'name must not be blank', { field: 'name' });
     const { secret, hash, prefix } = newSecret(`llmgw-${req.role}-`);
     const t: StoredToken = { id: `tok-${randomBytes(4).toString('hex')}`, name, role: req.role, hash, prefix, createdAt: new Date(this.now()).toISOString() };
-    this.store.saveToken(t);
+    await this.store.saveToken(t);
     this.remember(t);
     return { token: tokenView(t), secret };
   }
@@ -56,12 +70,12 @@ export class AccessTokens {
   }
 
   /** Revokes by id (or by the name of a live token); it stops working at once, dashboard sessions included. */
-  revoke(idOrName: string): TokenView {
+  async revoke(idOrName: string): Promise<TokenView> {
     const t = this.byId.get(idOrName) ?? [...this.byId.values()].find((x) => x.name === idOrName && !x.revokedAt);
     if (!t) throw new DomainError('not_found', `no token "${idOrName}" (see ctl tokens list)`);
     if (!t.revokedAt) {
       const revoked = { ...t, revokedAt: new Date(this.now()).toISOString() };
-      this.store.saveToken(revoked);
+      await this.store.saveToken(revoked);
       this.remember(revoked);
     }
     return tokenView(this.byId.get(t.id)!);

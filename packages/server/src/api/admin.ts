@@ -62,7 +62,7 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
 
   // One endpoint rather than three verbs: cordon, drain and uncordon are the same
   // operation with different targets.
-  r.route('/nodes/:id/state').post(...jsonBody('64kb'), (req, res) => {
+  r.route('/nodes/:id/state').post(...jsonBody('64kb'), async (req, res) => {
     const body = parseBody(NodeStateRequestSchema, req.body);
     // Own keys only: `constructor` or `__proto__` must not find something inherited.
     const state = Object.hasOwn(NodeStateAliases, body.state) ? NodeStateAliases[body.state] : undefined;
@@ -79,7 +79,7 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     }
     const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
     const before = ctl.inventory.get(id)?.admin.state;
-    if (!ctl.setNodeState(id, state, reason, drain)) throw notFound(`no node "${echo(id)}"`);
+    if (!(await ctl.setNodeState(id, state, reason, drain))) throw notFound(`no node "${echo(id)}"`);
     // The reason in force, which a repeated cordon without one keeps (Inventory.setAdmin).
     const kept = ctl.inventory.get(id)?.admin.reason;
     const reply: NodeStateReply = { id, state, ...(kept ? { reason: kept } : {}), ...(before === state ? { already: true } : {}) };
@@ -88,13 +88,13 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
 
   r.route('/keys').get((_req, res) => {
     res.json(keys.list());
-  }).post(...jsonBody('64kb'), (req, res) => {
+  }).post(...jsonBody('64kb'), async (req, res) => {
     const body = parseBody(KeyCreateRequestSchema, req.body);
-    res.status(201).json(keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
+    res.status(201).json(await keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
   }).all(methodNotAllowed);
 
-  r.route('/keys/:id').delete((req, res) => {
-    res.json(keys.revoke(String(req.params.id)));
+  r.route('/keys/:id').delete(async (req, res) => {
+    res.json(await keys.revoke(String(req.params.id)));
   }).all(methodNotAllowed);
 
   r.route('/usage').get((_req, res) => {

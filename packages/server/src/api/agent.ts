@@ -19,9 +19,9 @@ const MAX_WAIT_MS = 30_000;
 export function agentApi(ctl: Controller, membership: Membership, modelsDir?: string): Router {
   const r = express.Router();
 
-  r.route('/join').post(requireJoinToken(membership), ...jsonBody('64kb'), (req, res) => {
+  r.route('/join').post(requireJoinToken(membership), ...jsonBody('64kb'), async (req, res) => {
     const body = parseBody(JoinRequestSchema, req.body);
-    res.json(membership.join(body.node_id));
+    res.json(await membership.join(body.node_id));
   }).all(methodNotAllowed);
 
   r.use(requireNodeCredential(membership));

@@ -12,12 +12,12 @@ export function tokensApi(tokens: AccessTokens): Router {
   const r = express.Router();
   r.route('/tokens').get((_req, res) => {
     res.json(tokens.list());
-  }).post(...jsonBody('64kb'), (req, res) => {
-    res.status(201).json(tokens.create(parseBody(TokenCreateRequestSchema, req.body)));
+  }).post(...jsonBody('64kb'), async (req, res) => {
+    res.status(201).json(await tokens.create(parseBody(TokenCreateRequestSchema, req.body)));
   }).all(methodNotAllowed);
 
-  r.route('/tokens/:id').delete((req, res) => {
-    res.json(tokens.revoke(String(req.params.id)));
+  r.route('/tokens/:id').delete(async (req, res) => {
+    res.json(await tokens.revoke(String(req.params.id)));
   }).all(methodNotAllowed);
   return r;
 }

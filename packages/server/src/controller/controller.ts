@@ -7,12 +7,13 @@ import type { Inventory } from '../inventory.js';
 import { placementModels, sourcesToEstimate, type FetchedEstimates } from '../estimates.js';
 import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoredReplica } from '../store/store.js';
 import { ephemeralEngineKeys, type EngineKeyOf } from './engine-keys.js';
 import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
 import { assignmentsFor } from './assignments.js';
 import { applyShardReports, maskKey } from './replica-status.js';
 import { Downloads } from './downloads.js';
+import { ReplicaWrites } from './replica-writes.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
 export type { RouteTarget };
@@ -82,8 +83,8 @@ export class Controller {
   readonly downloads = new Downloads();
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
-  /** Replicas changed in memory whose record the store has not taken yet (see `persist`). */
-  private readonly unsaved = new Set<string>();
+  /** Replica records on their way to the store (see `persist`). */
+  private readonly writes: ReplicaWrites;
   private timer?: NodeJS.Timeout;
   private pending = false;
   private nextMasterPort: number = MASTER_PORTS.first;
@@ -99,6 +100,7 @@ export class Controller {
     private catalog: CatalogView,
     private readonly opts: ControllerOptions,
     private readonly log: Logger,
+    stored: readonly StoredReplica[] = [],
   ) {
     this.now = opts.now ?? Date.now;
     this.versionBase = this.now();
@@ -107,10 +109,16 @@ export class Controller {
     // Any replica change invalidates the routing table; it is rebuilt on the next request.
     this.events.on('replicas', () => (this.routeCache = undefined));
     this.engineKey = opts.engineKey ?? ephemeralEngineKeys();
+    this.writes = new ReplicaWrites(store, (id) => this.replicas.get(id), log);
     // Stored replicas have no key; what a store from before still held is replaced too,
     // so every key is the derived one (an engine started with an old key restarts once).
-    for (const r of store.loadReplicas()) this.replicas.set(r.id, frozen(withSpec({ ...r, apiKey: this.engineKey(r.id) }, catalog.models)));
+    for (const r of stored) this.replicas.set(r.id, frozen(withSpec({ ...r, apiKey: this.engineKey(r.id) }, catalog.models)));
     this.refreshAssignments();
+  }
+
+  /** A controller over the replicas the store holds. */
+  static async load(inventory: Inventory, store: Store, catalog: CatalogView, opts: ControllerOptions, log: Logger): Promise<Controller> {
+    return new Controller(inventory, store, catalog, opts, log, await store.loadReplicas());
   }
 
   start(): void {
@@ -179,8 +187,8 @@ export class Controller {
     });
   }
 
-  setNodeState(id: string, state: NodeAdminState, reason?: string, drain: { deadlineS?: number; force?: boolean } = {}): boolean {
-    const ok = this.inventory.setAdmin(id, state, reason, new Date(this.now()), drain);
+  async setNodeState(id: string, state: NodeAdminState, reason?: string, drain: { deadlineS?: number; force?: boolean } = {}): Promise<boolean> {
+    const ok = await this.inventory.setAdmin(id, state, reason, new Date(this.now()), drain);
     if (ok) this.notify();
     return ok;
   }
@@ -255,7 +263,7 @@ export class Controller {
         this.events.emit('replicas');
       }
     }
-    this.persist(changed);
+    void this.persist(changed);
     return changed.length > 0;
   }
 
@@ -284,8 +292,8 @@ export class Controller {
       failures: new Map(this.failuresByModel),
       lowSince: this.lowSince,
     });
-    this.persist(this.apply(plan, nowMs));
-    this.inventory.persistReports();
+    void this.persist(this.apply(plan, nowMs));
+    void this.inventory.persistReports();
     // Liveness moves with the clock, not with events; a change must reroute traffic.
     const livenessKey = this.inventory.list().map((n) => this.inventory.liveness(n, nowMs)).join();
     if (plan.actions.length || livenessKey !== this.livenessKey) {
@@ -340,29 +348,9 @@ export class Controller {
     return changed;
   }
 
-  /**
-   * Writes the changed replicas, with any the store refused before, as one transaction:
-   * a reconcile pass lands in the store whole or not at all. Memory is the source of
-   * truth: the plan is already applied (agents get their assignments), so when the store
-   * refuses, the ids stay in `unsaved` and the next pass or heartbeat writes each one
-   * as it is then (saved if it exists, deleted if it does not). Never throws.
-   */
-  private persist(changed: readonly string[]): void {
-    for (const id of changed) this.unsaved.add(id);
-    if (this.unsaved.size === 0) return;
-    const ids = [...this.unsaved];
-    try {
-      this.store.transaction(() => {
-        for (const id of ids) {
-          const r = this.replicas.get(id);
-          if (r) this.store.saveReplica(r);
-          else this.store.deleteReplica(id);
-        }
-      });
-      this.unsaved.clear();
-    } catch (err) {
-      this.log.debug({ replicas: ids.length, err: (err as Error).message }, 'replica records kept in memory until the store takes writes again');
-    }
+  /** Writes the changed replicas, with any the store refused before (see `ReplicaWrites`). Never rejects. */
+  persist(changed: readonly string[] = []): Promise<boolean> {
+    return this.writes.persist(changed);
   }
 
   /** The next free rendezvous port (see `allocatePort`). */

@@ -7,67 +7,52 @@ import { makeModel, makeReport, memoryStore } from '../../test/factories.js';
 import { Controller, type CatalogView } from './controller.js';
 
 /**
- * How the controller and the inventory write to the store: one transaction per
+ * How the controller and the inventory write to the store: one batch per
  * reconcile pass, memory as the source of truth while the store refuses writes, and
  * every record written once it takes them again.
  */
-function setup() {
+async function setup() {
   const saved = new Map<string, Replica>();
   const nodes = new Map<string, unknown>();
   let failing = false;
   const transactions: string[][] = [];
-  let current: string[] | undefined;
   const fail = () => {
     if (failing) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
   };
   const store: Store = memoryStore({
-    saveReplica: (r) => {
+    writeReplicas: async (save, remove) => {
       fail();
-      current?.push(`save ${r.id}`);
-      saved.set(r.id, r);
+      transactions.push([...save.map((r) => `save ${r.id}`), ...remove.map((id) => `delete ${id}`)]);
+      for (const r of save) saved.set(r.id, r);
+      for (const id of remove) saved.delete(id);
     },
-    deleteReplica: (id) => {
+    saveNodeReports: async (rows) => {
       fail();
-      current?.push(`delete ${id}`);
-      saved.delete(id);
-    },
-    saveNodeReport: (id, report) => {
-      fail();
-      nodes.set(id, report);
-    },
-    transaction: <T>(fn: () => T): T => {
-      current = [];
-      try {
-        const r = fn();
-        fail();
-        transactions.push(current);
-        return r;
-      } finally {
-        current = undefined;
-      }
+      for (const r of rows) nodes.set(r.id, r.report);
     },
   });
   const model = makeModel({ scaling: { min: 2, max: 2 } });
   const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
-  const inventory = new Inventory(store, { notReadyAfterS: 15, lostAfterS: 60 });
-  const ctl = new Controller(inventory, store, catalog, opts, pino({ level: 'silent' }));
+  const inventory = await Inventory.load(store, { notReadyAfterS: 15, lostAfterS: 60 });
+  const ctl = await Controller.load(inventory, store, catalog, opts, pino({ level: 'silent' }));
   return { ctl, inventory, saved, nodes, transactions, setFailing: (f: boolean) => (failing = f) };
 }
 
 describe('Controller persistence', () => {
-  it('writes the replicas a reconcile pass creates in one transaction', () => {
-    const { ctl, saved, transactions } = setup();
+  it('writes the replicas a reconcile pass creates in one transaction', async () => {
+    const { ctl, saved, transactions } = await setup();
     ctl.heartbeat({ report: makeReport({ node_id: 'n1' }), shards: [] });
     ctl.reconcileNow();
+    await ctl.persist();
     expect(ctl.listReplicas()).toHaveLength(2);
     // One transaction with both replicas (in creation order, which random ids do not sort).
     expect(transactions.filter((t) => t.length).map((t) => [...t].sort())).toEqual([ctl.listReplicas().map((r) => `save ${r.id}`).sort()]);
     expect([...saved.keys()].sort()).toEqual(ctl.listReplicas().map((r) => r.id).sort());
   });
 
-  it('keeps a pass applied in memory when the store refuses it, and writes it once the store takes writes', () => {
-    const { ctl, inventory, saved, nodes, setFailing } = setup();
+  it('keeps a pass applied in memory when the store refuses it, and writes it once the store takes writes', async () => {
+    const { ctl, inventory, saved, nodes, setFailing } = await setup();
     setFailing(true);
     expect(ctl.heartbeat({ report: makeReport({ node_id: 'n1' }), shards: [] })).toEqual(expect.objectContaining({ node_id: 'n1' }));
     expect(() => ctl.reconcileNow()).not.toThrow();
@@ -81,18 +66,18 @@ describe('Controller persistence', () => {
 
     setFailing(false);
     ctl.reconcileNow();
+    await ctl.persist();
+    await inventory.persistReports();
     expect([...saved.keys()].sort()).toEqual(placed);
     expect([...nodes.keys()]).toEqual(['n1']);
   });
 
-  it('refuses an admin state change the store refuses, leaving the node as it was', () => {
-    const { ctl, inventory } = setup();
+  it('refuses an admin state change the store refuses, leaving the node as it was', async () => {
+    const { ctl, inventory } = await setup();
     ctl.heartbeat({ report: makeReport({ node_id: 'n1' }), shards: [] });
     const store = (inventory as unknown as { store: Store }).store;
-    store.saveNodeAdmin = () => {
-      throw new Error('ENOSPC');
-    };
-    expect(() => ctl.setNodeState('n1', 'cordoned', 'x')).toThrow('ENOSPC');
+    store.saveNodeAdmin = () => Promise.reject(new Error('ENOSPC'));
+    await expect(ctl.setNodeState('n1', 'cordoned', 'x')).rejects.toThrow('ENOSPC');
     expect(inventory.get('n1')!.admin.state).toBe('ready');
   });
 });

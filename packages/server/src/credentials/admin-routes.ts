@@ -9,12 +9,12 @@ import type { Membership } from './membership.js';
 export function membershipApi(m: Membership): Router {
   const r = express.Router();
 
-  r.route('/nodes/:id').delete((req, res) => {
-    res.json(m.delete(String(req.params.id), req.query.force === 'true'));
+  r.route('/nodes/:id').delete(async (req, res) => {
+    res.json(await m.delete(String(req.params.id), req.query.force === 'true'));
   }).all(methodNotAllowed);
 
-  r.route('/nodes/:id/approve').post((req, res) => {
-    res.json(m.approve(String(req.params.id)));
+  r.route('/nodes/:id/approve').post(async (req, res) => {
+    res.json(await m.approve(String(req.params.id)));
   }).all(methodNotAllowed);
 
   r.route('/join-token/rotate').post((_req, res) => {

@@ -34,20 +34,20 @@ async function serve(dir: string, extra: Parameters<typeof makeServerSettings>[1
 }
 
 describe('NodeCredentials', () => {
-  it('issues one credential per node, keeps only its hash, and refuses a second', () => {
+  it('issues one credential per node, keeps only its hash, and refuses a second', async () => {
     const store = new SqliteStore(tmp());
-    const creds = new NodeCredentials(store);
-    const secret = creds.issue('a', new Date());
+    const creds = await NodeCredentials.load(store);
+    const secret = await creds.issue('a', new Date());
     expect(secret).toMatch(/^llmgw-node-[A-Za-z0-9_-]{43}$/);
-    expect(store.loadCredentials()).toEqual([{ nodeId: 'a', hash: hashCredential(secret), createdAt: expect.any(String) }]);
+    expect(await store.loadCredentials()).toEqual([{ nodeId: 'a', hash: hashCredential(secret), createdAt: expect.any(String) }]);
     expect(fs.readFileSync(store.file).includes(secret)).toBe(false);
-    expect(() => creds.issue('a', new Date())).toThrow(/node "a" has already joined .*ctl nodes delete a/);
+    await expect(creds.issue('a', new Date())).rejects.toThrow(/node "a" has already joined .*ctl nodes delete a/);
     // A restart finds it again; the forgotten one is forgotten.
-    const again = new NodeCredentials(store);
+    const again = await NodeCredentials.load(store);
     expect([again.nodeOf(secret), again.nodeOf('join'), again.nodeOf(`${secret}x`)]).toEqual(['a', undefined, undefined]);
     again.forget('a');
     expect([again.nodeOf(secret), again.has('a')]).toEqual([undefined, false]);
-    store.close();
+    await store.close();
   });
 });
 
@@ -155,8 +155,8 @@ describe('membership', () => {
   it('lets the first join claim a node stored before credentials existed, keeping its admin state', async () => {
     const dir = tmp();
     const seed = new SqliteStore(dir);
-    seed.saveNodeAdmin('legacy', { state: 'cordoned', reason: 'rack 4' });
-    seed.close();
+    await seed.saveNodeAdmin('legacy', { state: 'cordoned', reason: 'rack 4' });
+    await seed.close();
     const srv = await serve(dir, { joinApproval: 'manual' });
     try {
       expect((await srv.join('legacy')).body.state).toBe('ready');

@@ -29,16 +29,16 @@ export class Membership {
    * a credential — from a database older than credentials — is claimed by its first
    * join and keeps its admin state and replicas (see the store README: upgrading).
    */
-  join(nodeId: string): JoinReply {
+  async join(nodeId: string): Promise<JoinReply> {
     const now = new Date(this.ctl.now());
     if (this.credentials.has(nodeId)) {
       this.log.warn({ node: nodeId }, `refused a join as node ${nodeId}, which has already joined with its own credential`);
     }
     const known = this.ctl.inventory.get(nodeId);
     if (!known && !this.credentials.has(nodeId)) {
-      this.ctl.inventory.add(nodeId, this.approval === 'manual' ? { state: 'pending-approval', changedAt: now.toISOString() } : { state: 'ready' }, now.getTime());
+      await this.ctl.inventory.add(nodeId, this.approval === 'manual' ? { state: 'pending-approval', changedAt: now.toISOString() } : { state: 'ready' }, now.getTime());
     }
-    const credential = this.credentials.issue(nodeId, now);
+    const credential = await this.credentials.issue(nodeId, now);
     const state = this.ctl.inventory.get(nodeId)?.admin.state === 'pending-approval' ? 'pending-approval' : 'ready';
     this.log.info({ node: nodeId, state, claimed: Boolean(known) }, state === 'pending-approval' ? `node ${nodeId} joined and waits for approval (ctl nodes approve ${nodeId})` : `node ${nodeId} joined`);
     this.ctl.notify();
@@ -46,8 +46,8 @@ export class Membership {
   }
 
   /** `ctl nodes approve`: a node waiting under manual approval may take work. */
-  approve(nodeId: string): { id: string; state: 'ready' } {
-    this.ctl.inventory.approve(nodeId, new Date(this.ctl.now()));
+  async approve(nodeId: string): Promise<{ id: string; state: 'ready' }> {
+    await this.ctl.inventory.approve(nodeId, new Date(this.ctl.now()));
     this.log.info({ node: nodeId }, `node ${nodeId} approved`);
     this.ctl.notify();
     return { id: nodeId, state: 'ready' };
@@ -58,7 +58,7 @@ export class Membership {
    * next join. Refused while replicas have a shard on it, unless `force`: they are then
    * dropped, and the next reconcile pass places them elsewhere.
    */
-  delete(nodeId: string, force: boolean): { id: string; deleted: true; replicas_dropped: number } {
+  async delete(nodeId: string, force: boolean): Promise<{ id: string; deleted: true; replicas_dropped: number }> {
     if (!this.ctl.inventory.get(nodeId) && !this.credentials.has(nodeId)) throw notFound(`no node "${echo(nodeId)}" (see ctl nodes)`);
     const holding = this.ctl.listReplicas().filter((r) => r.shards.some((s) => s.nodeId === nodeId));
     if (holding.length > 0 && !force) {
@@ -68,7 +68,7 @@ export class Membership {
       );
     }
     // The store first: a refused write (503) leaves the node and its credential as they were.
-    this.ctl.inventory.remove(nodeId);
+    await this.ctl.inventory.remove(nodeId);
     this.credentials.forget(nodeId);
     this.log.info({ node: nodeId, replicasDropped: holding.length }, `node ${nodeId} deleted; its id is free to join again`);
     this.ctl.notify();

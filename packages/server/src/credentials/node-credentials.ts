@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DomainError } from '../errors.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoredCredential } from '../store/store.js';
 
 /** How a credential is kept: its SHA-256 in hex, never the secret itself. */
 export function hashCredential(secret: string): string {
@@ -24,8 +24,24 @@ export class NodeCredentials {
   private readonly byHash = new Map<string, string>();
   private readonly byNode = new Map<string, string>();
 
-  constructor(private readonly store: Store) {
-    for (const c of store.loadCredentials()) this.remember(c.nodeId, c.hash);
+  constructor(
+    private readonly store: Store,
+    stored: readonly StoredCredential[] = [],
+  ) {
+    for (const c of stored) this.remember(c.nodeId, c.hash);
+  }
+
+  /** The credentials the store holds. */
+  static async load(store: Store): Promise<NodeCredentials> {
+    return new NodeCredentials(store, await store.loadCredentials());
+  }
+
+  /** Replaces what memory holds with the store's credentials (another instance issued or forgot one). */
+  async reload(): Promise<void> {
+    const stored = await this.store.loadCredentials();
+    this.byHash.clear();
+    this.byNode.clear();
+    for (const c of stored) this.remember(c.nodeId, c.hash);
   }
 
   /** Whether the node has joined with a credential (a node from before issue 12 has not). */
@@ -38,7 +54,7 @@ export class NodeCredentials {
    * handed out (a refused write is a 503 and changes nothing). A node that has one is
    * refused: a second machine must never take over a joined node's name.
    */
-  issue(nodeId: string, now: Date): string {
+  async issue(nodeId: string, now: Date): Promise<string> {
     if (this.byNode.has(nodeId)) {
       throw new DomainError(
         'conflict',
@@ -48,7 +64,7 @@ export class NodeCredentials {
     }
     const secret = newCredential();
     const hash = hashCredential(secret);
-    this.store.saveCredential({ nodeId, hash, createdAt: now.toISOString() });
+    await this.store.saveCredential({ nodeId, hash, createdAt: now.toISOString() });
     this.remember(nodeId, hash);
     return secret;
   }

@@ -49,24 +49,25 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
   const whoOf = (s: Session): Principal => (s.tokenId !== undefined ? tokens.live(s.tokenId) : undefined) ?? { role: 'admin', name: 'admin token' };
   /** A viewer's session may look, not act: its action pages and POSTs get a 403 page. */
   const adminOnly =
-    (handler: (req: Request, res: Response, s: Session) => void) =>
+    (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) =>
     (req: Request, res: Response, s: Session) => {
       const who = whoOf(s);
       if (who.role !== 'admin') {
         refuse(req, res, 'forbidden', messagePage('Read-only', `${forbidden(who, 'changing a node').message}.`), s);
         return;
       }
-      handler(req, res, s);
+      return handler(req, res, s);
     };
 
   /** Runs `handler` with the session, or sends the visitor to log in. */
   const authed =
-    (handler: (req: Request, res: Response, s: Session) => void) =>
+    (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) =>
     (req: Request, res: Response, next: NextFunction) => {
       const s = sessionOf(req);
       if (s) {
+        // A handler may answer later (a store write); its rejection is an error like a throw.
         try {
-          handler(req, res, s);
+          Promise.resolve(handler(req, res, s)).catch(next);
         } catch (err) {
           next(err);
         }
@@ -95,13 +96,13 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
 
   /** The checks every POST from a logged-in page must pass before it may change anything. */
   const guarded =
-    (handler: (req: Request, res: Response, s: Session) => void) =>
+    (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) =>
     authed((req, res, s) => {
       if (!sameOrigin(req) || !sessions.csrfOk(s, (req.body as Record<string, unknown> | undefined)?.csrf)) {
         refuse(req, res, 'forbidden', messagePage('Request refused', 'This form was stale or came from another site, so nothing was changed. Reload the page and try again.'), { csrf: s.csrf });
         return;
       }
-      handler(req, res, s);
+      return handler(req, res, s);
     });
 
   // Browsers ask for it on every page; a 404 in the admin API's JSON would only be noise.
@@ -212,7 +213,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
     send(req, res, drainPage({ node, csrf: s.csrf }), s);
   }))).all(methodNotAllowed);
 
-  r.route('/nodes/:id/state').post(sessionFirst, form, guarded(adminOnly((req, res, s) => {
+  r.route('/nodes/:id/state').post(sessionFirst, form, guarded(adminOnly(async (req, res, s) => {
     const id = String(req.params.id);
     const body = req.body as Record<string, unknown>;
     const action = formText(body.action);
@@ -233,7 +234,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
       refuse(req, res, 'missing_field', drainPage({ node, csrf: s.csrf, ...(body.confirm === 'yes' ? { error: 'Say why the node is drained.' } : {}) }), s);
       return;
     }
-    ctl.setNodeState(id, state, reason || undefined);
+    await ctl.setNodeState(id, state, reason || undefined);
     opts.onNodeState?.(whoOf(s).name, id, state);
     res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
   }))).all(methodNotAllowed);

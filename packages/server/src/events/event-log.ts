@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { EventList, EventSource, EventType, EventView } from '@llmgw/shared';
 import type { Logger } from 'pino';
+import { serialWrites } from '../store/serial.js';
 import type { EventRetention, Store } from '../store/store.js';
 
 /** What a caller records; the log gives it its id and time. */
@@ -43,12 +44,19 @@ export const DEFAULT_EVENT_LIMIT = 500;
  * are served, so a watcher wakes on a record without polling the database. Like other
  * background state, an event the store refuses (a full disk) stays in memory and is
  * written with the next one; recording never throws.
+ *
+ * On PostgreSQL several instances record events, so the database gives the ids: an
+ * event enters memory only as read back from the store (`sync`, after each write and on
+ * every instance's NOTIFY), and every instance lists the same events with the same ids.
  */
 export class EventLog {
   private readonly events: EventView[];
   private readonly pending: EventView[] = [];
   private readonly emitter = new EventEmitter();
   private nextId: number;
+  private syncing?: Promise<void>;
+  /** Ids come from the store (PostgreSQL), not from this log. */
+  private readonly shared: boolean;
   private readonly now: () => number;
   private readonly retentionMs: number;
   private readonly maxRows: number;
@@ -56,26 +64,57 @@ export class EventLog {
   constructor(
     private readonly store: Store,
     private readonly opts: EventLogOptions,
+    loaded: EventView[] = [],
   ) {
     this.now = opts.now ?? Date.now;
     this.retentionMs = opts.retentionMs ?? EVENT_RETENTION_MS;
     this.maxRows = opts.maxRows ?? EVENT_MAX_ROWS;
+    this.shared = store.kind === 'postgres';
     this.emitter.setMaxListeners(0);
-    let loaded: EventView[] = [];
-    try {
-      loaded = store.loadEvents(this.maxRows);
-    } catch (err) {
-      opts.log.warn({ err: (err as Error).message }, 'events from before this start could not be read; new ones are still recorded');
-    }
     this.events = loaded;
     this.nextId = (loaded.at(-1)?.id ?? 0) + 1;
     this.prune();
   }
 
-  /** Records an event, wakes watchers, and writes it (and any the store refused before). */
+  /** The events the store kept; a store that cannot be read starts the log empty, with a warning. */
+  static async load(store: Store, opts: EventLogOptions): Promise<EventLog> {
+    let loaded: EventView[] = [];
+    try {
+      loaded = await store.loadEvents(opts.maxRows ?? EVENT_MAX_ROWS);
+    } catch (err) {
+      opts.log.warn({ err: (err as Error).message }, 'events from before this start could not be read; new ones are still recorded');
+    }
+    return new EventLog(store, opts, loaded);
+  }
+
+  /** Reads the events other instances wrote since the newest one here (PostgreSQL). */
+  sync(): Promise<void> {
+    this.syncing ??= this.syncOnce().finally(() => (this.syncing = undefined));
+    return this.syncing;
+  }
+
+  private async syncOnce(): Promise<void> {
+    const after = this.events.at(-1)?.id ?? 0;
+    let fresh: EventView[];
+    try {
+      fresh = await this.store.loadEvents(this.maxRows, after);
+    } catch {
+      return; // The store counts its failures; the next write or NOTIFY reads again.
+    }
+    const added = fresh.filter((e) => e.id > (this.events.at(-1)?.id ?? 0));
+    if (!added.length) return;
+    this.events.push(...added);
+    this.prune();
+    this.emitter.emit('event');
+  }
+
+  /**
+   * Records an event, wakes watchers, and writes it (and any the store refused before).
+   * On PostgreSQL the id is 0 here: the event is listed once the store gave it its id.
+   */
   record(e: NewEvent): EventView {
     const view: EventView = {
-      id: this.nextId++,
+      id: this.shared ? 0 : this.nextId++,
       time: new Date(this.now()).toISOString(),
       type: e.type,
       source: e.source,
@@ -86,11 +125,13 @@ export class EventLog {
       ...(e.who !== undefined ? { who: e.who } : {}),
       message: e.message,
     };
-    this.events.push(view);
     this.pending.push(view);
+    if (!this.shared) {
+      this.events.push(view);
+      this.emitter.emit('event');
+    }
     this.prune();
-    this.flush();
-    this.emitter.emit('event');
+    void this.flush();
     return view;
   }
 
@@ -146,14 +187,23 @@ export class EventLog {
     if (this.pending.length > maxRows) this.pending.splice(0, this.pending.length - maxRows);
   }
 
-  private flush(): void {
-    try {
-      this.store.addEvents(this.pending, this.retention());
-      this.pending.length = 0;
-    } catch (err) {
-      this.opts.log.debug({ events: this.pending.length, err: (err as Error).message }, 'events kept in memory until the store takes writes again');
-    }
-  }
+  /** Writes what is pending; one write at a time, so no event is sent twice. Never rejects. */
+  readonly flush = serialWrites(
+    () => this.pending.length > 0,
+    async () => {
+      const batch = this.pending.splice(0, this.pending.length);
+      try {
+        await this.store.addEvents(batch, this.retention());
+      } catch (err) {
+        this.pending.unshift(...batch);
+        this.prune();
+        this.opts.log.debug({ events: this.pending.length, err: (err as Error).message }, 'events kept in memory until the store takes writes again');
+        return false;
+      }
+      if (this.shared) await this.sync();
+      return true;
+    },
+  );
 }
 
 function matches(e: EventView, q: EventQuery): boolean {

@@ -18,8 +18,8 @@ export { EventLog, type Decision };
  * (`adminActions`, a middleware after the token check), the dashboard's node buttons
  * (`onNodeState`), and served as `GET /api/v1/events` (`api`).
  */
-export function fleetEvents(store: Store, controller: Controller, log: Logger) {
-  const events = new EventLog(store, { log });
+export async function fleetEvents(store: Store, controller: Controller, log: Logger) {
+  const events = await EventLog.load(store, { log });
   const nodesOf = (id: string) => controller.listReplicas().find((r) => r.id === id)?.shards.map((s) => s.nodeId) ?? [];
   controller.events.on('decided', (ds: Decision[]) => {
     for (const d of ds) events.record(decisionEvent(d, nodesOf));

@@ -29,8 +29,8 @@ let s: RunningServer;
 beforeAll(async () => {
   const dataDir = tmp();
   const seed = new SqliteStore(dataDir);
-  for (const [id, secret] of Object.entries(creds)) seedCredential(seed, id, secret);
-  seed.close();
+  for (const [id, secret] of Object.entries(creds)) await seedCredential(seed, id, secret);
+  await seed.close();
   s = await startServer(makeServerSettings(dataDir, { reconcileIntervalS: 0.1 }), parseCatalog(CATALOG, 'c.yaml'), pino({ level: 'silent' }));
 });
 afterAll(async () => {

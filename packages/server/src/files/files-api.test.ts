@@ -17,8 +17,8 @@ const BYTES = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
 async function serve(modelsDir: string | undefined): Promise<{ s: RunningServer; dataDir: string }> {
   const dataDir = tmp();
   const seed = new SqliteStore(dataDir);
-  seedCredential(seed, 'node-a');
-  seed.close();
+  await seedCredential(seed, 'node-a');
+  await seed.close();
   const s = await startServer(makeServerSettings(dataDir, modelsDir === undefined ? {} : { modelsDir }), catalog, pino({ level: 'silent' }));
   return { s, dataDir };
 }

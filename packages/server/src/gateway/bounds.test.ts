@@ -35,7 +35,7 @@ describe('model names', () => {
     expect(e.param).toBe('model');
     expect(e.message).toBe(`model \`${'x'.repeat(64)}…\` is longer than 256 characters`);
     expect(lookups).toEqual({ resolve: 0, suggest: 0 });
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([]);
     // 256 is still a name (unknown here), looked up and suggested for as before.
     expect((await post(url, secret, { model: 'y'.repeat(256), messages: [] })).status).toBe(404);
@@ -72,7 +72,7 @@ describe('model names', () => {
 describe('admission comes first', () => {
   it('refuses a key over its per-minute limit before reading or resolving the body', async () => {
     const { url, keys, lookups } = await setup(ok);
-    const { secret } = keys.create({ name: 'limited', rpm: 1 }, (n) => n);
+    const { secret } = await keys.create({ name: 'limited', rpm: 1 }, (n) => n);
     expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
     expect(lookups.resolve).toBe(1);
     const r = await post(url, secret, { model: 'nope', messages: [] });
@@ -83,7 +83,7 @@ describe('admission comes first', () => {
 
   it('gives the concurrency slot back when the body is refused', async () => {
     const { url, keys } = await setup(ok);
-    const { secret } = keys.create({ name: 'one', max_concurrent: 1 }, (n) => n);
+    const { secret } = await keys.create({ name: 'one', max_concurrent: 1 }, (n) => n);
     expect((await post(url, secret, '{not json')).status).toBe(400);
     expect((await post(url, secret, { model: 'nope' })).status).toBe(404);
     expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);

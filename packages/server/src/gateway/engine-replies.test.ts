@@ -20,7 +20,7 @@ describe('bad usage from an engine', () => {
     expect(r.text).toBe(`${content}data: [DONE]\n\n`);
     const again = await post(url, secret, { model: 'm', stream: true, messages: [] });
     expect(again.status).toBe(200);
-    keys.flushUsage();
+    await keys.flushUsage();
     // The one content event relayed is what is counted instead.
     expect(store.usage).toEqual([expect.objectContaining({ requests: 2, errors: 0, promptTokens: 0, completionTokens: 2 })]);
     const scraped = await metrics.registry.metrics();
@@ -34,21 +34,21 @@ describe('bad usage from an engine', () => {
     const r = await post(url, secret, { model: 'm', messages: [] });
     expect(r.status).toBe(200);
     expect(r.text).toBe(body);
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, promptTokens: 0, completionTokens: 0 })]);
   });
 
   it('keeps good usage as it is', async () => {
     const { url, secret, keys, store } = await setup(sse([content, usageEvent('0'), 'data: [DONE]\n\n']));
     await post(url, secret, { model: 'm', stream: true, messages: [] });
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ promptTokens: 0, completionTokens: 0 })]);
   });
 
   it('ignores a usage that is not an object', async () => {
     const { url, secret, keys, store } = await setup(json(200, '{"id":"x","usage":"lots"}'));
     expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, promptTokens: 0, completionTokens: 0 })]);
   });
 });
@@ -84,7 +84,7 @@ describe('cached tokens from an engine', () => {
     const body = `{"id":"x","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":${v}}}}`;
     const { url, secret, keys, store, metrics } = await setup(json(200, body));
     expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ promptTokens: 0 })]);
     expect(await metrics.registry.metrics()).toMatch(/llmgw_engine_bad_usage_total\{model="m"\} 1/);
   });

@@ -22,7 +22,7 @@ describe('gateway SSE pass-through', () => {
     );
     const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
     expect(r.text).toBe('data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n');
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, promptTokens: 7, completionTokens: 3 })]);
   });
 });
@@ -51,7 +51,7 @@ describe('gateway non-streaming', () => {
     const r = await post(url, secret, { model: 'm', messages: [] });
     expect(r.status).toBe(200);
     expect(reply(r.text).id).toBe('ok');
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, promptTokens: 1, completionTokens: 2 })]);
   });
 
@@ -60,7 +60,7 @@ describe('gateway non-streaming', () => {
     const r = await post(url, secret, { model: 'm', messages: [] });
     expect(r.status).toBe(503);
     expect(reply(r.text).error.code).toBe('no_ready_replica');
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
   });
 
@@ -96,7 +96,7 @@ describe('gateway cold start', () => {
     const events = r.text.split('\n\n').filter((e) => e.startsWith('data: '));
     expect(events).toHaveLength(1);
     expect(reply(events[0]!.slice(6)).error).toMatchObject({ message: 'prompt is too long', code: 'context_length_exceeded' });
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
   });
 });

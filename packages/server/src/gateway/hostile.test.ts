@@ -70,8 +70,8 @@ beforeAll(async () => {
   g = await setup(engine, { cooldownMs: 0, streamIdleTimeoutMs: 50, maxEventBytes: 4096, maxReplyBytes: 8192, maxBodyBytes: 64 * 1024, upstreamTimeoutMs: 1000 });
 });
 
-const usageTotals = () => {
-  g.keys.flushUsage();
+const usageTotals = async () => {
+  await g.keys.flushUsage();
   return g.store.usage.reduce((t, u) => ({ requests: t.requests + u.requests, prompt: t.prompt + u.promptTokens, completion: t.completion + u.completionTokens }), { requests: 0, prompt: 0, completion: 0 });
 };
 
@@ -105,12 +105,12 @@ describe('hostile input to the gateway', () => {
           const headers: Record<string, string> = { ...extra };
           if (auth === 'good') headers.authorization = `Bearer ${g.secret}`;
           else if (auth !== 'none') headers.authorization = auth;
-          const before = usageTotals();
+          const before = await usageTotals();
           const withBody = method !== 'GET' && method !== 'HEAD';
           const r = await send(g.url, method, path.startsWith('/') ? path : `/${path}`, headers, withBody ? b : undefined);
           note('client requests', r.status);
           expect(allowed(r.status)).toBe(true);
-          if (r.status >= 400) expect(usageTotals()).toEqual(before);
+          if (r.status >= 400) expect(await usageTotals()).toEqual(before);
         },
       ),
       { numRuns: 300, seed: 13 },
@@ -148,7 +148,7 @@ describe('hostile input to the gateway', () => {
         const r = await send(g.url, 'POST', '/v1/chat/completions', { authorization: `Bearer ${g.secret}` }, Buffer.from(JSON.stringify({ model: 'm', stream: clientStreams, messages: [] })));
         note('engine replies', r.status);
         expect(allowed(r.status)).toBe(true);
-        const t = usageTotals();
+        const t = await usageTotals();
         expect([t.prompt, t.completion].every((n) => Number.isSafeInteger(n) && n >= 0)).toBe(true);
       }),
       { numRuns: 120, seed: 13 },

@@ -4,10 +4,10 @@ import type { StoredKey } from '../store/store.js';
 import { memoryStore } from '../../test/factories.js';
 
 describe('KeyRing.admit', () => {
-  it('does not count a request refused for concurrency against the per-minute limit', () => {
+  it('does not count a request refused for concurrency against the per-minute limit', async () => {
     const now = 1_000_000;
     const ring = new KeyRing(memoryStore(), () => now);
-    const { secret } = ring.create({ name: 'k', rpm: 2, max_concurrent: 1 }, (m) => m);
+    const { secret } = await ring.create({ name: 'k', rpm: 2, max_concurrent: 1 }, (m) => m);
     const auth = ring.authenticate(secret);
     if (!auth.ok) throw new Error('key not found');
     const k = auth.key;
@@ -18,10 +18,10 @@ describe('KeyRing.admit', () => {
     if (first.ok) first.release();
     // Only one request was served this minute, so a second one is within rpm 2.
     expect(ring.admit(k).ok).toBe(true);
-    ring.close();
+    await ring.close();
   });
 
-  it('releases a concurrency slot once even when release is called twice', () => {
+  it('releases a concurrency slot once even when release is called twice', async () => {
     const ring = new KeyRing(memoryStore(), () => 0);
     const k = { id: 'key-1', name: 'k', hash: '', prefix: '', models: [], maxConcurrent: 1, createdAt: '' } as StoredKey;
     const a = ring.admit(k);
@@ -31,32 +31,32 @@ describe('KeyRing.admit', () => {
     }
     expect(ring.admit(k).ok).toBe(true);
     expect(ring.admit(k).ok).toBe(false);
-    ring.close();
+    await ring.close();
   });
 });
 
 describe('KeyRing and a store that refuses writes', () => {
-  it('keeps usage the store refused and writes it, once, with what came after', () => {
+  it('keeps usage the store refused and writes it, once, with what came after', async () => {
     let full = false;
     const store = memoryStore();
     const add = store.addUsage.bind(store);
-    store.addUsage = (ds) => {
+    store.addUsage = async (ds) => {
       if (full) throw new Error('ENOSPC');
-      add(ds);
+      await add(ds);
     };
     const ring = new KeyRing(store);
     ring.recordUsage('key-1', 'm', { promptTokens: 2, completionTokens: 1 });
     full = true;
-    expect(ring.flushUsage()).toBe(false);
+    expect(await ring.flushUsage()).toBe(false);
     ring.recordUsage('key-1', 'm', { promptTokens: 3, completionTokens: 1, error: true });
-    expect(ring.flushUsage()).toBe(false);
+    expect(await ring.flushUsage()).toBe(false);
     expect(ring.usageRows()).toEqual([expect.objectContaining({ requests: 2, errors: 1, prompt_tokens: 5, completion_tokens: 2 })]);
     full = false;
-    expect(ring.close()).toBe(0);
+    expect(await ring.close()).toBe(0);
     expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, cancelled: 0, promptTokens: 5, completionTokens: 2 }]);
   });
 
-  it('counts a request the client left mid-stream as cancelled, its tokens with the rest', () => {
+  it('counts a request the client left mid-stream as cancelled, its tokens with the rest', async () => {
     const store = memoryStore();
     const ring = new KeyRing(store);
     ring.recordUsage('key-1', 'm', { promptTokens: 4, completionTokens: 2 });
@@ -64,21 +64,19 @@ describe('KeyRing and a store that refuses writes', () => {
     expect(ring.usageRows()).toEqual([
       { key_id: 'key-1', key_name: 'key-1', model: 'm', requests: 2, errors: 0, cancelled: 1, prompt_tokens: 4, completion_tokens: 5 },
     ]);
-    expect(ring.close()).toBe(0);
+    expect(await ring.close()).toBe(0);
     expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 0, cancelled: 1, promptTokens: 4, completionTokens: 5 }]);
   });
 
-  it('leaves the keys as they were when a create or revoke is refused', () => {
+  it('leaves the keys as they were when a create or revoke is refused', async () => {
     const store = memoryStore();
     const ring = new KeyRing(store);
-    const { key, secret } = ring.create({ name: 'a' }, (m) => m);
-    store.saveKey = () => {
-      throw new Error('ENOSPC');
-    };
-    expect(() => ring.create({ name: 'b' }, (m) => m)).toThrow('ENOSPC');
-    expect(() => ring.revoke(key.id)).toThrow('ENOSPC');
+    const { key, secret } = await ring.create({ name: 'a' }, (m) => m);
+    store.saveKey = () => Promise.reject(new Error('ENOSPC'));
+    await expect(ring.create({ name: 'b' }, (m) => m)).rejects.toThrow('ENOSPC');
+    await expect(ring.revoke(key.id)).rejects.toThrow('ENOSPC');
     expect(ring.list()).toEqual([key]);
     expect(ring.authenticate(secret).ok).toBe(true);
-    ring.close();
+    await ring.close();
   });
 });

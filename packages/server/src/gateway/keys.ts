@@ -1,7 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import type { Store, StoredKey, UsageDelta } from '../store/store.js';
+import { serialWrites } from '../store/serial.js';
+import type { Store, StoredKey, StoredUsage, UsageDelta } from '../store/store.js';
 
 /** How a secret llmgw hands out (client key, admin-listener token) is stored: its SHA-256 only. */
 export const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
@@ -58,28 +59,42 @@ export class KeyRing {
   constructor(
     private readonly store: Store,
     private readonly now: () => number = Date.now,
+    stored: { keys: readonly StoredKey[]; usage: readonly StoredUsage[] } = { keys: [], usage: [] },
   ) {
-    const keys = this.store.loadKeys();
-    this.byHash = new Map(keys.map((k) => [k.hash, k]));
-    this.byId = new Map(keys.map((k) => [k.id, k]));
-    for (const u of this.store.loadUsage()) {
+    this.setKeys(stored.keys);
+    for (const u of stored.usage) {
       const { keyId, model, requests, errors, cancelled, promptTokens, completionTokens } = u;
       this.totals.set(usageId(keyId, model), { keyId, model, requests, errors, cancelled, promptTokens, completionTokens });
     }
-    this.flushTimer = setInterval(() => this.flushUsage(), 2000);
+    this.flushTimer = setInterval(() => void this.flushUsage(), 2000);
     this.flushTimer.unref();
   }
 
+  /** The keys and usage totals the store holds. */
+  static async load(store: Store, now: () => number = Date.now): Promise<KeyRing> {
+    return new KeyRing(store, now, { keys: await store.loadKeys(), usage: await store.loadUsage() });
+  }
+
+  /** Replaces the keys in memory with the store's (another instance created or revoked one). */
+  async reloadKeys(): Promise<void> {
+    this.setKeys(await this.store.loadKeys());
+  }
+
+  private setKeys(keys: readonly StoredKey[]): void {
+    this.byHash = new Map(keys.map((k) => [k.hash, k]));
+    this.byId = new Map(keys.map((k) => [k.id, k]));
+  }
+
   /** Writes a key, then (only once the store took it) puts it in the maps. */
-  private save(key: StoredKey): void {
-    this.store.saveKey(key);
+  private async save(key: StoredKey): Promise<void> {
+    await this.store.saveKey(key);
     const before = this.byId.get(key.id);
     if (before) this.byHash.delete(before.hash);
     this.byId.set(key.id, key);
     this.byHash.set(key.hash, key);
   }
 
-  create(req: KeyCreateRequest, resolveModel: (name: string) => string | undefined): { key: KeyView; secret: string } {
+  async create(req: KeyCreateRequest, resolveModel: (name: string) => string | undefined): Promise<{ key: KeyView; secret: string }> {
     let expiresAt: string | undefined;
     if (req.expires_at) {
       const t = Date.parse(req.expires_at);
@@ -104,7 +119,7 @@ export class KeyRing {
       ...(expiresAt ? { expiresAt } : {}),
       createdAt: new Date(this.now()).toISOString(),
     };
-    this.save(key);
+    await this.save(key);
     return { key: keyView(key), secret };
   }
 
@@ -112,11 +127,11 @@ export class KeyRing {
     return [...this.byId.values()].map(keyView);
   }
 
-  revoke(idOrName: string): KeyView {
+  async revoke(idOrName: string): Promise<KeyView> {
     const key = this.byId.get(idOrName) ?? [...this.byId.values()].find((k) => k.name === idOrName && !k.revokedAt);
     if (!key) throw new DomainError('not_found', `no key "${idOrName}" (see ctl keys list)`);
     if (!key.revokedAt) {
-      this.save({ ...key, revokedAt: new Date(this.now()).toISOString() });
+      await this.save({ ...key, revokedAt: new Date(this.now()).toISOString() });
     }
     return keyView(this.byId.get(key.id)!);
   }
@@ -184,15 +199,25 @@ export class KeyRing {
    * store refuses, the batch stays and the next flush (every 2 s) sends it again,
    * together with what was counted since. Returns whether nothing is left pending.
    */
-  flushUsage(): boolean {
-    if (this.usage.size === 0) return true;
+  // One flush at a time: a second would send the same deltas again.
+  readonly flushUsage = serialWrites(() => this.usage.size > 0, () => this.writeUsage());
+
+  private async writeUsage(): Promise<boolean> {
+    // What is counted while the write is under way goes into a new batch.
+    const batch = this.usage;
+    this.usage = new Map();
     try {
-      this.store.addUsage([...this.usage.values()]);
+      await this.store.addUsage([...batch.values()]);
     } catch {
-      // The store reports and counts its own failures (GuardedStore); nothing is lost here.
+      // The store reports and counts its own failures (GuardedStore); the batch is merged
+      // back so nothing is lost, and the next flush sends it with what came since.
+      for (const [id, d] of batch) {
+        const now = this.usage.get(id);
+        if (!now) this.usage.set(id, d);
+        else for (const f of ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const) now[f] += d[f];
+      }
       return false;
     }
-    this.usage = new Map();
     return true;
   }
 
@@ -213,9 +238,9 @@ export class KeyRing {
   }
 
   /** Stops the flush timer and writes what is pending; returns the requests it could not write. */
-  close(): number {
+  async close(): Promise<number> {
     if (this.flushTimer) clearInterval(this.flushTimer);
-    if (this.flushUsage()) return 0;
+    if (await this.flushUsage()) return 0;
     return [...this.usage.values()].reduce((n, d) => n + d.requests, 0);
   }
 }

@@ -39,7 +39,7 @@ describe('an engine that stalls mid-stream', () => {
     await sleep(20);
     expect(engineClosed).toBe(true);
     expect(gw.inFlight('r-1')).toBe(0);
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1, completionTokens: events.length ? 2 : 0 })]);
   });
 
@@ -84,7 +84,7 @@ describe('a client that leaves mid-stream', () => {
     abort();
     await closed;
     await sleep(20);
-    keys.flushUsage();
+    await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, cancelled: 1, promptTokens: 0, completionTokens: n })]);
     const scraped = await metrics.registry.metrics();
     expect(scraped).toContain(`llmgw_tokens_total{model="m",direction="completion"} ${n}`);

@@ -57,7 +57,7 @@ export async function setup(upstream: Upstream, settings: Partial<ConstructorPar
   } as unknown as Controller;
   const store = memoryStore();
   const keys = new KeyRing(store);
-  const { secret } = keys.create({ name: 'test' }, (n) => n);
+  const { secret } = await keys.create({ name: 'test' }, (n) => n);
   const metrics = new Metrics();
   const gw = new Gateway(
     ctl,
@@ -68,7 +68,7 @@ export async function setup(upstream: Upstream, settings: Partial<ConstructorPar
   );
   const url = await listen(gw.handle);
   closers.push(async () => {
-    keys.close();
+    await keys.close();
     await gw.close();
   });
   return { url, secret, keys, store, gw, metrics, lookups };
@@ -96,12 +96,12 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
     events,
   } as unknown as Controller;
   const keys = new KeyRing(memoryStore());
-  const { secret } = keys.create({ name: 'test' }, (n) => n);
+  const { secret } = await keys.create({ name: 'test' }, (n) => n);
   const metrics = new Metrics();
   const gw = new Gateway(ctl, keys, metrics, { maxBodyBytes: 1 << 22, upstreamTimeoutMs: 5000, cooldownMs: 60_000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings }, pino({ level: 'silent' }));
   const url = await listen(gw.handle);
   closers.push(async () => {
-    keys.close();
+    await keys.close();
     await gw.close();
   });
   return { url, secret, gw, metrics, ready, changed: () => events.emit('replicas') };

@@ -8,13 +8,13 @@ import { SqliteStore } from './sqlite.js';
  * tests of `open.ts` (in process) and of the built `llmgw-server` (as a process). Each
  * comes with the words its refusal must contain.
  */
-export const BAD_STORES: Record<string, { write(dir: string): void; says: RegExp }> = {
+export const BAD_STORES: Record<string, { write(dir: string): void | Promise<void>; says: RegExp }> = {
   corrupt: {
     // A real store with usage spread over many pages, one of which is then overwritten.
-    write(dir) {
+    async write(dir) {
       const s = new SqliteStore(dir);
-      s.addUsage(Array.from({ length: 3000 }, (_, i) => ({ keyId: `key-${i}`, model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 1, completionTokens: 1 })));
-      s.close();
+      await s.addUsage(Array.from({ length: 3000 }, (_, i) => ({ keyId: `key-${i}`, model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 1, completionTokens: 1 })));
+      await s.close();
       const fd = fs.openSync(path.join(dir, 'llmgw.db'), 'r+');
       fs.writeSync(fd, Buffer.alloc(4096, 0x5a), 0, 4096, 4096 * 3);
       fs.closeSync(fd);

@@ -122,8 +122,8 @@ describe('a real full disk', () => {
     const code = await new Promise((r) => child!.once('exit', r));
     expect(code).toBe(0);
     const store = new SqliteStore(dataDir);
-    expect(store.loadUsage().map((u) => [u.keyName, u.requests, u.errors])).toEqual([['app', sent, sent]]);
-    store.close();
+    expect((await store.loadUsage()).map((u) => [u.keyName, u.requests, u.errors])).toEqual([['app', sent, sent]]);
+    await store.close();
     fs.rmSync(catalog);
     console.log(`tmpfs disk-full: ${sent} requests, ${sent} in the store after recovery; log said: ${out.split('\n').filter((l) => l.startsWith('{') && l.includes('store')).map((l) => (JSON.parse(l) as { msg: string }).msg).join(' | ')}`);
   });

@@ -49,7 +49,7 @@ async function complete(): Promise<number> {
   return res.status;
 }
 const health = async (url: string) => (await fetch(`${url}/healthz`)).json() as Promise<{ status: string; reason?: string }>;
-const storedUsage = () => store.inner.loadUsage().filter((u) => u.model === 'm');
+const storedUsage = async () => (await store.inner.loadUsage()).filter((u) => u.model === 'm');
 
 beforeAll(async () => {
   engine = http.createServer((req, res) => {
@@ -62,7 +62,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => engine.listen(0, '127.0.0.1', r));
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-faults-'));
   store = new FaultyStore(new SqliteStore(dir));
-  seedCredential(store, 'n1');
+  await seedCredential(store, 'n1');
   server = await startServer(
     makeServerSettings(dir, {
       notReadyAfterS: 60, lostAfterS: 600, reconcileIntervalS: 0.2, upstreamTimeoutS: 10, keepAliveS: 5, drainTimeoutS: 10, coldStartTimeoutS: 5,
@@ -95,7 +95,7 @@ afterAll(async () => {
 describe('a store that fails', () => {
   it('answers writes with 503 and keeps serving reads and clients, then recovers with every request counted', async () => {
     for (let i = 0; i < 5; i++) expect(await complete()).toBe(200);
-    expect(server.keys.flushUsage()).toBe(true);
+    expect(await server.keys.flushUsage()).toBe(true);
 
     store.fault = 'ENOSPC';
     // Writes: 503 with the reason, memory unchanged.
@@ -110,7 +110,7 @@ describe('a store that fails', () => {
     expect(((await (await api('/api/v1/keys')).json()) as { name: string; revoked_at?: string }[]).map((k) => [k.name, k.revoked_at])).toEqual([['app', undefined]]);
     for (let i = 0; i < 7; i++) expect(await complete()).toBe(200);
     expect((await heartbeat()).status).toBe(200);
-    expect(server.keys.flushUsage()).toBe(false);
+    expect(await server.keys.flushUsage()).toBe(false);
     for (const url of [server.adminUrl, server.clientUrl]) {
       expect(await health(url)).toEqual({ status: 'degraded', reason: 'store unavailable: ENOSPC: no space left on device, write', since: expect.any(String) });
     }
@@ -121,26 +121,26 @@ describe('a store that fails', () => {
     // A failing disk: reads of the store fail too, the API still answers from memory.
     store.fault = 'EIO';
     for (let i = 0; i < 3; i++) expect(await complete()).toBe(200);
-    expect(server.keys.flushUsage()).toBe(false);
+    expect(await server.keys.flushUsage()).toBe(false);
     const usage = await api('/api/v1/usage');
     expect(usage.status).toBe(200);
     expect(((await usage.json()) as { key_name: string; requests: number }[]).find((u) => u.key_name === 'app')?.requests).toBe(served);
     expect((await health(server.clientUrl)).reason).toBe('store unavailable: EIO: i/o error, read');
-    expect(storedUsage()).toEqual([expect.objectContaining({ requests: served - 10 })]);
+    expect(await storedUsage()).toEqual([expect.objectContaining({ requests: served - 10 })]);
 
     // Room again: the next flush or probe succeeds, no restart.
     store.fault = undefined;
     await until('healthy again', async () => (await health(server.adminUrl)).status === 'ok');
-    await until('usage written', () => Promise.resolve(storedUsage()[0]?.requests === served));
-    expect(storedUsage()).toEqual([expect.objectContaining({ keyName: 'app', requests: served, errors: 0, promptTokens: served * USAGE.prompt_tokens, completionTokens: served * USAGE.completion_tokens })]);
+    await until('usage written', async () => (await storedUsage())[0]?.requests === served);
+    expect(await storedUsage()).toEqual([expect.objectContaining({ keyName: 'app', requests: served, errors: 0, promptTokens: served * USAGE.prompt_tokens, completionTokens: served * USAGE.completion_tokens })]);
     expect(await health(server.clientUrl)).toEqual({ status: 'ok' });
     expect(await (await api('/metrics')).text()).toMatch(/^llmgw_store_up 1$/m);
     expect((await api('/api/v1/nodes/n1/state', { method: 'POST', body: JSON.stringify({ state: 'cordon', reason: 'x' }) })).status).toBe(200);
     expect((await api('/api/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'second' }) })).status).toBe(201);
-    expect(store.inner.loadNodes().map((n) => [n.id, n.admin.state])).toEqual([['n1', 'cordoned']]);
+    expect((await store.inner.loadNodes()).map((n) => [n.id, n.admin.state])).toEqual([['n1', 'cordoned']]);
     console.log(
       `store faults (ENOSPC, then EIO): 3 admin writes answered 503 store_unavailable, 10 client requests and 1 heartbeat served 200 while failing, ` +
-        `${store.writes.failed} store writes refused, 0 crashes; after recovery the store holds ${storedUsage()[0]?.requests} requests of ${served} served`,
+        `${store.writes.failed} store writes refused, 0 crashes; after recovery the store holds ${(await storedUsage())[0]?.requests} requests of ${served} served`,
     );
   });
 });

@@ -1,6 +1,5 @@
-import type { NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
-import type { EventRetention, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** The failures a disk gives, as Node reports them. */
 export type Fault = 'ENOSPC' | 'EIO';
@@ -21,6 +20,10 @@ export class FaultyStore implements Store {
 
   constructor(readonly inner: Store) {}
 
+  get kind(): Store['kind'] {
+    return this.inner.kind;
+  }
+
   private check(write: boolean): void {
     if (!this.fault) return;
     const e = ERRORS[this.fault];
@@ -29,83 +32,70 @@ export class FaultyStore implements Store {
     throw Object.assign(new Error(e.message), { code: this.fault, errno: e.errno });
   }
 
-  private write<T>(fn: () => T): T {
+  private async write<T>(fn: () => Promise<T>): Promise<T> {
     this.check(true);
-    const r = fn();
+    const r = await fn();
     this.writes.ok++;
     return r;
   }
 
-  loadNodes(): StoredNode[] {
+  private async read<T>(fn: () => Promise<T>): Promise<T> {
     this.check(false);
-    return this.inner.loadNodes();
+    return fn();
   }
-  loadReplicas(): StoredReplica[] {
-    this.check(false);
-    return this.inner.loadReplicas();
+
+  loadNodes(): Promise<StoredNode[]> {
+    return this.read(() => this.inner.loadNodes());
   }
-  loadCredentials(): StoredCredential[] {
-    this.check(false);
-    return this.inner.loadCredentials();
+  loadReplicas(): Promise<StoredReplica[]> {
+    return this.read(() => this.inner.loadReplicas());
   }
-  deleteNode(id: string): void {
-    this.write(() => this.inner.deleteNode(id));
+  loadCredentials(): Promise<StoredCredential[]> {
+    return this.read(() => this.inner.loadCredentials());
   }
-  saveCredential(c: StoredCredential): void {
-    this.write(() => this.inner.saveCredential(c));
+  loadKeys(): Promise<StoredKey[]> {
+    return this.read(() => this.inner.loadKeys());
   }
-  loadKeys(): StoredKey[] {
-    this.check(false);
-    return this.inner.loadKeys();
+  loadUsage(): Promise<StoredUsage[]> {
+    return this.read(() => this.inner.loadUsage());
   }
-  loadUsage(): StoredUsage[] {
-    this.check(false);
-    return this.inner.loadUsage();
+  loadTokens(): Promise<StoredToken[]> {
+    return this.read(() => this.inner.loadTokens());
   }
-  saveNodeAdmin(id: string, admin: AdminState): void {
-    this.write(() => this.inner.saveNodeAdmin(id, admin));
+  loadEvents(limit: number, afterId?: number): Promise<StoredEvent[]> {
+    return this.read(() => this.inner.loadEvents(limit, afterId));
   }
-  saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void {
-    this.write(() => this.inner.saveNodeReport(id, report, lastSeenMs));
+  deleteNode(id: string): Promise<void> {
+    return this.write(() => this.inner.deleteNode(id));
   }
-  saveReplica(replica: Replica): void {
-    this.write(() => this.inner.saveReplica(replica));
+  saveCredential(c: StoredCredential): Promise<void> {
+    return this.write(() => this.inner.saveCredential(c));
   }
-  deleteReplica(id: string): void {
-    this.write(() => this.inner.deleteReplica(id));
+  saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
+    return this.write(() => this.inner.saveNodeAdmin(id, admin));
   }
-  saveKey(key: StoredKey): void {
-    this.write(() => this.inner.saveKey(key));
+  saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
+    return this.write(() => this.inner.saveNodeReports(rows));
   }
-  addUsage(deltas: UsageDelta[]): void {
-    this.write(() => this.inner.addUsage(deltas));
+  writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void> {
+    return this.write(() => this.inner.writeReplicas(save, remove, fence));
   }
-  loadTokens(): StoredToken[] {
-    this.check(false);
-    return this.inner.loadTokens();
+  saveKey(key: StoredKey): Promise<void> {
+    return this.write(() => this.inner.saveKey(key));
   }
-  saveToken(token: StoredToken): void {
-    this.write(() => this.inner.saveToken(token));
+  addUsage(deltas: readonly UsageDelta[]): Promise<void> {
+    return this.write(() => this.inner.addUsage(deltas));
   }
-  addEvents(events: StoredEvent[], keep: EventRetention): void {
-    this.write(() => this.inner.addEvents(events, keep));
+  saveToken(token: StoredToken): Promise<void> {
+    return this.write(() => this.inner.saveToken(token));
   }
-  loadEvents(limit: number): StoredEvent[] {
-    this.check(false);
-    return this.inner.loadEvents(limit);
+  addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
+    return this.write(() => this.inner.addEvents(events, keep));
   }
-  transaction<T>(fn: () => T): T {
-    // The commit fails too: a fault set while the transaction runs loses all of it.
-    return this.inner.transaction(() => {
-      const r = fn();
-      this.check(true);
-      return r;
-    });
+  probe(): Promise<void> {
+    return this.write(() => this.inner.probe());
   }
-  probe(): void {
-    this.write(() => this.inner.probe());
-  }
-  close(): void {
-    this.inner.close();
+  close(): Promise<void> {
+    return this.inner.close();
   }
 }

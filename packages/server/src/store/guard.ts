@@ -1,8 +1,7 @@
-import type { NodeReport } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { AdminState, Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
-import type { EventRetention, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** What `/healthz` says about the store. */
 export type StoreHealth = { status: 'ok' } | { status: 'degraded'; reason: string; since: string };
@@ -24,12 +23,12 @@ export interface GuardOptions {
  *
  * What callers do with the error is theirs to decide (see the store README): operator
  * writes are refused with memory unchanged; background state (usage, node reports,
- * replica records) stays in memory and is written again until it lands.
+ * replica records) stays in memory and is written again until it lands. A leader's
+ * fenced write refused because its lease is gone (`not_leader`) is not a store failure.
  */
 export class GuardedStore implements Store {
   private down?: { reason: string; sinceMs: number };
   private readonly errors = new Map<string, number>();
-  private depth = 0;
   private probeTimer?: NodeJS.Timeout;
   /** When a caller last tried to write: the probe stays out of the way of real writes. */
   private lastWriteMs = 0;
@@ -51,104 +50,86 @@ export class GuardedStore implements Store {
     return { up: !this.down, errors: this.errors };
   }
 
-  loadNodes(): StoredNode[] {
+  get kind(): Store['kind'] {
+    return this.inner.kind;
+  }
+
+  loadNodes(): Promise<StoredNode[]> {
     return this.read('loadNodes', () => this.inner.loadNodes());
   }
-  loadReplicas(): StoredReplica[] {
+  loadReplicas(): Promise<StoredReplica[]> {
     return this.read('loadReplicas', () => this.inner.loadReplicas());
   }
-  loadCredentials(): StoredCredential[] {
+  loadCredentials(): Promise<StoredCredential[]> {
     return this.read('loadCredentials', () => this.inner.loadCredentials());
   }
-  deleteNode(id: string): void {
-    this.write('deleteNode', () => this.inner.deleteNode(id));
-  }
-  saveCredential(c: StoredCredential): void {
-    this.write('saveCredential', () => this.inner.saveCredential(c));
-  }
-  loadKeys(): StoredKey[] {
+  loadKeys(): Promise<StoredKey[]> {
     return this.read('loadKeys', () => this.inner.loadKeys());
   }
-  loadUsage(): StoredUsage[] {
+  loadUsage(): Promise<StoredUsage[]> {
     return this.read('loadUsage', () => this.inner.loadUsage());
   }
-  saveNodeAdmin(id: string, admin: AdminState): void {
-    this.write('saveNodeAdmin', () => this.inner.saveNodeAdmin(id, admin));
-  }
-  saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void {
-    this.write('saveNodeReport', () => this.inner.saveNodeReport(id, report, lastSeenMs));
-  }
-  saveReplica(replica: Replica): void {
-    this.write('saveReplica', () => this.inner.saveReplica(replica));
-  }
-  deleteReplica(id: string): void {
-    this.write('deleteReplica', () => this.inner.deleteReplica(id));
-  }
-  saveKey(key: StoredKey): void {
-    this.write('saveKey', () => this.inner.saveKey(key));
-  }
-  addUsage(deltas: UsageDelta[]): void {
-    this.write('addUsage', () => this.inner.addUsage(deltas));
-  }
-  loadTokens(): StoredToken[] {
+  loadTokens(): Promise<StoredToken[]> {
     return this.read('loadTokens', () => this.inner.loadTokens());
   }
-  saveToken(token: StoredToken): void {
-    this.write('saveToken', () => this.inner.saveToken(token));
+  loadEvents(limit: number, afterId?: number): Promise<StoredEvent[]> {
+    return this.read('loadEvents', () => this.inner.loadEvents(limit, afterId));
   }
-  addEvents(events: StoredEvent[], keep: EventRetention): void {
-    this.write('addEvents', () => this.inner.addEvents(events, keep));
+  deleteNode(id: string): Promise<void> {
+    return this.write('deleteNode', () => this.inner.deleteNode(id));
   }
-  loadEvents(limit: number): StoredEvent[] {
-    return this.read('loadEvents', () => this.inner.loadEvents(limit));
+  saveCredential(c: StoredCredential): Promise<void> {
+    return this.write('saveCredential', () => this.inner.saveCredential(c));
   }
-  probe(): void {
-    this.write('probe', () => this.inner.probe());
+  saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
+    return this.write('saveNodeAdmin', () => this.inner.saveNodeAdmin(id, admin));
+  }
+  saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
+    return this.write('saveNodeReports', () => this.inner.saveNodeReports(rows));
+  }
+  writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void> {
+    return this.write('writeReplicas', () => this.inner.writeReplicas(save, remove, fence), isNotLeader);
+  }
+  saveKey(key: StoredKey): Promise<void> {
+    return this.write('saveKey', () => this.inner.saveKey(key));
+  }
+  addUsage(deltas: readonly UsageDelta[]): Promise<void> {
+    return this.write('addUsage', () => this.inner.addUsage(deltas));
+  }
+  saveToken(token: StoredToken): Promise<void> {
+    return this.write('saveToken', () => this.inner.saveToken(token));
+  }
+  addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
+    return this.write('addEvents', () => this.inner.addEvents(events, keep));
+  }
+  probe(): Promise<void> {
+    return this.write('probe', () => this.inner.probe());
   }
 
-  transaction<T>(fn: () => T): T {
-    // An error thrown by `fn` itself (not by a write inside it) is the caller's, not the store's.
-    let callerError = false;
-    return this.write('transaction', () =>
-      this.inner.transaction(() => {
-        try {
-          return fn();
-        } catch (err) {
-          callerError = !(err instanceof DomainError && err.code === 'store_unavailable');
-          throw err;
-        }
-      }),
-      () => callerError,
-    );
-  }
-
-  close(): void {
+  async close(): Promise<void> {
     this.stopProbe();
-    this.inner.close();
+    await this.inner.close();
   }
 
-  private read<T>(op: string, fn: () => T): T {
+  private async read<T>(op: string, fn: () => Promise<T>): Promise<T> {
     try {
-      return fn();
+      return await fn();
     } catch (err) {
       throw this.failed(op, err);
     }
   }
 
-  private write<T>(op: string, fn: () => T, passThrough: () => boolean = () => false): T {
+  /** `passThrough`: errors that are the caller's answer, not the store failing (a lost lease). */
+  private async write<T>(op: string, fn: () => Promise<T>, passThrough: (err: unknown) => boolean = () => false): Promise<T> {
     if (op !== 'probe') this.lastWriteMs = this.now();
-    this.depth++;
     let result: T;
     try {
-      result = fn();
+      result = await fn();
     } catch (err) {
-      if (passThrough()) throw err;
+      if (passThrough(err)) throw err;
       throw this.failed(op, err);
-    } finally {
-      this.depth--;
     }
-    // Inside a transaction nothing is written until the outer commit succeeds.
-    if (this.depth === 0) this.recovered();
+    this.recovered();
     return result;
   }
 
@@ -183,11 +164,8 @@ export class GuardedStore implements Store {
    */
   private tryProbe(): void {
     if (this.now() - this.lastWriteMs < (this.opts.probeIntervalMs ?? 2000)) return;
-    try {
-      this.probe();
-    } catch {
-      // Still down; `failed` has counted it and kept the reason up to date.
-    }
+    // Still down when it fails; `failed` has counted it and kept the reason up to date.
+    this.probe().catch(() => undefined);
   }
 
   private stopProbe(): void {
@@ -202,4 +180,8 @@ function describe(err: unknown): string {
   const message = (typeof e?.message === 'string' ? e.message : String(err)).split('\n', 1)[0]!.slice(0, 200);
   const code = typeof e?.code === 'string' ? e.code : undefined;
   return code && !message.includes(code) ? `${message} (${code})` : message;
+}
+
+function isNotLeader(err: unknown): boolean {
+  return err instanceof DomainError && err.code === 'not_leader';
 }

@@ -39,24 +39,31 @@ const event = (id: number, reason: string, object: string): StoredEvent => ({
 /** A SQLite install as a single server leaves it: a fleet in its store, its secrets in the data directory. */
 async function sqliteInstall(dir: string) {
   const s = new SqliteStore(dir);
-  s.saveNodeAdmin('gpu-1', { state: 'cordoned', reason: 'fan', changedAt: '2026-01-01T00:00:00.000Z' });
-  s.saveNodeReport('gpu-1', makeReport({ node_id: 'gpu-1', labels: { zone: 'a' } }), 1_700_000_000_000);
-  s.saveNodeAdmin('gpu-2', { state: 'draining', changedAt: '2026-01-01T00:00:01.000Z', drainDeadline: '2026-01-01T01:00:00.000Z', force: true });
-  s.saveNodeReport('gpu-3', makeReport({ node_id: 'gpu-3' }), 1_700_000_001_000);
-  s.saveCredential({ nodeId: 'gpu-1', hash: 'a'.repeat(64), createdAt: '2026-01-01T00:00:00.000Z' });
-  s.saveCredential({ nodeId: 'gpu-3', hash: 'b'.repeat(64), createdAt: '2026-01-01T00:00:02.000Z' });
-  s.saveReplica(makeReplica({ id: 'r-1a2b3c4d', shards: [{ id: 'r-1a2b3c4d-0', nodeId: 'gpu-1', rank: 0, gpuUuids: ['GPU-1'], gpuIndices: [0], state: 'ready' }] }));
-  s.saveReplica(makeReplica({ id: 'r-5e6f7a8b', model: 'llama', state: 'starting' }));
-  s.saveKey({ id: 'key-1', name: 'ci', hash: 'c'.repeat(64), prefix: 'sk-ci', models: ['qwen-coder-14b'], rpm: 60, maxConcurrent: 2, createdAt: '2026-01-01T00:00:00.000Z' });
-  s.saveKey({ id: 'key-2', name: 'old', hash: 'd'.repeat(64), prefix: 'sk-old', models: [], expiresAt: '2027-01-01T00:00:00.000Z', createdAt: '2026-01-02T00:00:00.000Z', revokedAt: '2026-01-03T00:00:00.000Z' });
-  s.addUsage([
+  await s.saveNodeAdmin('gpu-1', { state: 'cordoned', reason: 'fan', changedAt: '2026-01-01T00:00:00.000Z' });
+  await s.saveNodeAdmin('gpu-2', { state: 'draining', changedAt: '2026-01-01T00:00:01.000Z', drainDeadline: '2026-01-01T01:00:00.000Z', force: true });
+  await s.saveNodeReports([
+    { id: 'gpu-1', report: makeReport({ node_id: 'gpu-1', labels: { zone: 'a' } }), lastSeenMs: 1_700_000_000_000 },
+    { id: 'gpu-3', report: makeReport({ node_id: 'gpu-3' }), lastSeenMs: 1_700_000_001_000 },
+  ]);
+  await s.saveCredential({ nodeId: 'gpu-1', hash: 'a'.repeat(64), createdAt: '2026-01-01T00:00:00.000Z' });
+  await s.saveCredential({ nodeId: 'gpu-3', hash: 'b'.repeat(64), createdAt: '2026-01-01T00:00:02.000Z' });
+  await s.writeReplicas(
+    [
+      makeReplica({ id: 'r-1a2b3c4d', shards: [{ id: 'r-1a2b3c4d-0', nodeId: 'gpu-1', rank: 0, gpuUuids: ['GPU-1'], gpuIndices: [0], state: 'ready' }] }),
+      makeReplica({ id: 'r-5e6f7a8b', model: 'llama', state: 'starting' }),
+    ],
+    [],
+  );
+  await s.saveKey({ id: 'key-1', name: 'ci', hash: 'c'.repeat(64), prefix: 'sk-ci', models: ['qwen-coder-14b'], rpm: 60, maxConcurrent: 2, createdAt: '2026-01-01T00:00:00.000Z' });
+  await s.saveKey({ id: 'key-2', name: 'old', hash: 'd'.repeat(64), prefix: 'sk-old', models: [], expiresAt: '2027-01-01T00:00:00.000Z', createdAt: '2026-01-02T00:00:00.000Z', revokedAt: '2026-01-03T00:00:00.000Z' });
+  await s.addUsage([
     { keyId: 'key-1', model: 'qwen-coder-14b', requests: 10, errors: 1, cancelled: 2, promptTokens: 1000, completionTokens: 500 },
     { keyId: 'key-2', model: 'llama', requests: 3, errors: 0, cancelled: 0, promptTokens: 30, completionTokens: 9 },
   ]);
-  s.saveToken({ id: 'tok-1', name: 'viewer', role: 'viewer', hash: 'e'.repeat(64), prefix: 'llmgw-v', createdAt: '2026-01-01T00:00:00.000Z' });
-  s.addEvents([event(1, 'cordon', 'node/gpu-1'), event(2, 'drain', 'node/gpu-2'), event(3, 'key-create', 'key/key-1')], KEEP);
-  const rows = { nodes: s.loadNodes(), credentials: s.loadCredentials(), replicas: s.loadReplicas(), keys: s.loadKeys(), usage: s.loadUsage(), tokens: s.loadTokens(), events: s.loadEvents(100) };
-  s.close();
+  await s.saveToken({ id: 'tok-1', name: 'viewer', role: 'viewer', hash: 'e'.repeat(64), prefix: 'llmgw-v', createdAt: '2026-01-01T00:00:00.000Z' });
+  await s.addEvents([event(1, 'cordon', 'node/gpu-1'), event(2, 'drain', 'node/gpu-2'), event(3, 'key-create', 'key/key-1')], KEEP);
+  const rows = { nodes: await s.loadNodes(), credentials: await s.loadCredentials(), replicas: await s.loadReplicas(), keys: await s.loadKeys(), usage: await s.loadUsage(), tokens: await s.loadTokens(), events: await s.loadEvents(100) };
+  await s.close();
   // Its secrets, as a start of the single server writes them.
   const admin = tokenFor(undefined, dir, 'admin-token').token;
   const engine = tokenFor(undefined, dir, 'engine-key-secret').token;
@@ -155,7 +162,7 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
 
   it.each(Object.entries(BAD_STORES))('refuses a file that is %s, with exit 2 and one line, and writes nothing', async (_name, bad) => {
     const broken = tmp();
-    bad.write(broken);
+    await bad.write(broken);
     const file = path.join(broken, 'llmgw.db');
     const bytes = fs.readFileSync(file);
     const r = await migrate('--from-sqlite', file, '--database-url', untouched.url);
@@ -169,8 +176,8 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
   it('reads a store from an older server without upgrading it in place, and notes the secrets its directory lacks', async () => {
     const old = tmp();
     const s = new SqliteStore(old);
-    s.saveNodeAdmin('gpu-9', { state: 'cordoned' });
-    s.close();
+    await s.saveNodeAdmin('gpu-9', { state: 'cordoned' });
+    await s.close();
     // The store as the server before events left it.
     const raw = new Database(path.join(old, 'llmgw.db'));
     raw.exec('DROP TABLE events');

@@ -51,17 +51,17 @@ export async function readSqlite(file: string): Promise<SqliteSnapshot> {
         if (value !== undefined) secrets[name] = value;
       }
       return {
-        nodes: copy.loadNodes(),
-        credentials: copy.loadCredentials(),
-        replicas: copy.loadReplicas(),
-        keys: copy.loadKeys(),
-        usage: copy.loadUsage(),
-        tokens: copy.loadTokens(),
-        events: copy.loadEvents(ALL_EVENTS),
+        nodes: await copy.loadNodes(),
+        credentials: await copy.loadCredentials(),
+        replicas: await copy.loadReplicas(),
+        keys: await copy.loadKeys(),
+        usage: await copy.loadUsage(),
+        tokens: await copy.loadTokens(),
+        events: await copy.loadEvents(ALL_EVENTS),
         secrets,
       };
     } finally {
-      copy.close();
+      await copy.close();
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });

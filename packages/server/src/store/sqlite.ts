@@ -4,7 +4,7 @@ import { EventViewSchema, validate, type NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 import { openDatabase } from './open.js';
 import { secureDataDir } from './modes.js';
-import type { EventRetention, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
+import type { EventRetention, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -13,6 +13,7 @@ import type { EventRetention, Store, StoredCredential, StoredEvent, StoredKey, S
  * `GuardedStore` turns them into `store_unavailable`.
  */
 export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
   readonly file: string;
 
@@ -22,7 +23,7 @@ export class SqliteStore implements Store {
     this.db = openDatabase(this.file);
   }
 
-  loadNodes(): StoredNode[] {
+  async loadNodes(): Promise<StoredNode[]> {
     const rows = this.db.prepare('SELECT * FROM nodes ORDER BY id').all() as {
       id: string;
       admin_state: AdminState['state'];
@@ -45,7 +46,7 @@ export class SqliteStore implements Store {
     }));
   }
 
-  saveNodeAdmin(id: string, admin: AdminState): void {
+  async saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
     this.db
       .prepare(
         `INSERT INTO nodes (id, admin_state, admin_reason, admin_changed_at, admin_drain) VALUES (?, ?, ?, ?, ?)
@@ -61,28 +62,29 @@ export class SqliteStore implements Store {
       );
   }
 
-  saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void {
-    this.db
-      .prepare(
-        `INSERT INTO nodes (id, report, last_seen_ms) VALUES (?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET report = excluded.report, last_seen_ms = excluded.last_seen_ms`,
-      )
-      .run(id, JSON.stringify(report), lastSeenMs);
+  async saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
+    const stmt = this.db.prepare(
+      `INSERT INTO nodes (id, report, last_seen_ms) VALUES (?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET report = excluded.report, last_seen_ms = excluded.last_seen_ms`,
+    );
+    this.db.transaction(() => {
+      for (const r of rows) stmt.run(r.id, JSON.stringify(r.report), r.lastSeenMs);
+    })();
   }
 
-  deleteNode(id: string): void {
+  async deleteNode(id: string): Promise<void> {
     this.db.transaction(() => {
       this.db.prepare('DELETE FROM node_credentials WHERE node_id = ?').run(id);
       this.db.prepare('DELETE FROM nodes WHERE id = ?').run(id);
     })();
   }
 
-  loadCredentials(): StoredCredential[] {
+  async loadCredentials(): Promise<StoredCredential[]> {
     const rows = this.db.prepare('SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id').all() as { node_id: string; hash: string; created_at: string }[];
     return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
   }
 
-  saveCredential(c: StoredCredential): void {
+  async saveCredential(c: StoredCredential): Promise<void> {
     this.db
       .prepare(
         `INSERT INTO node_credentials (node_id, hash, created_at) VALUES (?, ?, ?)
@@ -91,26 +93,28 @@ export class SqliteStore implements Store {
       .run(c.nodeId, c.hash, c.createdAt);
   }
 
-  loadReplicas(): StoredReplica[] {
+  async loadReplicas(): Promise<StoredReplica[]> {
     const rows = this.db.prepare('SELECT data FROM replicas ORDER BY id').all() as { data: string }[];
     return rows.map((r) => JSON.parse(r.data) as StoredReplica);
   }
 
-  saveReplica(replica: Replica): void {
-    const { apiKey: _derived, ...data } = replica;
-    this.db
-      .prepare(
-        `INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET model = excluded.model, data = excluded.data`,
-      )
-      .run(data.id, data.model, JSON.stringify(data));
+  /** One instance only on SQLite: there is no lease, so a fence has nothing to check. */
+  async writeReplicas(save: readonly Replica[], remove: readonly string[]): Promise<void> {
+    const upsert = this.db.prepare(
+      `INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET model = excluded.model, data = excluded.data`,
+    );
+    const del = this.db.prepare('DELETE FROM replicas WHERE id = ?');
+    this.db.transaction(() => {
+      for (const replica of save) {
+        const { apiKey: _derived, ...data } = replica;
+        upsert.run(data.id, data.model, JSON.stringify(data));
+      }
+      for (const id of remove) del.run(id);
+    })();
   }
 
-  deleteReplica(id: string): void {
-    this.db.prepare('DELETE FROM replicas WHERE id = ?').run(id);
-  }
-
-  loadKeys(): StoredKey[] {
+  async loadKeys(): Promise<StoredKey[]> {
     const rows = this.db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as {
       id: string; name: string; hash: string; prefix: string; models: string; rpm: number | null;
       max_concurrent: number | null; expires_at: string | null; created_at: string; revoked_at: string | null;
@@ -129,7 +133,7 @@ export class SqliteStore implements Store {
     }));
   }
 
-  saveKey(k: StoredKey): void {
+  async saveKey(k: StoredKey): Promise<void> {
     this.db
       .prepare(
         `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at)
@@ -144,7 +148,7 @@ export class SqliteStore implements Store {
       });
   }
 
-  loadTokens(): StoredToken[] {
+  async loadTokens(): Promise<StoredToken[]> {
     const rows = this.db.prepare('SELECT * FROM admin_tokens ORDER BY created_at, id').all() as {
       id: string; name: string; role: TokenRole; hash: string; prefix: string; created_at: string; revoked_at: string | null;
     }[];
@@ -154,7 +158,7 @@ export class SqliteStore implements Store {
     }));
   }
 
-  saveToken(t: StoredToken): void {
+  async saveToken(t: StoredToken): Promise<void> {
     this.db
       .prepare(
         `INSERT INTO admin_tokens (id, name, role, hash, prefix, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -163,7 +167,7 @@ export class SqliteStore implements Store {
       .run(t.id, t.name, t.role, t.hash, t.prefix, t.createdAt, t.revokedAt ?? null);
   }
 
-  addUsage(deltas: UsageDelta[]): void {
+  async addUsage(deltas: readonly UsageDelta[]): Promise<void> {
     const stmt = this.db.prepare(
       `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
        VALUES (@keyId, @model, @requests, @errors, @cancelled, @promptTokens, @completionTokens)
@@ -171,12 +175,12 @@ export class SqliteStore implements Store {
          errors = errors + excluded.errors, cancelled = cancelled + excluded.cancelled, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
          completion_tokens = completion_tokens + excluded.completion_tokens`,
     );
-    this.db.transaction((ds: UsageDelta[]) => {
+    this.db.transaction((ds: readonly UsageDelta[]) => {
       for (const d of ds) stmt.run(d);
     })(deltas);
   }
 
-  loadUsage(): StoredUsage[] {
+  async loadUsage(): Promise<StoredUsage[]> {
     const rows = this.db
       .prepare(
         `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
@@ -189,7 +193,7 @@ export class SqliteStore implements Store {
     }));
   }
 
-  addEvents(events: StoredEvent[], keep: EventRetention): void {
+  async addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
     const insert = this.db.prepare('INSERT OR REPLACE INTO events (id, time_ms, data) VALUES (?, ?, ?)');
     this.db.transaction(() => {
       for (const e of events) insert.run(e.id, Date.parse(e.time), JSON.stringify(e));
@@ -197,10 +201,11 @@ export class SqliteStore implements Store {
         .prepare('DELETE FROM events WHERE time_ms < ? OR id <= (SELECT MAX(id) FROM events) - ?')
         .run(keep.sinceMs, keep.maxRows);
     })();
+    return [...events];
   }
 
-  loadEvents(limit: number): StoredEvent[] {
-    const rows = this.db.prepare('SELECT data FROM (SELECT id, data FROM events ORDER BY id DESC LIMIT ?) ORDER BY id').all(limit) as { data: string }[];
+  async loadEvents(limit: number, afterId = -1): Promise<StoredEvent[]> {
+    const rows = this.db.prepare('SELECT data FROM (SELECT id, data FROM events WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id').all(afterId, limit) as { data: string }[];
     // A row that is not an event (hand-edited, torn) is skipped, not thrown: one bad row
     // would otherwise drop the whole history, and the log, starting again at id 1, would
     // overwrite the kept rows and send watchers' cursors back. Its fields are read by
@@ -216,18 +221,14 @@ export class SqliteStore implements Store {
     });
   }
 
-  transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
-  }
-
-  probe(): void {
+  async probe(): Promise<void> {
     // Rewriting the schema version commits a page like any write does, so it fails
     // exactly when a real write would, and changes nothing.
     const v = this.db.pragma('user_version', { simple: true }) as number;
     this.db.pragma(`user_version = ${v}`);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.db.close();
   }
 }

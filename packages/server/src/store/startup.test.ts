@@ -24,7 +24,7 @@ function start(dataDir: string): Promise<{ code: number | null; stderr: string }
 describe('llmgw-server refuses a store file that is not an intact llmgw store', () => {
   it.each(Object.entries(BAD_STORES))('%s: exits 2 with one line naming the file and what to do', async (_name, bad) => {
     const dir = tmp();
-    bad.write(dir);
+    await bad.write(dir);
     const { code, stderr } = await start(dir);
     expect(code).toBe(2);
     expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(bad.says)]);

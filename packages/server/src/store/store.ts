@@ -1,4 +1,4 @@
-import type { EventView, NodeReport, TokenRole } from '@llmgw/shared';
+import type { EventView, NodeReport, ShardStatus, TokenRole } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 
 /** A client API key as stored: the secret only as its SHA-256. */
@@ -72,42 +72,67 @@ export interface StoredNode {
   admin: AdminState;
   report?: NodeReport;
   lastSeenMs?: number;
+  /** The shard statuses of the node's last heartbeat (PostgreSQL only: other instances derive replica states from them). */
+  shards?: ShardStatus[];
+}
+
+/** One node's latest heartbeat, as written in a batch. */
+export interface NodeReportRow {
+  id: string;
+  report: NodeReport;
+  lastSeenMs: number;
+  shards?: ShardStatus[];
 }
 
 /**
- * What must survive a server restart. An interface so a PostgreSQL implementation can
- * serve several server instances later; SQLite (one file, no setup) is the default.
- * Liveness is not stored: it is soft state, rebuilt from heartbeats.
+ * The lease a leader writes under (see cluster/lease.ts): a write whose epoch is no
+ * longer the lease's, or whose lease has expired, is refused with `not_leader`, so a
+ * leader that was paused past its lease cannot change anything when it resumes.
+ */
+export interface Fence {
+  holder: string;
+  epoch: number;
+}
+
+/**
+ * What must survive a server restart, and what several server instances share. SQLite
+ * (one file, no setup) is the default for one instance; PostgreSQL serves several.
+ * Asynchronous because PostgreSQL is across a network; SQLite answers at once.
+ * Liveness is not stored on SQLite: it is soft state, rebuilt from heartbeats.
  */
 export interface Store {
-  loadNodes(): StoredNode[];
-  saveNodeAdmin(id: string, admin: AdminState): void;
-  saveNodeReport(id: string, report: NodeReport, lastSeenMs: number): void;
+  readonly kind: 'sqlite' | 'postgres';
+  loadNodes(): Promise<StoredNode[]>;
+  saveNodeAdmin(id: string, admin: AdminState): Promise<void>;
+  /** Writes each node's latest report in one transaction (heartbeats are batched). */
+  saveNodeReports(rows: readonly NodeReportRow[]): Promise<void>;
   /** Forgets a node: its row and its credential (`ctl nodes delete`). */
-  deleteNode(id: string): void;
-  loadCredentials(): StoredCredential[];
+  deleteNode(id: string): Promise<void>;
+  loadCredentials(): Promise<StoredCredential[]>;
   /** Adds or replaces the credential of `c.nodeId`. */
-  saveCredential(c: StoredCredential): void;
-  loadReplicas(): StoredReplica[];
-  /** Writes a replica; its `apiKey`, if any, is never written. */
-  saveReplica(replica: Replica): void;
-  deleteReplica(id: string): void;
-  loadKeys(): StoredKey[];
-  saveKey(key: StoredKey): void;
-  addUsage(deltas: UsageDelta[]): void;
-  loadTokens(): StoredToken[];
-  saveToken(token: StoredToken): void;
-  loadUsage(): StoredUsage[];
-  /** Appends events (their ids given, increasing) and prunes what `keep` no longer covers, in one transaction. */
-  addEvents(events: StoredEvent[], keep: EventRetention): void;
-  /** The newest `limit` events kept, oldest first. */
-  loadEvents(limit: number): StoredEvent[];
+  saveCredential(c: StoredCredential): Promise<void>;
+  loadReplicas(): Promise<StoredReplica[]>;
   /**
-   * Runs `fn` as one transaction: every write inside it lands, or none does. Synchronous
-   * like the rest of the interface; nested calls join the outer transaction.
+   * Saves and deletes replicas in one transaction: a reconcile pass lands whole or not
+   * at all. A replica's `apiKey` is never written. With `fence`, only while that lease
+   * still holds (else `not_leader`, and nothing is written).
    */
-  transaction<T>(fn: () => T): T;
+  writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void>;
+  loadKeys(): Promise<StoredKey[]>;
+  saveKey(key: StoredKey): Promise<void>;
+  addUsage(deltas: readonly UsageDelta[]): Promise<void>;
+  loadUsage(): Promise<StoredUsage[]>;
+  loadTokens(): Promise<StoredToken[]>;
+  saveToken(token: StoredToken): Promise<void>;
+  /**
+   * Appends events and prunes what `keep` no longer covers, in one transaction. Returns
+   * them as stored: SQLite keeps the given ids; PostgreSQL gives each a new, increasing
+   * id from a sequence (several instances write events).
+   */
+  addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]>;
+  /** The newest `limit` events kept, oldest first; with `afterId`, only those with a larger id. */
+  loadEvents(limit: number, afterId?: number): Promise<StoredEvent[]>;
   /** A write that changes nothing, to learn whether writes work again after a failure. */
-  probe(): void;
-  close(): void;
+  probe(): Promise<void>;
+  close(): Promise<void>;
 }
