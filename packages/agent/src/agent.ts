@@ -5,6 +5,7 @@ import { AssignmentsReplySchema, formatFailure, HeartbeatReplySchema, tlsFailure
 import type { AssignmentsReply, CachedFile, HeartbeatReply, NodeReport, ShardAssignment, ShardStatus, TSchema, Static } from '@llmgw/shared';
 import type { AgentAuth } from './credential.js';
 import type { MachineProbe } from './probe/index.js';
+import { isDown, ServerPool } from './servers.js';
 import { serverClient } from './trust.js';
 
 /** Reads a GGUF's header to estimate what serving it takes; undefined when there is no such file. */
@@ -13,7 +14,11 @@ export type SourceEstimator = (source: string) => Promise<NonNullable<NodeReport
 export const AGENT_VERSION = '0.1.0';
 
 export interface AgentSettings {
-  server: string;
+  /**
+   * The server's address, several comma-separated (instances of one control plane), or the
+   * pool main shares with the join and model files: requests fail over between them.
+   */
+  server: string | ServerPool;
   /** The join secret (a full token's secret part; see `trust.ts`). */
   joinToken: string;
   /** The server's CA (PEM), the only trust anchor of every request; absent over plain HTTP. */
@@ -43,6 +48,8 @@ export interface AgentSettings {
   files?: () => CachedFile[];
 }
 
+/** A connection not made by then is an instance that is not there: the next address is tried. */
+export const CONNECT_TIMEOUT_MS = 5_000;
 /** Retry interval while the server is starting: it listens within a second or two. */
 const START_RETRY_MS = 500;
 /** Connection failures that mean "nothing listens there (yet)", not a wrong address or TLS. */
@@ -89,6 +96,8 @@ export class Agent {
   private waitingForServer = false;
   /** Wakes the long-poll loop from its pause after a failure, once the server answers again. */
   private wakePoll?: () => void;
+  /** The server's addresses: the one in use, and where to go when it fails. */
+  private readonly servers: ServerPool;
 
   constructor(
     private readonly settings: AgentSettings,
@@ -99,6 +108,7 @@ export class Agent {
   ) {
     runner.onChange(() => this.beatSoon());
     this.http = serverClient(settings.ca);
+    this.servers = ServerPool.of(settings.server, log);
   }
 
   /**
@@ -191,15 +201,21 @@ export class Agent {
       });
       const body = { report: await this.report(), shards };
       authorization = await this.authorization();
-      const reply = await this.http
-        .post(`${this.settings.server}/agent/v1/heartbeat`, {
-          json: body,
-          headers: { authorization },
-          timeout: { request: 10_000 },
-          retry: { limit: 0 },
-          signal: this.abort.signal,
-        })
-        .json<unknown>();
+      const auth = authorization;
+      // A heartbeat carries the node's whole state: sending it again to another instance is harmless.
+      const reply = await this.servers.request(
+        (server, signal) =>
+          this.http
+            .post(`${server}/agent/v1/heartbeat`, {
+              json: body,
+              headers: { authorization: auth },
+              timeout: { connect: CONNECT_TIMEOUT_MS, request: 10_000 },
+              retry: { limit: 0 },
+              signal,
+            })
+            .json<unknown>(),
+        this.abort.signal,
+      );
       this.sentTails = tails;
       this.recovered();
       const checked = this.checked(HeartbeatReplySchema, reply, 'heartbeat reply');
@@ -238,13 +254,19 @@ export class Agent {
   /** One long-poll; false when it failed (the heartbeat loop reports outages). */
   private async poll(): Promise<boolean> {
     try {
-      const reply = await this.http(`${this.settings.server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
-        searchParams: { after: this.version, wait_ms: 25_000 },
-        headers: { authorization: await this.authorization() },
-        timeout: { request: 35_000 },
-        retry: { limit: 0 },
-        signal: this.abort.signal,
-      }).json<unknown>();
+      const authorization = await this.authorization();
+      // A long-poll cut by its instance going away goes on at once against the next one.
+      const reply = await this.servers.request(
+        (server, signal) =>
+          this.http(`${server}/agent/v1/nodes/${encodeURIComponent(this.settings.nodeId)}/assignments`, {
+            searchParams: { after: this.version, wait_ms: 25_000 },
+            headers: { authorization },
+            timeout: { connect: CONNECT_TIMEOUT_MS, request: 35_000 },
+            retry: { limit: 0 },
+            signal,
+          }).json<unknown>(),
+        this.abort.signal,
+      );
       if (this.stopped) return true;
       const checked = this.checked(AssignmentsReplySchema, reply, 'assignments reply');
       // A reply that does not parse is not a reason to stop engines either: keep what runs,
@@ -285,7 +307,7 @@ export class Agent {
       this.lastBadReply.delete(what);
       return v.ok ? v.value : undefined;
     }
-    const line = `ignored a bad ${what} from ${this.settings.server}: ${problem}; nothing was started or stopped because of it`;
+    const line = `ignored a bad ${what} from ${this.servers.current}: ${problem}; nothing was started or stopped because of it`;
     if (line !== this.lastBadReply.get(what)) this.log.error(line);
     this.lastBadReply.set(what, line);
     return undefined;
@@ -294,12 +316,12 @@ export class Agent {
   private recovered(): void {
     const downS = this.outageSince === undefined ? undefined : Math.round((Date.now() - this.outageSince) / 1000);
     if (this.joined) {
-      if (downS !== undefined) this.log.info({ server: this.settings.server, down_s: downS }, 'reconnected to the server');
+      if (downS !== undefined) this.log.info({ server: this.servers.current, down_s: downS }, 'reconnected to the server');
     } else if (this.lastProblem === undefined) {
       // Waiting for a server that was starting is not a problem: this is still the join.
-      this.log.info({ server: this.settings.server, node: this.settings.nodeId, ...(downS !== undefined ? { waited_s: downS } : {}) }, 'joined the server');
+      this.log.info({ server: this.servers.current, node: this.settings.nodeId, ...(downS !== undefined ? { waited_s: downS } : {}) }, 'joined the server');
     } else {
-      this.log.info({ server: this.settings.server, down_s: downS }, 'reconnected to the server');
+      this.log.info({ server: this.servers.current, down_s: downS }, 'reconnected to the server');
     }
     this.joined = true;
     this.outageSince = undefined;
@@ -310,7 +332,8 @@ export class Agent {
 
   /** Logs once per distinct problem, not once per attempt. */
   private failed(err: unknown): void {
-    const problem = describeFailure(err, this.settings.server);
+    // A failure that reaches here from an instance that is down means every address failed.
+    const problem = describeFailure(err, isDown(err) ? this.servers.label : this.servers.current);
     if (this.outageSince === undefined) this.outageSince = Date.now();
     const graceMs = (this.settings.serverStartGraceS ?? 30) * 1000;
     const code = err instanceof RequestError && !(err instanceof HTTPError) ? err.code : undefined;
@@ -319,7 +342,7 @@ export class Agent {
     const wasWaiting = this.waitingForServer;
     this.waitingForServer = code !== undefined && NOT_LISTENING.has(code) && Date.now() - this.outageSince < graceMs;
     if (this.waitingForServer) {
-      if (!wasWaiting) this.log.info({ server: this.settings.server, code }, `waiting for the server at ${this.settings.server} to start (${code})`);
+      if (!wasWaiting) this.log.info({ server: this.servers.label, code }, `waiting for the server at ${this.servers.label} to start (${code})`);
       return;
     }
     if (problem !== this.lastProblem) {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { HTTPError } from 'got';
 import type { Logger } from 'pino';
 import { JoinReplySchema, formatFailure, validate } from '@llmgw/shared';
+import { ServerPool } from './servers.js';
 import { serverClient } from './trust.js';
 import { writePrivateFile } from './private-file.js';
 
@@ -18,7 +19,8 @@ export interface AgentAuth {
 export class JoinRefused extends Error {}
 
 export interface CredentialOptions {
-  server: string;
+  /** The server's address (or several, comma-separated), or the pool the agent shares. */
+  server: string | ServerPool;
   joinToken: string;
   /** The CA the server's certificate must chain to (from the join token's pin or --ca). */
   ca?: string;
@@ -54,9 +56,11 @@ interface Saved {
 export class NodeCredential implements AgentAuth {
   private secret?: string;
   private joining?: Promise<string>;
+  private readonly servers: ServerPool;
 
   constructor(private readonly o: CredentialOptions) {
     this.secret = this.load();
+    this.servers = ServerPool.of(o.server, o.log);
   }
 
   async header(): Promise<string> {
@@ -88,17 +92,24 @@ export class NodeCredential implements AgentAuth {
   }
 
   private async join(): Promise<string> {
-    const { server, nodeId } = this.o;
+    const { nodeId } = this.o;
+    const client = serverClient(this.o.ca);
+    let server = this.servers.current;
     let body: unknown;
     try {
-      body = await serverClient(this.o.ca)
-        .post(`${server}/agent/v1/join`, {
-          json: { node_id: nodeId },
-          headers: { authorization: `Bearer ${this.o.joinToken}` },
-          timeout: { request: 10_000 },
-          retry: { limit: 0 },
-        })
-        .json();
+      // A join with the same node id is idempotent on the server: another instance may take it.
+      body = await this.servers.request(async (url, signal) => {
+        server = url;
+        return client
+          .post(`${url}/agent/v1/join`, {
+            json: { node_id: nodeId },
+            headers: { authorization: `Bearer ${this.o.joinToken}` },
+            timeout: { connect: 5_000, request: 10_000 },
+            retry: { limit: 0 },
+            signal,
+          })
+          .json();
+      });
     } catch (err) {
       const line = refusal(err, server, nodeId);
       if (!line) throw err;

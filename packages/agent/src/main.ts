@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
-import { LOG_REDACT } from '@llmgw/shared';
+import { LOG_REDACT, splitServerList } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
@@ -17,7 +17,8 @@ import { installService } from './service.js';
 import { estimateForSource, writeTestModel } from '@llmgw/gguf';
 import { findEnginePrograms } from './engine-programs.js';
 import { Supervisor } from './supervisor/index.js';
-import { checkServerUrl, establishTrust } from './trust.js';
+import { checkServerList, establishTrust } from './trust.js';
+import { ServerPool } from './servers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -29,6 +30,10 @@ const program = new Command('llmgw-agent')
   .version(AGENT_VERSION)
   .addHelpText('after', '\nEvery setting of run (each also an LLMGW_* variable): llmgw-agent run --help');
 
+const SERVER_HELP =
+  "the server's admin address, or several separated by commas (instances of one control plane, e.g. https://a:8081,https://b:8081): " +
+  'when the one in use is unreachable, times out or answers 502/503/504, the agent moves to the next and stays there; the join token\'s CA pin holds for all';
+
 const opt = (flags: string, description: string, env: string, def?: string) => {
   const o = new Option(flags, description).env(env);
   return def === undefined ? o : o.default(def);
@@ -37,7 +42,7 @@ const opt = (flags: string, description: string, env: string, def?: string) => {
 program
   .command('run', { isDefault: true })
   .description('join the server and run assigned engines (the default command)')
-  .addOption(opt('--server <url>', "the server's admin address", 'LLMGW_SERVER', 'https://127.0.0.1:8081'))
+  .addOption(opt('--server <url,...>', SERVER_HELP, 'LLMGW_SERVER', 'https://127.0.0.1:8081'))
   .addOption(opt('--ca <file>', "the server's CA (PEM); needed when the join token is only the secret, checked against its pin otherwise", 'LLMGW_CA'))
   .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
   .addOption(opt('--node-id <id>', 'stable node id (default: the hostname)', 'LLMGW_NODE_ID'))
@@ -101,14 +106,17 @@ program
     } catch (e) {
       fail((e as Error).message);
     }
-    const server = o.server!.replace(/\/+$/, '');
+    const serverList = splitServerList(o.server ?? '');
     // Before anything is sent: a token whose pin the server's CA does not match stops here.
     let trust: Awaited<ReturnType<typeof establishTrust>> = { secret: '' };
     try {
-      trust = await establishTrust({ server, joinToken, insecureHttp: Boolean(o.insecureHttp), ...(o.ca ? { caFile: path.resolve(o.ca) } : {}) }, log);
+      checkServerList(o.server ?? '', Boolean(o.insecureHttp));
+      trust = await establishTrust({ server: serverList, joinToken, insecureHttp: Boolean(o.insecureHttp), ...(o.ca ? { caFile: path.resolve(o.ca) } : {}) }, log);
     } catch (e) {
       fail((e as Error).message);
     }
+    // One pool for every caller, so an instance one of them finds gone is left by all.
+    const server = new ServerPool(serverList, log);
     const stateDir = path.resolve(o.stateDir!);
     let files: ModelFiles | undefined;
     try {
@@ -173,7 +181,7 @@ program
         nodeId,
         labels,
         ...(o.pool ? { pool: o.pool } : {}),
-        advertiseAddr: o.advertiseAddr || defaultAdvertiseAddr(server),
+        advertiseAddr: o.advertiseAddr || defaultAdvertiseAddr(server.current),
         heartbeatIntervalS: interval,
         probeIntervalS: Math.max(interval, 10),
         allowCommandEngine,
@@ -195,7 +203,7 @@ program
       },
     );
     log.info(
-      { server, node: o.nodeId || defaultNodeId(), stateDir, engineUser: engineUser?.name ?? os.userInfo().username, allowCommandEngine },
+      { server: server.label, node: o.nodeId || defaultNodeId(), stateDir, engineUser: engineUser?.name ?? os.userInfo().username, allowCommandEngine },
       'llmgw-agent starting',
     );
     // By default engines keep running when the agent stops: an upgrade must not take
@@ -215,7 +223,7 @@ program
 program
   .command('install-service')
   .description('install llmgw-agent as a systemd service on this machine (run as root)')
-  .requiredOption('--server <url>', "the server's admin address, e.g. https://10.0.0.1:8081")
+  .requiredOption('--server <url,...>', "the server's admin address, e.g. https://10.0.0.1:8081, or several separated by commas (kept as LLMGW_SERVER; see run --help)")
   .option('--ca <file>', "the server's CA (PEM), kept as LLMGW_CA; needed only with a join token that is just the secret")
   .option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)')
   .option('--node-id <id>', 'stable node id (default: the hostname)')
@@ -230,7 +238,7 @@ program
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
     if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token first");
     try {
-      checkServerUrl(o.server, Boolean(o.insecureHttp));
+      checkServerList(o.server, Boolean(o.insecureHttp));
       if (o.labels) parseLabels(o.labels);
     } catch (e) {
       fail((e as Error).message);

@@ -2,7 +2,8 @@ import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import got, { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
-import { caFingerprint, parseJoinToken, pinMatches } from '@llmgw/shared';
+import { caFingerprint, parseJoinToken, pinMatches, splitServerList } from '@llmgw/shared';
+import { isDown } from './servers.js';
 
 /**
  * What the agent trusts before it sends anything: the server's address, the join token's
@@ -13,7 +14,8 @@ import { caFingerprint, parseJoinToken, pinMatches } from '@llmgw/shared';
  */
 
 export interface TrustInput {
-  server: string;
+  /** The server's addresses (`--server a,b`): instances of one control plane, which share one CA. */
+  server: string | readonly string[];
   joinToken: string;
   /** `--ca` / `LLMGW_CA`: a PEM file with the server's CA. */
   caFile?: string;
@@ -79,33 +81,40 @@ function onlyFirst(pem: string): string {
 const START_GRACE_MS = 30_000;
 
 /**
- * Fetches `/cacerts` without verifying (and without credentials), retrying while the
- * server is unreachable: every 250 ms at first, doubling up to `retryMs`, because a server
- * started at the same moment listens within a second or two. That wait is said at info;
- * a warning only once it has lasted `START_GRACE_MS`.
+ * Fetches `/cacerts` without verifying (and without credentials) from the first of
+ * `servers` that answers, retrying while none does: every 250 ms at first, doubling up to
+ * `retryMs`, because a server started at the same moment listens within a second or two.
+ * That wait is said at info; a warning only once it has lasted `START_GRACE_MS`. Which
+ * instance answers does not matter: they share one CA, and the pin is checked against it.
  */
-async function fetchCa(server: string, log: Logger, retryMs: number): Promise<string> {
+async function fetchCa(servers: readonly string[], log: Logger, retryMs: number): Promise<{ server: string; pem: string }> {
   let said = false;
   let warned = false;
   const since = Date.now();
   let delay = Math.min(250, retryMs);
+  const all = servers.join(', ');
   for (;;) {
-    try {
-      return await got(`${server}/cacerts`, { https: { rejectUnauthorized: false }, timeout: { request: 10_000 }, retry: { limit: 0 } }).text();
-    } catch (err) {
-      if (err instanceof HTTPError) {
-        throw new TrustError(`the server at ${server} serves no CA at /cacerts (${err.response.statusCode}): is it an llmgw server over HTTPS? Give --ca FILE, or --insecure-http with an http:// address`);
+    let code = '';
+    for (const server of servers) {
+      try {
+        const pem = await got(`${server}/cacerts`, { https: { rejectUnauthorized: false }, timeout: { connect: 5_000, request: 10_000 }, retry: { limit: 0 } }).text();
+        return { server, pem };
+      } catch (err) {
+        if (err instanceof HTTPError && !isDown(err)) {
+          throw new TrustError(`the server at ${server} serves no CA at /cacerts (${err.response.statusCode}): is it an llmgw server over HTTPS? Give --ca FILE, or --insecure-http with an http:// address`);
+        }
+        if (!(err instanceof RequestError)) throw err;
+        code = err instanceof HTTPError ? String(err.response.statusCode) : err.code;
       }
-      if (!(err instanceof RequestError)) throw err;
-      if (!said) log.info({ server, code: err.code }, `waiting for the server at ${server} to answer (${err.code})`);
-      said = true;
-      if (!warned && Date.now() - since >= START_GRACE_MS) {
-        log.warn(`cannot reach the server at ${server} to check its CA (${err.code}) for ${START_GRACE_MS / 1000} s: check --server / LLMGW_SERVER; still retrying`);
-        warned = true;
-      }
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, retryMs);
     }
+    if (!said) log.info({ server: all, code }, `waiting for the server at ${all} to answer (${code})`);
+    said = true;
+    if (!warned && Date.now() - since >= START_GRACE_MS) {
+      log.warn(`cannot reach the server at ${all} to check its CA (${code}) for ${START_GRACE_MS / 1000} s: check --server / LLMGW_SERVER; still retrying`);
+      warned = true;
+    }
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, retryMs);
   }
 }
 
@@ -118,27 +127,44 @@ export function serverClient(ca: string | undefined): Got {
 }
 
 /** Settles what to send and whom to trust, or throws a `TrustError` to stop the agent. */
+/**
+ * `--server`'s addresses, each checked (`checkServerUrl`): one bad address stops the agent
+ * with a line naming it, rather than being skipped at every failover.
+ */
+export function checkServerList(server: string | readonly string[], insecureHttp: boolean): URL[] {
+  const urls = typeof server === 'string' ? splitServerList(server) : server;
+  if (urls.length === 0) throw new TrustError(`invalid --server "${String(server)}": want a URL like https://10.0.0.1:8081, or several separated by commas`);
+  return urls.map((u) => checkServerUrl(u, insecureHttp));
+}
+
 export async function establishTrust(input: TrustInput, log: Logger, retryMs = 2000): Promise<Trust> {
-  const url = checkServerUrl(input.server, input.insecureHttp);
+  const urls = checkServerList(input.server, input.insecureHttp);
+  const servers = typeof input.server === 'string' ? splitServerList(input.server) : input.server;
+  const all = servers.join(', ');
   const token = parseJoinToken(input.joinToken);
-  if (url.protocol === 'http:') return { secret: token.secret };
+  // Without https anywhere there is no certificate to pin (checkServerUrl allowed the http).
+  if (urls.every((u) => u.protocol === 'http:')) return { secret: token.secret };
   if (input.caFile) {
     const ca = readCa(input.caFile);
     if (!token.caHash) return { secret: token.secret, ca };
-    if (!pinMatches(token.caHash, ca)) throw new TrustError(mismatch(input.server, token.caHash, caFingerprint(ca), `--ca ${input.caFile}`));
+    if (!pinMatches(token.caHash, ca)) throw new TrustError(mismatch(all, token.caHash, caFingerprint(ca), `--ca ${input.caFile}`));
     return { secret: token.secret, ca: onlyFirst(ca) };
   }
   if (!token.caHash) {
     throw new TrustError("the join token is only the secret, without the server's CA pin: give the full token (llmgw-server join-token on the server prints it), or --ca FILE (LLMGW_CA) with the server's CA");
   }
-  const ca = await fetchCa(input.server, log, retryMs);
+  const { server, pem: ca } = await fetchCa(
+    servers.filter((_s, i) => urls[i]?.protocol === 'https:'),
+    log,
+    retryMs,
+  );
   let seen: string;
   try {
     seen = caFingerprint(ca);
   } catch {
-    throw new TrustError(`the server at ${input.server} answered /cacerts with no certificate: not connecting`);
+    throw new TrustError(`the server at ${server} answered /cacerts with no certificate: not connecting`);
   }
-  if (!pinMatches(token.caHash, ca)) throw new TrustError(mismatch(input.server, token.caHash, seen, '/cacerts'));
-  log.info({ server: input.server, ca_sha256: seen }, "the server's CA matches the join token's pin");
+  if (!pinMatches(token.caHash, ca)) throw new TrustError(mismatch(server, token.caHash, seen, '/cacerts'));
+  log.info({ server, ca_sha256: seen }, "the server's CA matches the join token's pin");
   return { secret: token.secret, ca: onlyFirst(ca) };
 }

@@ -17,14 +17,19 @@ import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpi
 const program = new Command('ctl')
   .description("llmgw's operator CLI over the admin API")
   .version(CTL_VERSION)
-  .addOption(new Option('--server <url>', 'admin address of the llmgw server (default: https://127.0.0.1:8081)').env('LLMGW_SERVER'))
+  .addOption(
+    new Option(
+      '--server <url,...>',
+      'admin address of the llmgw server, or several separated by commas (instances of one control plane): reads and watches move to the next on a refused or broken connection, a timeout or a 502/503/504; writes only when the connection failed before the request was sent, never after a timeout or an error answer (default: https://127.0.0.1:8081)',
+    ).env('LLMGW_SERVER'),
+  )
   .addOption(new Option('--token <token>', 'admin token (default: the file $LLMGW_HOME/server/admin-token, LLMGW_HOME defaulting to ~/.llmgw)').env('LLMGW_ADMIN_TOKEN'))
   .addOption(new Option('--ca <file>', "the server's CA (PEM) to verify it with (default: $LLMGW_HOME/server/tls/ca.pem when present, else the system's CAs)").env('LLMGW_CA'))
   .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
   .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
   // Each command's help lists the connection flags too, with their defaults.
   .configureHelp({ showGlobalOptions: true });
-examples(program, 'ctl nodes', 'LLMGW_SERVER=https://10.0.0.1:8081 ctl replicas -o json', 'ctl drain gpu-3 --reason "PSU swap"', 'ctl <command> --help');
+examples(program, 'ctl nodes', 'LLMGW_SERVER=https://10.0.0.1:8081 ctl replicas -o json', 'ctl --server https://a:8081,https://b:8081 events -w', 'ctl drain gpu-3 --reason "PSU swap"', 'ctl <command> --help');
 
 function globals(): { conn: Connection; json: boolean } {
   const o = program.opts<{ server?: string; token?: string; ca?: string; insecureHttp?: boolean; output: string }>();

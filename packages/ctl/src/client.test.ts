@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { call, resolveConnection } from './client.js';
+import got from 'got';
+import { call, resolveConnection, sentNothing } from './client.js';
 import { CtlError } from './failure.js';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -36,7 +37,8 @@ describe('resolveConnection', () => {
     expect(resolveConnection({}).ca).toBeUndefined();
     fs.mkdirSync(path.join(home, 'server', 'tls'), { recursive: true });
     fs.writeFileSync(path.join(home, 'server', 'tls', 'ca.pem'), PEM);
-    expect(resolveConnection({})).toMatchObject({ server: 'https://127.0.0.1:8081', ca: PEM });
+    expect(resolveConnection({})).toMatchObject({ ca: PEM });
+    expect(resolveConnection({}).servers.urls).toEqual(['https://127.0.0.1:8081']);
     const mine = path.join(home, 'mine.pem');
     fs.writeFileSync(mine, `${PEM}x`);
     expect(resolveConnection({ ca: mine }).ca).toBe(`${PEM}x`);
@@ -49,7 +51,7 @@ describe('resolveConnection', () => {
     const e = refusal(() => resolveConnection({ server: 'http://10.0.0.1:8081' }));
     expect(e).toBeInstanceOf(CtlError);
     expect(e).toMatchObject({ failure: 'usage', message: expect.stringContaining('--insecure-http') as unknown });
-    expect(resolveConnection({ server: 'http://10.0.0.1:8081', insecureHttp: true }).server).toBe('http://10.0.0.1:8081');
+    expect(resolveConnection({ server: 'http://10.0.0.1:8081', insecureHttp: true }).servers.urls).toEqual(['http://10.0.0.1:8081']);
     expect(resolveConnection({ server: 'http://127.0.0.1:8081' }).ca).toBeUndefined();
   });
 
@@ -113,5 +115,42 @@ describe('misleading setups, each named with its fix', () => {
       answer = { status: 404, body: '{"error":"no replica \\"r-1\\""}' };
       await expect(call(resolveConnection({ server: url, token: 't' }), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({ message: 'no replica "r-1"', status: 404 });
     });
+  });
+});
+
+describe('sentNothing: when a write may go to another instance', () => {
+  const failure = (url: string) => got.post(url, { json: { a: 1 }, retry: { limit: 0 }, timeout: { request: 5000 } }).then(() => undefined, (e: unknown) => e);
+  const listen = async (srv: net.Server) => {
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    return (srv.address() as AddressInfo).port;
+  };
+
+  it('is true when the connection was refused, or cut before the TLS handshake ended', async () => {
+    const cut = net.createServer((s) => s.destroy());
+    const port = await listen(cut);
+    try {
+      const refused = net.createServer();
+      const refusedPort = await listen(refused);
+      await new Promise((r) => refused.close(r));
+      expect(sentNothing(await failure(`http://127.0.0.1:${refusedPort}/x`))).toBe(true);
+      // The peer went away during the handshake: no byte of the request can have been sent.
+      expect(sentNothing(await failure(`https://127.0.0.1:${port}/x`))).toBe(true);
+    } finally {
+      cut.close();
+    }
+  });
+
+  it('is false once the request went out: a connection cut after it, or a 503', async () => {
+    const reset = http.createServer((req) => req.resume().on('end', () => req.socket.destroy()));
+    const busy = http.createServer((req, res) => req.resume().on('end', () => res.writeHead(503).end('{"error":"busy"}')));
+    try {
+      const e1 = await failure(`http://127.0.0.1:${await listen(reset)}/x`);
+      expect((e1 as { code?: string }).code).toBe('ECONNRESET');
+      expect(sentNothing(e1)).toBe(false);
+      expect(sentNothing(await failure(`http://127.0.0.1:${await listen(busy)}/x`))).toBe(false);
+    } finally {
+      reset.close();
+      busy.close();
+    }
   });
 });

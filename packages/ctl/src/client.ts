@@ -2,11 +2,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import got, { HTTPError, RequestError } from 'got';
-import { tlsFailureHint } from '@llmgw/shared';
+import { ServerRotation, instanceDown, splitServerList, tlsFailureHint, withFailover } from '@llmgw/shared';
 import { CtlError, asCtlError } from './failure.js';
 
 export interface Connection {
-  server: string;
+  /**
+   * The admin addresses (`--server a,b`: instances of one control plane). Sticky: after a
+   * failover, the rest of the command (a watch, a drain's progress) stays on the one that works.
+   */
+  servers: ServerRotation;
   token?: string;
   /** The CA (PEM) the server's certificate must chain to, alone; absent = the system's CAs. */
   ca?: string;
@@ -71,7 +75,8 @@ function trustFor(server: string, flag: string, opts: { ca?: string; insecureHtt
 
 /** `source` and `tokenSource` are where commander found --server and --token: 'cli', 'env' or undefined. */
 export function resolveConnection(opts: { server?: string; token?: string; ca?: string; insecureHttp?: boolean }, source?: string, tokenSource?: string): Connection {
-  const server = (opts.server ?? process.env.LLMGW_SERVER ?? 'https://127.0.0.1:8081').replace(/\/+$/, '');
+  const given = opts.server ?? process.env.LLMGW_SERVER ?? 'https://127.0.0.1:8081';
+  const servers = splitServerList(given);
   const serverFrom =
     source === 'cli' ? 'set by --server' : source === 'env' || (!opts.server && process.env.LLMGW_SERVER) ? 'set by LLMGW_SERVER' : 'the default; set --server or LLMGW_SERVER';
   const flag = serverFrom === 'set by LLMGW_SERVER' ? 'LLMGW_SERVER' : '--server';
@@ -93,27 +98,70 @@ export function resolveConnection(opts: { server?: string; token?: string; ca?: 
   if (token && !/^[\x21-\x7e]+$/.test(token)) {
     throw new CtlError(`the admin token ${tokenFrom ?? ''} has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token`, 'usage');
   }
-  const ca = trustFor(server, flag, opts);
-  return { server, serverFrom, ...(token ? { token } : {}), ...(tokenFrom ? { tokenFrom } : {}), ...(noTokenFile && !token ? { noTokenFile } : {}), ...(ca ? { ca } : {}) };
+  if (servers.length === 0) throw new CtlError(`invalid ${flag} "${given}": want a URL like https://10.0.0.1:8081, or several separated by commas`, 'usage');
+  // Every address is checked before anything is sent: a bad one is named, not skipped at each failover.
+  let ca: string | undefined;
+  for (const server of servers) ca = trustFor(server, flag, opts) ?? ca;
+  return { servers: new ServerRotation(servers), serverFrom, ...(token ? { token } : {}), ...(tokenFrom ? { tokenFrom } : {}), ...(noTokenFile && !token ? { noTokenFile } : {}), ...(ca ? { ca } : {}) };
 }
 
-/** Calls the admin API and turns every failure into one actionable line. */
+/** A failure that means the instance is not there or not well (`instanceDown`), for got's errors. */
+function isDown(err: unknown): boolean {
+  if (err instanceof HTTPError) return instanceDown({ status: err.response.statusCode });
+  return err instanceof RequestError && instanceDown({ code: err.code });
+}
+
+/**
+ * The request failed before any of it could reach the server: the connection (TCP, and
+ * TLS for https) was never made — refused, unreachable, a connect timeout, a peer gone
+ * during the handshake. Only then is a write safe to send to another instance: after
+ * that, the instance may have applied it even if no answer came back.
+ */
+export function sentNothing(err: unknown): boolean {
+  if (!(err instanceof RequestError) || err instanceof HTTPError || !isDown(err)) return false;
+  const t = err.timings;
+  if (!t) return false;
+  return t.connect === undefined || (err.options.url instanceof URL && err.options.url.protocol === 'https:' && t.secureConnect === undefined);
+}
+
+/**
+ * Calls the admin API and turns every failure into one actionable line. With several
+ * addresses, a GET moves to the next one on a connection failure, a timeout or a
+ * 502/503/504; a write (POST, DELETE) only when nothing of it was sent (`sentNothing`),
+ * never after a timeout or an error answer, which may come after the write was applied.
+ */
 export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE', p: string, body?: unknown): Promise<T> {
   if (conn.noTokenFile) {
     const home = process.env.LLMGW_HOME ? ` (LLMGW_HOME=${process.env.LLMGW_HOME})` : '';
     throw new CtlError(`no admin token: no token file at ${conn.noTokenFile}${home}; set LLMGW_HOME to the directory the server was started with, or --token / LLMGW_ADMIN_TOKEN`, 'usage');
   }
+  const tried: { url: string; err: unknown }[] = [];
+  const attempt = async (url: string): Promise<T> => {
+    try {
+      return await got(`${url}/api/v1${p}`, {
+        method,
+        ...(body !== undefined ? { json: body } : {}),
+        headers: conn.token ? { authorization: `Bearer ${conn.token}` } : {},
+        // A host that is down drops the SYN: the next address is tried after 5 s, not 15.
+        timeout: { connect: 5_000, request: 15_000 },
+        retry: { limit: 0 },
+        ...(conn.ca ? { https: { certificateAuthority: conn.ca } } : {}),
+      }).json<T>();
+    } catch (err) {
+      tried.push({ url, err });
+      throw err;
+    }
+  };
   try {
-    return await got(`${conn.server}/api/v1${p}`, {
-      method,
-      ...(body !== undefined ? { json: body } : {}),
-      headers: conn.token ? { authorization: `Bearer ${conn.token}` } : {},
-      timeout: { request: 15_000 },
-      retry: { limit: 0 },
-      ...(conn.ca ? { https: { certificateAuthority: conn.ca } } : {}),
-    }).json<T>();
+    return await withFailover(conn.servers, attempt, method === 'GET' ? isDown : sentNothing);
   } catch (err) {
-    throw toCtlError(err, conn, `${method} /api/v1${p.replace(/\?.*/, '')}`);
+    const e = toCtlError(err, conn, `${method} /api/v1${p.replace(/\?.*/, '')}`, tried);
+    // Said so the operator checks before running it again: it may have been applied.
+    if (method !== 'GET' && conn.servers.urls.length > 1 && isDown(err) && !sentNothing(err)) {
+      const at = tried.at(-1)?.url ?? conn.servers.current;
+      throw new CtlError(`${e.message} (not repeated on another server: ${at} may have applied it; check before running it again)`, e.failure, e.status);
+    }
+    throw e;
   }
 }
 
@@ -126,26 +174,32 @@ function errorOf(body: unknown): unknown {
   }
 }
 
-function toCtlError(err: unknown, conn: Connection, what: string): CtlError {
+function toCtlError(err: unknown, conn: Connection, what: string, tried: readonly { url: string; err: unknown }[]): CtlError {
+  const server = tried.at(-1)?.url ?? conn.servers.current;
   if (err instanceof HTTPError) {
     const status = err.response.statusCode;
     const error = errorOf(err.response.body);
     if (error !== null && typeof error === 'object') {
       // OpenAI's error shape: --server is the client listener, which knows no admin token.
-      return new CtlError(`${conn.server} is llmgw's client (OpenAI-compatible) address, not its admin API: point --server or LLMGW_SERVER at the admin address (https://127.0.0.1:8081 by default; the server logs both as "llmgw-server listening")`);
+      return new CtlError(`${server} is llmgw's client (OpenAI-compatible) address, not its admin API: point --server or LLMGW_SERVER at the admin address (https://127.0.0.1:8081 by default; the server logs both as "llmgw-server listening")`);
     }
     if (typeof error !== 'string' || !error) {
-      return new CtlError(`${conn.server} answered ${status} to ${what} without llmgw's error body: is it llmgw's admin address? (address ${conn.serverFrom})`);
+      return new CtlError(`${server} answered ${status} to ${what} without llmgw's error body: is it llmgw's admin address? (address ${conn.serverFrom})`);
     }
     if (status === 401) {
-      return new CtlError(`${conn.server} rejected the admin token${conn.tokenFrom ? ` ${conn.tokenFrom}` : ''} (${error}): set --token or LLMGW_ADMIN_TOKEN to the server's admin token`);
+      return new CtlError(`${server} rejected the admin token${conn.tokenFrom ? ` ${conn.tokenFrom}` : ''} (${error}): set --token or LLMGW_ADMIN_TOKEN to the server's admin token`);
     }
     return new CtlError(error, 'failed', status);
   }
-  const tls = err instanceof RequestError ? tlsFailureHint(err.code, conn.server, `--ca FILE (LLMGW_CA; default ${defaultCaFile()})`) : undefined;
+  const tls = err instanceof RequestError ? tlsFailureHint(err.code, server, `--ca FILE (LLMGW_CA; default ${defaultCaFile()})`) : undefined;
   if (tls) return new CtlError(tls);
   if (err instanceof RequestError) {
-    return new CtlError(`cannot reach the llmgw server at ${conn.server} (${err.code}); is it running? (address ${conn.serverFrom})`, 'unreachable');
+    const unreachable = tried.filter((t) => t.err instanceof RequestError && !(t.err instanceof HTTPError));
+    if (unreachable.length > 1) {
+      const each = unreachable.map((t) => `${t.url} (${(t.err as RequestError).code})`).join(', ');
+      return new CtlError(`cannot reach any llmgw server: ${each}; are they running? (addresses ${conn.serverFrom})`, 'unreachable');
+    }
+    return new CtlError(`cannot reach the llmgw server at ${server} (${err.code}); is it running? (address ${conn.serverFrom})`, 'unreachable');
   }
   return asCtlError(err);
 }

@@ -1,4 +1,4 @@
-import type { Liveness, NodeAdminState, NodeReport } from '@llmgw/shared';
+import type { Liveness, NodeAdminState, NodeReport, ShardStatus } from '@llmgw/shared';
 import type { AdminState } from './domain.js';
 import { DomainError, echo } from './errors.js';
 import type { NodeSnapshot } from './snapshot.js';
@@ -20,6 +20,17 @@ export interface InventoryNode {
   lastSeenMs: number;
   /** False until the node's first heartbeat since the server started. */
   reported: boolean;
+  /** The shard statuses of its last heartbeat, written with the report on a shared store. */
+  shards?: ShardStatus[];
+}
+
+export interface InventoryOptions {
+  /**
+   * The store is shared with other server instances (PostgreSQL): every heartbeat is
+   * written, report and shard statuses, batched every `batchMs` (default 250), because
+   * the others judge liveness by the database's view and derive replica states from it.
+   */
+  shared?: { batchMs?: number };
 }
 
 /**
@@ -38,12 +49,14 @@ export class Inventory {
   private readonly lastReports = new Map<string, string>();
   /** Nodes whose last report the store has not taken yet. */
   private readonly unsaved = new Set<string>();
+  private batchTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly store: Store,
     readonly policy: LivenessPolicy,
     bootMs: number = Date.now(),
     stored: readonly StoredNode[] = [],
+    private readonly opts: InventoryOptions = {},
   ) {
     for (const n of stored) {
       // A node remembered from before a restart gets no traffic until its agent speaks
@@ -55,27 +68,77 @@ export class Inventory {
   }
 
   /** The nodes the store remembers, each given a full grace from `bootMs` to report. */
-  static async load(store: Store, policy: LivenessPolicy, bootMs: number = Date.now()): Promise<Inventory> {
-    return new Inventory(store, policy, bootMs, await store.loadNodes());
+  static async load(store: Store, policy: LivenessPolicy, bootMs: number = Date.now(), opts: InventoryOptions = {}): Promise<Inventory> {
+    return new Inventory(store, policy, bootMs, await store.loadNodes(), opts);
   }
 
   /** Records a heartbeat. Returns true when the report differs from the last one. */
-  report(report: NodeReport, nowMs: number): boolean {
+  report(report: NodeReport, nowMs: number, shards?: ShardStatus[]): boolean {
     const existing = this.nodes.get(report.node_id);
     const node: InventoryNode = existing ?? { id: report.node_id, admin: { state: 'ready' }, lastSeenMs: 0, reported: false };
     const wasLive = existing ? this.liveness(existing, nowMs) === 'ready' : false;
     node.report = report;
     node.lastSeenMs = nowMs;
     node.reported = true;
+    if (shards) node.shards = shards;
     this.nodes.set(node.id, node);
     const json = JSON.stringify(report);
     const changed = this.lastReports.get(node.id) !== json;
-    if (changed) {
-      this.lastReports.set(node.id, json);
+    if (changed) this.lastReports.set(node.id, json);
+    if (this.opts.shared) {
+      this.unsaved.add(node.id);
+      this.batchTimer ??= setTimeout(() => {
+        this.batchTimer = undefined;
+        void this.persistReports();
+      }, this.opts.shared.batchMs ?? 250);
+    } else if (changed) {
       this.unsaved.add(node.id);
       void this.persistReports();
     }
     return changed || !wasLive;
+  }
+
+  /**
+   * A node as another instance wrote it to the shared store: its admin state, and its
+   * report when the database saw a heartbeat newer than the last one here (`seenAtMs`,
+   * on this clock). Returns true when something routing or placement reads changed.
+   */
+  applyRemote(row: StoredNode, seenAtMs: number | undefined): boolean {
+    const node = this.nodes.get(row.id);
+    if (!node) {
+      this.nodes.set(row.id, { id: row.id, admin: row.admin, ...(row.report ? { report: row.report } : {}), lastSeenMs: seenAtMs ?? 0, reported: seenAtMs !== undefined && row.report !== undefined });
+      if (row.report) this.lastReports.set(row.id, JSON.stringify(row.report));
+      return true;
+    }
+    let changed = JSON.stringify(node.admin) !== JSON.stringify(row.admin);
+    node.admin = row.admin;
+    if (row.report && seenAtMs !== undefined && seenAtMs > node.lastSeenMs) {
+      const json = JSON.stringify(row.report);
+      if (this.lastReports.get(row.id) !== json) changed = true;
+      this.lastReports.set(row.id, json);
+      if (!node.reported) changed = true;
+      node.report = row.report;
+      node.lastSeenMs = seenAtMs;
+      node.reported = true;
+    }
+    return changed;
+  }
+
+  /** Forgets nodes another instance deleted: those the store no longer has. */
+  keepOnly(ids: ReadonlySet<string>): string[] {
+    const gone = [...this.nodes.keys()].filter((id) => !ids.has(id));
+    for (const id of gone) {
+      this.nodes.delete(id);
+      this.lastReports.delete(id);
+      this.unsaved.delete(id);
+    }
+    return gone;
+  }
+
+  /** Stops the batch timer of a shared store; `persistReports` writes what is left. */
+  stop(): void {
+    if (this.batchTimer) clearTimeout(this.batchTimer);
+    this.batchTimer = undefined;
   }
 
   /**
@@ -90,7 +153,7 @@ export class Inventory {
       this.unsaved.clear();
       const rows = ids.flatMap((id) => {
         const n = this.nodes.get(id);
-        return n?.report ? [{ id, report: n.report, lastSeenMs: n.lastSeenMs }] : [];
+        return n?.report ? [{ id, report: n.report, lastSeenMs: n.lastSeenMs, ...(n.shards ? { shards: n.shards } : {}) }] : [];
       });
       try {
         await this.store.saveNodeReports(rows);

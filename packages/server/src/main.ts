@@ -24,6 +24,9 @@ const program = new Command('llmgw-server')
   .addOption(opt('--client-addr <host:port>', 'client listener (OpenAI-compatible API, API keys)', 'LLMGW_CLIENT_ADDR', '127.0.0.1:8080'))
   .addOption(opt('--admin-addr <host:port>', 'admin listener (admin API, dashboard, metrics, agent API)', 'LLMGW_ADMIN_ADDR', '127.0.0.1:8081'))
   .addOption(opt('--data-dir <dir>', 'where the SQLite store and generated tokens live', 'LLMGW_DATA_DIR', path.join(home, 'server')))
+  .addOption(opt('--database-url <url>', 'postgres://USER@HOST:PORT/DB: share one PostgreSQL with other llmgw-server instances (one leads, all serve); default: SQLite in --data-dir', 'LLMGW_DATABASE_URL'))
+  .addOption(opt('--instance-id <id>', "this instance's name among several on one database (ctl status)", 'LLMGW_INSTANCE_ID'))
+  .addOption(opt('--leader-lease <seconds>', "how long the leader's lease lasts unrenewed: a dead or paused leader is replaced after at most this (with --database-url)", 'LLMGW_LEADER_LEASE', '2'))
   .addOption(opt('--catalog <file>', 'catalog YAML: which models to run (reloaded on SIGHUP and on change)', 'LLMGW_CATALOG'))
   .addOption(opt('--not-ready-after <seconds>', 'a node silent this long is not-ready (no traffic, no placement)', 'LLMGW_NOT_READY_AFTER', '15'))
   .addOption(opt('--lost-after <seconds>', 'a node silent this long is lost (its replicas are replaced)', 'LLMGW_LOST_AFTER', '300'))
@@ -64,6 +67,9 @@ const program = new Command('llmgw-server')
       '\nThe join token only joins: each agent trades it once for its own node credential. ctl join-token rotate replaces a generated one\n(the file is rewritten); one set by LLMGW_JOIN_TOKEN is changed there, with a restart.' +
       '\n\nThe store is <data-dir>/llmgw.db. A file there that is empty, not SQLite, not an llmgw store or corrupt is refused at start (exit 2).' +
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.' +
+      '\n\nWith --database-url several instances share one PostgreSQL: each serves clients, operators and agents; one, elected through the database,' +
+      '\nreconciles. They share the admin token, join token, engine-key secret and CA through the database (the first instance\'s win).' +
+      '\nGive every instance the same catalog file; `llmgw-server migrate --from-sqlite FILE` moves a SQLite install there.' +
       '\n\nA catalog source may be an http(s):// URL or llmgw://FILE (a file in --models-dir) with its sha256: agents fetch, verify and cache it.',
   )
   .action(async (o: Record<string, string | undefined> & { tlsSan: string[]; insecureHttp?: boolean }) => {
@@ -167,6 +173,8 @@ const program = new Command('llmgw-server')
           ...(tls.admin ? { adminTls: tls.admin } : {}),
           ...(tls.client ? { clientTls: tls.client } : {}),
           ...(modelsDir !== undefined ? { modelsDir } : {}),
+          ...(o.databaseUrl ? { databaseUrl: o.databaseUrl, leaderLeaseS: num('leader-lease', o.leaderLease) } : {}),
+          ...(o.instanceId ? { instanceId: o.instanceId } : {}),
         },
         catalog,
         log,

@@ -8,6 +8,12 @@ import { catalogApi } from './api/catalog-api.js';
 import type { CatalogStatusSource } from './api/views.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
+import { SharedController } from './controller/shared.js';
+import { newInstanceId } from './cluster/instances.js';
+import { LeaderLease } from './cluster/lease.js';
+import { startCluster, type RunningCluster } from './cluster/start.js';
+import { PostgresStore } from './store/postgres.js';
+import { SERVER_VERSION } from './version.js';
 import { engineKeys } from './controller/engine-keys.js';
 import { tokenFor } from './api/tokens.js';
 import { membershipApi } from './credentials/admin-routes.js';
@@ -71,6 +77,15 @@ export interface ServerSettings {
   clientTls?: ListenerTls;
   /** Where `llmgw://NAME` sources are served from to agents (`--models-dir`); absent = none. */
   modelsDir?: string;
+  /**
+   * `postgres://…` (`--database-url`): the store is shared with other instances, one of
+   * which leads (see cluster/). Absent: SQLite in `dataDir`, this instance alone.
+   */
+  databaseUrl?: string;
+  /** This instance's name among several (`--instance-id`); default hostname-pid-random. */
+  instanceId?: string;
+  /** How long the leader's lease lasts without a renew (`--leader-lease`); default 2 s. */
+  leaderLeaseS?: number;
 }
 
 /** A listener's certificate (chain) and private key, PEM. */
@@ -108,6 +123,10 @@ export interface RunningServer {
   clientUrl: string;
   controller: Controller;
   keys: KeyRing;
+  /** This instance's id (the one `ctl status` lists). */
+  instanceId: string;
+  /** Present with --database-url: the lease, the registry and the sync with the others. */
+  cluster?: RunningCluster;
   close(): Promise<void>;
 }
 
@@ -156,23 +175,21 @@ function urlOf(server: http.Server): string {
  * and the dashboard show.
  */
 export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger, deps: { store?: Store; catalogStatus?: CatalogStatusSource } = {}): Promise<RunningServer> {
-  const store = new GuardedStore(deps.store ?? new SqliteStore(settings.dataDir), { log });
-  const inventory = await Inventory.load(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS });
-  const controller = await Controller.load(
-    inventory,
-    store,
-    catalog,
-    {
-      reconcileIntervalMs: settings.reconcileIntervalS * 1000,
-      failedBackoffMs: settings.failedBackoffS * 1000,
-      drainParallel: settings.drainParallel,
-      minHealthyMs: settings.minHealthyS * 1000,
-      drainTimeoutMs: settings.drainTimeoutS * 1000,
-      maxLostFraction: settings.maxLostFraction,
-      engineKey: engineKeys(settings.engineKeySecret ?? tokenFor(undefined, settings.dataDir, 'engine-key-secret').token),
-    },
-    log,
-  );
+  const pgStore = settings.databaseUrl !== undefined && !deps.store ? await PostgresStore.open(settings.databaseUrl, { log }) : undefined;
+  const store = new GuardedStore(deps.store ?? pgStore ?? new SqliteStore(settings.dataDir), { log });
+  const instanceId = settings.instanceId ?? newInstanceId();
+  const lease = pgStore ? new LeaderLease({ pool: pgStore.pool, log, instanceId, ttlMs: (settings.leaderLeaseS ?? 2) * 1000 }) : undefined;
+  const inventory = await Inventory.load(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS }, Date.now(), lease ? { shared: {} } : {});
+  const controllerOpts = {
+    reconcileIntervalMs: settings.reconcileIntervalS * 1000,
+    failedBackoffMs: settings.failedBackoffS * 1000,
+    drainParallel: settings.drainParallel,
+    minHealthyMs: settings.minHealthyS * 1000,
+    drainTimeoutMs: settings.drainTimeoutS * 1000,
+    maxLostFraction: settings.maxLostFraction,
+    engineKey: engineKeys(settings.engineKeySecret ?? tokenFor(undefined, settings.dataDir, 'engine-key-secret').token),
+  };
+  const controller = lease ? await SharedController.loadShared(inventory, store, catalog, controllerOpts, log, lease) : await Controller.load(inventory, store, catalog, controllerOpts, log);
   const events = await fleetEvents(store, controller, log);
   const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
   controller.fetchedEstimates = headers;
@@ -207,7 +224,8 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Unauthenticated on purpose: an agent fetches it before it trusts anything, and
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
-  const membership = new Membership(controller, await NodeCredentials.load(store), new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
+  const credentials = await NodeCredentials.load(store);
+  const membership = new Membership(controller, credentials, new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
   admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
@@ -225,16 +243,38 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const limits = { ...CONNECTION_DEFAULTS, ...settings.connections };
   const adminServer = await listen(admin, settings.adminAddr, limits, settings.adminTls);
   const clientServer = await listen(gateway.handle, settings.clientAddr, limits, settings.clientTls);
+  const cluster =
+    pgStore && lease && controller instanceof SharedController
+      ? await startCluster({
+          store: pgStore,
+          databaseUrl: settings.databaseUrl!,
+          lease,
+          controller,
+          keys,
+          access,
+          credentials,
+          events: events.events,
+          log,
+          instanceId,
+          adminUrl: urlOf(adminServer),
+          clientUrl: urlOf(clientServer),
+          info: { version: SERVER_VERSION, store: 'postgres' },
+        })
+      : undefined;
   controller.start();
-  log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir }, 'llmgw-server listening');
+  log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir, store: store.kind, instance: instanceId }, 'llmgw-server listening');
 
   return {
     adminUrl: urlOf(adminServer),
     clientUrl: urlOf(clientServer),
     controller,
     keys,
+    instanceId,
+    ...(cluster ? { cluster } : {}),
     async close() {
       controller.stop();
+      await cluster?.close();
+      inventory.stop();
       const unwritten = await keys.close();
       if (unwritten) log.error({ requests: unwritten }, `store unavailable at shutdown: usage of ${unwritten} requests could not be written`);
       await gateway.close();

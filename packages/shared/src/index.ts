@@ -13,3 +13,4 @@ export * from './events.js';
 export * from './catalog-status.js';
 export * from './version.js';
 export * from './downloads.js';
+export * from './servers.js';

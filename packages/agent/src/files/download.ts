@@ -27,6 +27,13 @@ export interface DownloadRequest {
   retryDelayMs?: number;
   /** A file larger than this is refused (a server that never ends would fill the disk). */
   maxBytes?: number;
+  /**
+   * Where to ask next after a try at `url` failed with `err`, when another address serves
+   * the same file (an `llmgw://` file from another server instance): that try follows at
+   * once (the first time in a row), resuming where the file ends. Undefined: the same URL,
+   * after the pause.
+   */
+  moveOn?: (url: string, err: unknown) => string | undefined;
 }
 
 /** The bytes do not hash to what the catalog says: the file was deleted, and retrying will fetch the same bytes. */
@@ -54,15 +61,19 @@ export class FetchRefused extends Error {}
 export async function download(r: DownloadRequest): Promise<void> {
   const attempts = r.attempts ?? 5;
   let idle = 0;
+  let url = r.url;
   for (;;) {
     const before = sizeOf(r.partial);
     try {
-      if (await transfer(r)) break;
+      if (await transfer({ ...r, url })) break;
     } catch (err) {
       if (err instanceof FetchRefused || r.signal?.aborted) throw err;
       if (sizeOf(r.partial) > before) idle = 0;
-      if (++idle >= attempts) throw new Error(`cannot fetch ${r.url}: ${(err as Error).message} (${attempts} tries without progress)`, { cause: err });
-      await new Promise((res) => setTimeout(res, (r.retryDelayMs ?? 500) * 2 ** (idle - 1)));
+      if (++idle >= attempts) throw new Error(`cannot fetch ${url}: ${(err as Error).message} (${attempts} tries without progress)`, { cause: err });
+      const next = r.moveOn?.(url, err);
+      if (next !== undefined) url = next;
+      // The first try elsewhere follows at once; when every address keeps failing, the pauses hold.
+      if (next === undefined || idle > 1) await new Promise((res) => setTimeout(res, (r.retryDelayMs ?? 500) * 2 ** (idle - 1)));
     }
   }
   const actual = await sha256Of(r.partial);

@@ -6,6 +6,7 @@ import type { ModelCache } from './cache.js';
 import { ChecksumMismatch, download, type Progress } from './download.js';
 import { headersFor, type SourceHeaders } from './headers.js';
 import { proxyAgents, proxyFor } from './proxy.js';
+import { ServerPool } from '../servers.js';
 
 /** The file an assignment asks for (`ShardAssignment.file`). */
 export type WantedFile = NonNullable<ShardAssignment['file']>;
@@ -32,8 +33,8 @@ export function isUnrunnable(err: unknown): boolean {
 
 export interface ModelFilesOptions {
   cache: ModelCache;
-  /** The agent's server URL (`llmgw://NAME` is `<server>/agent/v1/files/NAME`). */
-  server: string;
+  /** The agent's server URL, or the pool the agent shares (`llmgw://NAME` is `<server>/agent/v1/files/NAME`, from any instance). */
+  server: string | ServerPool;
   /** The client of the agent's other server calls (the pinned CA). */
   serverClient: Got;
   /** The node credential, sent with `llmgw://` requests. */
@@ -65,8 +66,11 @@ interface Fetching {
  */
 export class ModelFiles implements FileSource {
   private readonly fetching = new Map<string, Fetching>();
+  private readonly servers: ServerPool;
 
-  constructor(private readonly o: ModelFilesOptions) {}
+  constructor(private readonly o: ModelFilesOptions) {
+    this.servers = ServerPool.of(o.server, o.log);
+  }
 
   ensure(file: WantedFile, signal?: AbortSignal): Promise<string> {
     // The digest names a path in the cache: nothing but hex may reach it.
@@ -119,7 +123,7 @@ export class ModelFiles implements FileSource {
   }
 
   private async fetch(file: WantedFile, key: string, f: Fetching): Promise<string> {
-    const { url, client, headers, agent } = await this.request(file.url);
+    const { url, client, headers, agent, moveOn } = await this.request(file.url);
     const started = Date.now();
     this.o.log.info({ url: file.url, sha256: key }, 'fetching a model file');
     try {
@@ -132,6 +136,7 @@ export class ModelFiles implements FileSource {
         ...(agent ? { agent } : {}),
         ...(this.o.maxBytes !== undefined ? { maxBytes: this.o.maxBytes } : {}),
         ...(this.o.retryDelayMs !== undefined ? { retryDelayMs: this.o.retryDelayMs } : {}),
+        ...(moveOn ? { moveOn } : {}),
         signal: f.abort.signal,
         onProgress: (p) => {
           const t = Date.now();
@@ -155,11 +160,19 @@ export class ModelFiles implements FileSource {
     if (source.startsWith('llmgw://')) {
       const name = source.slice('llmgw://'.length);
       const authorization = this.o.auth ? await this.o.auth.header() : undefined;
+      const file = `/agent/v1/files/${encodeURIComponent(name)}`;
+      const servers = this.servers;
+      const headers: Record<string, string> = authorization ? { authorization } : {};
       return {
-        url: `${this.o.server}/agent/v1/files/${encodeURIComponent(name)}`,
+        url: `${servers.current}${file}`,
         client: this.o.serverClient,
-        headers: authorization ? { authorization } : {},
+        headers,
         agent: undefined,
+        // Every instance serves the same files: a transfer cut by its instance resumes on the next.
+        moveOn: (url: string, err: unknown) => {
+          const to = servers.after(url.slice(0, -file.length), err);
+          return to === undefined ? undefined : `${to}${file}`;
+        },
       };
     }
     let parsed: URL;
@@ -170,6 +183,6 @@ export class ModelFiles implements FileSource {
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UnusableSource(`cannot fetch "${source}": want an http(s):// or llmgw:// source`);
     const proxy = proxyFor(source);
-    return { url: source, client: got, headers: headersFor(this.o.headers ?? new Map<string, Record<string, string>>(), parsed), agent: proxy ? proxyAgents(proxy) : undefined };
+    return { url: source, client: got, headers: headersFor(this.o.headers ?? new Map<string, Record<string, string>>(), parsed), agent: proxy ? proxyAgents(proxy) : undefined, moveOn: undefined };
   }
 }

@@ -10,6 +10,7 @@ import type { PlacementOutcome } from '../snapshot.js';
 import type { Store, StoredReplica } from '../store/store.js';
 import { ephemeralEngineKeys, type EngineKeyOf } from './engine-keys.js';
 import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
+import { AssignmentFeed } from './assignment-feed.js';
 import { assignmentsFor } from './assignments.js';
 import { applyShardReports, maskKey } from './replica-status.js';
 import { Downloads } from './downloads.js';
@@ -66,10 +67,8 @@ const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), mod
  */
 export class Controller {
   readonly events = new EventEmitter();
-  private readonly replicas = new Map<string, Replica>();
+  protected readonly replicas = new Map<string, Replica>();
   private readonly attempts = new Map<string, PlacementAttempt>();
-  private readonly assignmentJson = new Map<string, string>();
-  private readonly versions = new Map<string, number>();
   private readonly failuresByModel = new Map<string, number>();
   private routeCache?: Map<string, readonly RouteTarget[]>;
   private livenessKey = '';
@@ -84,26 +83,25 @@ export class Controller {
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
   /** Replica records on their way to the store (see `persist`). */
-  private readonly writes: ReplicaWrites;
+  protected readonly writes: ReplicaWrites;
   private timer?: NodeJS.Timeout;
   private pending = false;
   private nextMasterPort: number = MASTER_PORTS.first;
-  /** Versions start at the boot time so an agent's version from before a restart never matches by chance. */
-  private readonly versionBase: number;
+  private readonly feed: AssignmentFeed;
   readonly now: () => number;
   readonly startedAtMs: number;
-  private readonly engineKey: EngineKeyOf;
+  protected readonly engineKey: EngineKeyOf;
 
   constructor(
     readonly inventory: Inventory,
-    private readonly store: Store,
-    private catalog: CatalogView,
-    private readonly opts: ControllerOptions,
-    private readonly log: Logger,
+    protected readonly store: Store,
+    protected catalog: CatalogView,
+    protected readonly opts: ControllerOptions,
+    protected readonly log: Logger,
     stored: readonly StoredReplica[] = [],
   ) {
     this.now = opts.now ?? Date.now;
-    this.versionBase = this.now();
+    this.feed = new AssignmentFeed(this.events, (id) => this.assignmentsFor(id), this.now());
     this.startedAtMs = this.now();
     this.events.setMaxListeners(0);
     // Any replica change invalidates the routing table; it is rebuilt on the next request.
@@ -200,7 +198,7 @@ export class Controller {
    */
   heartbeat(hb: Heartbeat): HeartbeatReply {
     const nodeId = hb.report.node_id;
-    const changed = this.inventory.report(hb.report, this.now());
+    const changed = this.inventory.report(hb.report, this.now(), hb.shards);
     const touched = this.applyShardStatus(nodeId, hb);
     const moved = this.downloads.report(nodeId, hb.shards, (id) => this.replicas.get(id), this.now());
     if (moved.length) this.events.emit('downloads', moved);
@@ -211,7 +209,7 @@ export class Controller {
 
   /** The node's assignments now, with their version. */
   assignments(nodeId: string): AssignmentsReply {
-    return { node_id: nodeId, version: this.versions.get(nodeId) ?? this.versionBase, assignments: this.assignmentsFor(nodeId) };
+    return this.feed.reply(nodeId);
   }
 
   /**
@@ -220,21 +218,10 @@ export class Controller {
    * it gets the current assignments at once.
    */
   waitForAssignments(nodeId: string, after: number, timeoutMs: number, signal?: AbortSignal): Promise<AssignmentsReply> {
-    if ((this.versions.get(nodeId) ?? this.versionBase) !== after) return Promise.resolve(this.assignments(nodeId));
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.events.off(`assignments:${nodeId}`, done);
-        signal?.removeEventListener('abort', done);
-        resolve(this.assignments(nodeId));
-      };
-      const timer = setTimeout(done, timeoutMs);
-      this.events.on(`assignments:${nodeId}`, done);
-      signal?.addEventListener('abort', done);
-    });
+    return this.feed.wait(nodeId, after, timeoutMs, signal);
   }
 
-  private applyShardStatus(nodeId: string, hb: Heartbeat): boolean {
+  protected applyShardStatus(nodeId: string, hb: Heartbeat, write = true): boolean {
     const byReplica = new Map<string, ShardStatus[]>();
     for (const st of hb.shards) byReplica.set(st.replica_id, [...(byReplica.get(st.replica_id) ?? []), st]);
     const changed: string[] = [];
@@ -263,18 +250,26 @@ export class Controller {
         this.events.emit('replicas');
       }
     }
-    void this.persist(changed);
+    if (write) void this.persist(changed);
     return changed.length > 0;
   }
 
   /** One reconcile pass: snapshot, plan, apply, and hand agents their new assignments. */
   reconcileNow(): void {
     const nowMs = this.now();
+    const plan = this.plan(nowMs);
+    this.emitDecided(this.apply(plan, nowMs, (ids) => void this.persist(ids)));
+    void this.inventory.persistReports();
+    this.followLiveness(nowMs, plan.actions.length > 0);
+    this.refreshAssignments();
+  }
+
+  protected plan(nowMs: number): ReconcileResult {
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
     const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
     const load = this.loadSource.loadSnapshot();
-    const plan = reconcile({
+    return reconcile({
       models,
       defer,
       nodes: this.inventory.snapshot(nowMs),
@@ -292,22 +287,27 @@ export class Controller {
       failures: new Map(this.failuresByModel),
       lowSince: this.lowSince,
     });
-    void this.persist(this.apply(plan, nowMs));
-    void this.inventory.persistReports();
-    // Liveness moves with the clock, not with events; a change must reroute traffic.
+  }
+
+  /** Liveness moves with the clock, not with events; a change must reroute traffic. */
+  protected followLiveness(nowMs: number, planned: boolean): void {
     const livenessKey = this.inventory.list().map((n) => this.inventory.liveness(n, nowMs)).join();
-    if (plan.actions.length || livenessKey !== this.livenessKey) {
+    if (planned || livenessKey !== this.livenessKey) {
       this.livenessKey = livenessKey;
       this.events.emit('replicas');
     }
-    this.refreshAssignments();
+  }
+
+  protected emitDecided(decided: Decision[]): void {
+    if (decided.length) this.events.emit('decided', decided);
   }
 
   /**
    * Carries out a plan in memory: ids, keys and rendezvous ports are allocated here, not
-   * in planning. Returns the ids of the replicas it changed, for `persist`.
+   * in planning. Hands the ids of the replicas it changed to `changedIds` (to be
+   * written), and returns the decisions, for the events once the plan stands.
    */
-  private apply(plan: ReconcileResult, nowMs: number): string[] {
+  protected apply(plan: ReconcileResult, nowMs: number, changedIds: (ids: string[]) => void): Decision[] {
     const changed: string[] = [];
     this.lowSince = plan.lowSince;
     if (plan.paused !== this.paused) {
@@ -344,8 +344,8 @@ export class Controller {
       this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
     }
     const decided = plan.actions.map((a): Decision => ({ kind: a.kind, code: a.code, reason: a.reason, ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? this.replicas.get(a.replicaId) }) }));
-    if (decided.length) this.events.emit('decided', decided);
-    return changed;
+    changedIds(changed);
+    return decided;
   }
 
   /** Writes the changed replicas, with any the store refused before (see `ReplicaWrites`). Never rejects. */
@@ -365,15 +365,9 @@ export class Controller {
     return assignmentsFor(nodeId, replicas, (id) => this.inventory.get(id)?.report?.mgmt_addr);
   }
 
-  private refreshAssignments(): void {
+  protected refreshAssignments(): void {
     // One sorted list for every node, not one per node.
     const replicas = this.listReplicas();
-    for (const node of this.inventory.list()) {
-      const json = JSON.stringify(this.assignmentsFor(node.id, replicas));
-      if (this.assignmentJson.get(node.id) === json) continue;
-      this.assignmentJson.set(node.id, json);
-      this.versions.set(node.id, (this.versions.get(node.id) ?? this.versionBase) + 1);
-      this.events.emit(`assignments:${node.id}`);
-    }
+    this.feed.refresh(this.inventory.list().map((n) => n.id), (id) => this.assignmentsFor(id, replicas));
   }
 }

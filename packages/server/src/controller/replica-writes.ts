@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Replica } from '../domain.js';
 import { serialWrites } from '../store/serial.js';
-import type { Store } from '../store/store.js';
+import type { Fence, Store } from '../store/store.js';
 
 /**
  * Writes the replicas a reconcile pass or a shard report changed, with any the store
@@ -14,6 +14,7 @@ import type { Store } from '../store/store.js';
 export class ReplicaWrites {
   /** Replicas changed in memory whose record the store has not taken yet. */
   private readonly unsaved = new Set<string>();
+  private fence?: Fence;
 
   constructor(
     private readonly store: Store,
@@ -21,9 +22,10 @@ export class ReplicaWrites {
     private readonly log: Logger,
   ) {}
 
-  /** Resolves whether nothing is left pending; never rejects. */
-  persist(changed: readonly string[]): Promise<boolean> {
+  /** Resolves whether nothing is left pending; never rejects. `fence`: a leader's writes on a shared store. */
+  persist(changed: readonly string[], fence?: Fence): Promise<boolean> {
     for (const id of changed) this.unsaved.add(id);
+    this.fence = fence;
     return this.flush();
   }
 
@@ -40,7 +42,7 @@ export class ReplicaWrites {
         else remove.push(id);
       }
       try {
-        await this.store.writeReplicas(save, remove);
+        await this.store.writeReplicas(save, remove, this.fence);
         return true;
       } catch (err) {
         for (const id of ids) this.unsaved.add(id);

@@ -80,3 +80,24 @@ describe('KeyRing and a store that refuses writes', () => {
     await ring.close();
   });
 });
+
+describe('KeyRing with other instances counting the same key', () => {
+  it('adds what the others counted to its own, for the per-minute and the concurrency limit', async () => {
+    const ring = new KeyRing(memoryStore(), () => 0);
+    const others = { requests: 2, inFlight: 0 };
+    ring.others = { othersRequests: () => others.requests, othersInFlight: () => others.inFlight };
+    const { secret } = await ring.create({ name: 'k', rpm: 3, max_concurrent: 2 }, (m) => m);
+    const auth = ring.authenticate(secret);
+    if (!auth.ok) throw new Error('key not found');
+    const first = ring.admit(auth.key);
+    expect(first.ok).toBe(true);
+    // 1 here + 2 elsewhere = the 3 per minute allowed.
+    expect(ring.admit(auth.key)).toMatchObject({ ok: false, reason: 'rpm', retryAfterS: 1 });
+    others.requests = 0;
+    others.inFlight = 1;
+    // 1 in flight here + 1 elsewhere = the 2 allowed at once.
+    expect(ring.admit(auth.key)).toMatchObject({ ok: false, reason: 'concurrency' });
+    expect([...ring.localCounts()]).toEqual([[auth.key.id, { requests: 1, inFlight: 1 }]]);
+    await ring.close();
+  });
+});

@@ -145,6 +145,13 @@ export class KeyRing {
     return { ok: true, key };
   }
 
+  /**
+   * What other server instances counted for each key, last synced (cluster/limits.ts):
+   * added to this instance's own counts, so a key's limits hold across instances with no
+   * database round trip per request.
+   */
+  others?: { othersRequests(keyId: string): number; othersInFlight(keyId: string): number };
+
   /** Counts a request against the key's limits, or says which limit it hit. */
   admit(key: StoredKey): Admission {
     const now = this.now();
@@ -158,9 +165,11 @@ export class KeyRing {
       if (times.length >= key.rpm) {
         return { ok: false, reason: 'rpm', retryAfterS: Math.max(1, Math.ceil((times[0]! + 60_000 - now) / 1000)) };
       }
+      // The others' counts change at every sync, so their part of a refusal is short-lived.
+      if (this.others && times.length + this.others.othersRequests(key.id) >= key.rpm) return { ok: false, reason: 'rpm', retryAfterS: 1 };
     }
     const n = this.inFlight.get(key.id) ?? 0;
-    if (key.maxConcurrent && n >= key.maxConcurrent) return { ok: false, reason: 'concurrency', retryAfterS: 1 };
+    if (key.maxConcurrent && n + (this.others?.othersInFlight(key.id) ?? 0) >= key.maxConcurrent) return { ok: false, reason: 'concurrency', retryAfterS: 1 };
     times?.push(now);
     if (key.maxConcurrent) {
       this.inFlight.set(key.id, n + 1);
@@ -175,6 +184,19 @@ export class KeyRing {
       };
     }
     return { ok: true, release: () => {} };
+  }
+
+  /** This instance's counts of each key with a limit, for the other instances (SharedLimits' source). */
+  *localCounts(): Iterable<readonly [string, { requests: number; inFlight: number }]> {
+    const now = this.now();
+    const ids = new Set([...this.recent.keys(), ...this.inFlight.keys()]);
+    for (const id of ids) {
+      const times = this.recent.get(id);
+      while (times?.length && times[0]! <= now - 60_000) times.shift();
+      const requests = times?.length ?? 0;
+      const inFlight = this.inFlight.get(id) ?? 0;
+      if (requests || inFlight) yield [id, { requests, inFlight }] as const;
+    }
   }
 
   /** Adds to a key's usage; written to the store in batches, off the request path. */

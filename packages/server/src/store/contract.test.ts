@@ -4,7 +4,7 @@ import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 import { PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
-import type { Store, StoredEvent, StoredKey, StoredToken } from './store-async.js';
+import type { Store, StoredEvent, StoredKey, StoredToken } from './store.js';
 
 /**
  * The store's contract, the same cases on every engine: what a server sees must not
@@ -19,30 +19,21 @@ interface Opened {
   done: () => Promise<void>;
 }
 
-// TEMPORARY: the SQLite store turns asynchronous with the lead's change; until then its
-// cases run only on PostgreSQL. Set true (and drop the cast below) after the rebase onto it.
-const SQLITE_IS_ASYNC = false;
-
 const tmp = tempDirs('llmgw-contract-', afterAll);
 
 const ENGINES: [string, () => Promise<Opened>][] = [
-  ...(SQLITE_IS_ASYNC
-    ? [
-        [
-          'sqlite',
-          () => {
-            const dir = tmp();
-            const open = () => new SqliteStore(dir) as unknown as Store;
-            const opened = [open()];
-            return Promise.resolve({
-              store: opened[0]!,
-              reopen: () => Promise.resolve(opened[opened.push(open()) - 1]!),
-              done: async () => void (await Promise.all(opened.map((s) => s.close().catch(() => {})))),
-            });
-          },
-        ] as [string, () => Promise<Opened>],
-      ]
-    : []),
+  [
+    'sqlite',
+    () => {
+      const dir = tmp();
+      const opened: Store[] = [new SqliteStore(dir)];
+      return Promise.resolve({
+        store: opened[0]!,
+        reopen: () => Promise.resolve(opened[opened.push(new SqliteStore(dir)) - 1]!),
+        done: async () => void (await Promise.all(opened.map((s) => s.close().catch(() => {})))),
+      });
+    },
+  ],
   [
     'postgres',
     async () => {

@@ -6,8 +6,7 @@ import { DomainError } from '../errors.js';
 import { StoreOpenError } from './open.js';
 import { connectError, describeUrl } from './pg-open.js';
 import { DB_MS, migratePostgres, PG_SCHEMA_VERSION } from './pg-schema.js';
-import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store-async.js';
-import type { TokenRole } from './store.js';
+import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
 export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader';

@@ -1,0 +1,76 @@
+import type { Logger } from 'pino';
+import type { AccessTokens } from '../api/access.js';
+import type { SharedController } from '../controller/shared.js';
+import type { NodeCredentials } from '../credentials/node-credentials.js';
+import type { EventLog } from '../events/event-log.js';
+import type { KeyRing } from '../gateway/keys.js';
+import { Notifications } from '../store/notify.js';
+import type { PostgresStore } from '../store/postgres.js';
+import { InstanceRegistry, type InstanceInfo } from './instances.js';
+import type { LeaderLease } from './lease.js';
+import { SharedLimits } from './limits.js';
+import { ClusterSync } from './sync.js';
+
+export interface ClusterParts {
+  store: PostgresStore;
+  databaseUrl: string;
+  lease: LeaderLease;
+  controller: SharedController;
+  keys: KeyRing;
+  access: AccessTokens;
+  credentials: NodeCredentials;
+  events: EventLog;
+  log: Logger;
+  instanceId: string;
+  adminUrl: string;
+  clientUrl: string;
+  info: InstanceInfo;
+}
+
+/** What runs beside the controller when several instances share one PostgreSQL. */
+export interface RunningCluster {
+  registry: InstanceRegistry;
+  lease: LeaderLease;
+  sync: ClusterSync;
+  close(): Promise<void>;
+}
+
+/**
+ * Joins this instance to the others on the database, in an order that never acts on a
+ * stale picture: listen for NOTIFYs and pull the heartbeats first, share the per-key
+ * limits, register, and only then try for the lease. An instance that becomes leader
+ * re-reads the replicas before it plans (the last leader may have written since), and
+ * one that loses the lease stops planning at once (its writes are fenced anyway).
+ */
+export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
+  const notifications = await Notifications.listen(p.databaseUrl, { log: p.log });
+  const sync = new ClusterSync({ store: p.store, notifications, controller: p.controller, keys: p.keys, access: p.access, credentials: p.credentials, events: p.events, log: p.log });
+  sync.start();
+  await sync.pull();
+  const limits = new SharedLimits({ pool: p.store.pool, log: p.log, instanceId: p.instanceId, source: () => p.keys.localCounts() });
+  await limits.start();
+  p.keys.others = limits;
+  const registry = new InstanceRegistry({ pool: p.store.pool, log: p.log, id: p.instanceId, adminUrl: p.adminUrl, clientUrl: p.clientUrl, info: p.info });
+  await registry.start();
+  p.lease.onChange((leader) => {
+    if (!leader) return;
+    p.controller
+      .reloadReplicas()
+      .catch((err: unknown) => p.log.warn({ err: (err as Error).message }, 'new leader could not re-read the replicas; it plans on what it has'))
+      .finally(() => p.controller.notify());
+  });
+  await p.lease.start();
+  return {
+    registry,
+    lease: p.lease,
+    sync,
+    async close() {
+      sync.stop();
+      // The lease first, so a successor can take over while the rest shuts down.
+      await p.lease.stop();
+      await registry.stop();
+      await limits.stop();
+      await notifications.close();
+    },
+  };
+}

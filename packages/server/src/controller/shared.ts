@@ -1,0 +1,143 @@
+import type { Heartbeat, HeartbeatReply } from '@llmgw/shared';
+import type { Logger } from 'pino';
+import type { Inventory } from '../inventory.js';
+import type { Fence, Store, StoredNode, StoredReplica } from '../store/store.js';
+import { frozen, withSpec } from './apply.js';
+import { Controller, type CatalogView, type ControllerOptions } from './controller.js';
+
+/** Whether this instance may plan now, and the fence its writes carry (cluster/lease.ts). */
+export interface Leadership {
+  isLeader(): boolean;
+  fence(): Fence | undefined;
+}
+
+/**
+ * The controller of one server instance among several on a shared store (PostgreSQL).
+ * Every instance keeps the whole picture (replicas, nodes, shard statuses) to route and
+ * to answer agents; only the leader plans. It writes each plan under its fence before
+ * acting on it, so a leader that lost its lease (paused past it, cut off from the
+ * database) is refused and changes nothing. The others follow the replicas the leader
+ * wrote (`reloadReplicas`, on its NOTIFY) and the heartbeats other instances received
+ * (`applyRemoteNode`, pulled from the database).
+ */
+export class SharedController extends Controller {
+  /** Each node's last shard statuses, from its heartbeat here or at another instance: re-applied over reloaded replicas. */
+  private readonly lastShards = new Map<string, Heartbeat>();
+  private passing = false;
+  private passAgain = false;
+  /** The epoch of the last term this instance planned in, to log its first pass. */
+  private plannedEpoch?: number;
+
+  constructor(
+    inventory: Inventory,
+    store: Store,
+    catalog: CatalogView,
+    opts: ControllerOptions,
+    log: Logger,
+    private readonly leadership: Leadership,
+    stored: readonly StoredReplica[] = [],
+  ) {
+    super(inventory, store, catalog, opts, log, stored);
+  }
+
+  static async loadShared(inventory: Inventory, store: Store, catalog: CatalogView, opts: ControllerOptions, log: Logger, leadership: Leadership): Promise<SharedController> {
+    return new SharedController(inventory, store, catalog, opts, log, leadership, await store.loadReplicas());
+  }
+
+  override heartbeat(hb: Heartbeat): HeartbeatReply {
+    this.lastShards.set(hb.report.node_id, hb);
+    return super.heartbeat(hb);
+  }
+
+  /** Only the leader writes replica records; a follower's come from the leader. */
+  override persist(changed: readonly string[] = []): Promise<boolean> {
+    const fence = this.leadership.isLeader() ? this.leadership.fence() : undefined;
+    return fence ? this.writes.persist(changed, fence) : Promise.resolve(true);
+  }
+
+  override reconcileNow(): void {
+    void this.sharedPass();
+  }
+
+  /**
+   * One pass at a time. A follower only follows the clock (liveness moves traffic) and
+   * the replicas it has; the leader plans, writes the plan's replicas under its fence,
+   * and only then hands them out and records its decisions.
+   */
+  private async sharedPass(): Promise<void> {
+    if (this.passing) {
+      this.passAgain = true;
+      return;
+    }
+    this.passing = true;
+    try {
+      do {
+        this.passAgain = false;
+        const nowMs = this.now();
+        const fence = this.leadership.isLeader() ? this.leadership.fence() : undefined;
+        if (!fence) {
+          this.followLiveness(nowMs, false);
+          this.refreshAssignments();
+          continue;
+        }
+        const plan = this.plan(nowMs);
+        let ids: string[] = [];
+        const decided = this.apply(plan, nowMs, (changed) => (ids = changed));
+        if (ids.length) {
+          try {
+            await this.store.writeReplicas(ids.flatMap((id) => this.replicas.get(id) ?? []), ids.filter((id) => !this.replicas.has(id)), fence);
+          } catch (err) {
+            this.log.warn({ err: (err as Error).message, replicas: ids.length }, `reconcile pass not written, so not acted on: ${(err as Error).message}`);
+            await this.reloadReplicas().catch(() => undefined);
+            continue;
+          }
+        }
+        this.emitDecided(decided);
+        this.followLiveness(nowMs, plan.actions.length > 0);
+        this.refreshAssignments();
+        if (this.plannedEpoch !== fence.epoch) {
+          this.plannedEpoch = fence.epoch;
+          this.log.info({ epoch: fence.epoch, actions: plan.actions.length }, `first reconcile pass as leader (epoch ${fence.epoch}): ${plan.actions.length} action(s)`);
+        }
+      } while (this.passAgain);
+    } finally {
+      this.passing = false;
+    }
+  }
+
+  /**
+   * Replaces the replicas in memory with the store's (another instance is the leader, or
+   * this one's plan was refused), then applies the shard statuses heard since, which the
+   * leader's records may not carry yet: a replica's state is derived from its reports.
+   */
+  async reloadReplicas(): Promise<void> {
+    const stored = await this.store.loadReplicas();
+    this.replicas.clear();
+    for (const r of stored) this.replicas.set(r.id, frozen(withSpec({ ...r, apiKey: this.engineKey(r.id) }, this.catalog.models)));
+    for (const [nodeId, hb] of this.lastShards) this.applyShardStatus(nodeId, hb, false);
+    this.events.emit('replicas');
+    this.refreshAssignments();
+  }
+
+  /**
+   * A node's row as another instance wrote it (its heartbeat reached that one): the
+   * report, the admin state and the shard statuses; `seenAtMs` is its last heartbeat as
+   * the database saw it, on this instance's clock.
+   */
+  applyRemoteNode(row: StoredNode, seenAtMs: number | undefined): void {
+    const changed = this.inventory.applyRemote(row, seenAtMs);
+    let touched = false;
+    if (row.report && row.shards && seenAtMs !== undefined) {
+      const hb: Heartbeat = { report: row.report, shards: row.shards };
+      this.lastShards.set(row.id, hb);
+      touched = this.applyShardStatus(row.id, hb);
+    }
+    if (changed || touched) this.notify();
+  }
+
+  /** Nodes another instance deleted. */
+  forgetNodes(ids: readonly string[]): void {
+    for (const id of ids) this.lastShards.delete(id);
+    if (ids.length) this.notify();
+  }
+}
