@@ -10,6 +10,8 @@ import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
 import { collectSans, listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
 import { MIGRATE_HELP, migrateSqliteToPostgres } from './store/migrate.js';
+import { PostgresStore } from './store/postgres.js';
+import { shareSecrets } from './cluster/secrets.js';
 import { JOIN_APPROVALS, type JoinApproval } from './credentials/membership.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
@@ -125,6 +127,15 @@ const program = new Command('llmgw-server')
       if (had !== undefined) log.warn({ dataDir, was: octal(had), now: octal(DIR_MODE) }, 'data directory was readable by others; tightened it to 0700');
     } catch (err) {
       fail(`cannot make the data directory ${dataDir} (${(err as Error).message}): check --data-dir, or create it as the user that runs llmgw-server`);
+    }
+    if (o.databaseUrl) {
+      // Every instance on the database takes one admin token, join secret, engine-key secret and CA into its files, before they are read below.
+      try {
+        const db = await PostgresStore.open(o.databaseUrl, { poolSize: 1 });
+        await shareSecrets(db, dataDir, log, { ca: !o.insecureHttp && !o.tlsCert }).finally(() => db.close());
+      } catch (err) {
+        fail(`cannot start: ${(err as Error).message}`);
+      }
     }
     const admin = tokenFor(process.env.LLMGW_ADMIN_TOKEN, dataDir, 'admin-token');
     if (admin.file) log.info({ file: admin.file }, 'admin token (for ctl and the dashboard) is in this file');

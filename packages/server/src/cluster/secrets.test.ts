@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { pino, type Logger } from 'pino';
 import { parseJoinToken, pinMatches } from '@llmgw/shared';
@@ -10,6 +12,31 @@ import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 import { PostgresStore } from '../store/postgres.js';
 import { shareSecrets } from './secrets.js';
+
+/** The built server, run as an operator runs it (`pnpm test` builds first). */
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+/** Starts `llmgw-server --database-url` on its own data directory, resolves once it listens, then stops it. */
+function startAndStop(dataDir: string, databaseUrl: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    for (const v of ['LLMGW_ADMIN_TOKEN', 'LLMGW_JOIN_TOKEN', 'LLMGW_DATABASE_URL']) delete env[v];
+    const child = spawn(process.execPath, [MAIN, '--data-dir', dataDir, '--database-url', databaseUrl, '--client-addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0'], { env });
+    let out = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('llmgw-server listening')) child.kill('SIGTERM');
+    });
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    child.on('error', reject);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      if (out.includes('llmgw-server listening')) resolve(out);
+      else reject(new Error(`llmgw-server did not start:\n${out}`));
+    });
+  });
+}
 
 const tmp = tempDirs('llmgw-shared-secrets-', afterAll);
 const read = (dir: string, file: string) => fs.readFileSync(path.join(dir, file), 'utf8');
@@ -117,6 +144,15 @@ describePostgres('shared secrets on PostgreSQL', () => {
     await shareSecrets(secrets, dir, capture().log, { env: { LLMGW_ADMIN_TOKEN: 'from-env', LLMGW_JOIN_TOKEN: 'from-env-too' }, ca: false });
     expect(fs.readdirSync(dir)).toEqual(['engine-key-secret']);
     expect([await row('admin-token'), await row('join-token'), await row('tls/ca')]).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('two llmgw-server processes on one database write the same secrets into their data directories', async () => {
+    await clear();
+    const [a, b] = [tmp(), tmp()];
+    await Promise.all([startAndStop(a, db.url), startAndStop(b, db.url)]);
+    for (const f of ['admin-token', 'join-token', 'engine-key-secret', 'tls/ca.pem']) expect([f, read(a, f)]).toEqual([f, read(b, f)]);
+    expect(read(a, 'tls/server.pem')).not.toBe(read(b, 'tls/server.pem'));
+    expect(await row('admin-token')).toBe(read(a, 'admin-token').trim());
   });
 
   it('a data directory with half a CA is refused, not given a new one', async () => {
