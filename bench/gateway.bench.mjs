@@ -6,64 +6,12 @@
 // core 1.
 import path from 'node:path';
 import { Pool, cpuSeconds, fleet, percentile, root, run, stopAll, table, waitFor } from './lib.mjs';
+import { measure, sequential } from './gateway-load.mjs';
 
 const engine = '[llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"]';
 // The same engine under both routing policies, for the long-prompt case (one replica each).
 const model = (name, routing) => `  - name: ${name}\n    source: t\n    routing: ${routing}\n    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
 const catalog = `models:\n${model('echo', 'least-loaded')}${model('echo-ca', 'cache-aware')}`;
-
-const body = JSON.stringify({ model: 'echo', messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4 });
-const streamBody = JSON.stringify({ model: 'echo', stream: true, max_tokens: 400, min_tokens: 400, messages: [{ role: 'user', content: 'go' }] });
-
-async function sequential(pool, key, n, bodyOf = () => body) {
-  const lat = [];
-  for (let i = 0; i < n; i++) {
-    const b = bodyOf(i);
-    const t = process.hrtime.bigint();
-    const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: b });
-    await r.body.text();
-    if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
-    lat.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  return lat.sort((a, b) => a - b);
-}
-
-async function concurrent(pool, key, c, ms) {
-  let done = 0;
-  const end = Date.now() + ms;
-  await Promise.all(Array.from({ length: c }, async () => {
-    while (Date.now() < end) {
-      const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
-      await r.body.text();
-      done++;
-    }
-  }));
-  return done / (ms / 1000);
-}
-
-async function streams(pool, key, c, n) {
-  let events = 0;
-  await Promise.all(Array.from({ length: c }, async () => {
-    for (let i = 0; i < n; i++) {
-      const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: streamBody });
-      for await (const chunk of r.body) events += (chunk.toString().match(/\n\n/g) ?? []).length;
-    }
-  }));
-  return events;
-}
-
-async function measure(name, pool, key, pid) {
-  await sequential(pool, key, 300);
-  const lat = await sequential(pool, key, 2000);
-  const c0 = pid ? cpuSeconds(pid) : 0;
-  const thr = await concurrent(pool, key, 64, 4000);
-  const cpu = pid ? cpuSeconds(pid) - c0 : NaN;
-  const s0 = pid ? cpuSeconds(pid) : 0;
-  const t0 = Date.now();
-  const events = await streams(pool, key, 16, 5);
-  const sCpu = pid ? cpuSeconds(pid) - s0 : NaN;
-  return { name, lat, thr, perCpu: (thr * 4) / cpu, events: events / ((Date.now() - t0) / 1000), eventsPerCpu: events / sCpu };
-}
 
 // ~8,000 tokens (32,000 characters) of shared system prompt and a question of its own per request.
 const longSystem = 'You are a meticulous assistant; answer with care and cite the manual. '.repeat(460);

@@ -4,7 +4,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -14,7 +14,7 @@ export const { Pool } = undici;
 
 const children = [];
 export const ADMIN = 'bench-admin';
-const JOIN = 'bench-join';
+export const JOIN = 'bench-join';
 
 /**
  * A fresh folder for one benchmark run. Readable to all (mkdtemp makes it 0700): run as
@@ -78,28 +78,111 @@ export async function admin(url, p, init = {}) {
   return res.json();
 }
 
-/** A server (pinned to `core`) and one agent serving `catalogText`; resolves when all replicas are ready. */
-export async function fleet(catalogText, { core, replicas = 1 } = {}) {
+/**
+ * One built server on 127.0.0.1 (pinned to `core` when given); resolves once it prints
+ * its addresses. With `databaseUrl` it keeps its state in that PostgreSQL database
+ * (`--database-url`) instead of `<dir>/server/llmgw.db`. `extraArgs` go last.
+ */
+export async function startServer({ dir, databaseUrl, core, catalog, env = {}, extraArgs = [], logLevel = 'info' }) {
+  const args = ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', path.join(dir, 'server'), '--reconcile-interval', '1', '--log-level', logLevel];
+  if (catalog) args.push('--catalog', catalog);
+  if (databaseUrl) args.push('--database-url', databaseUrl);
+  const server = run(path.join(root, 'packages/server/dist/main.js'), [...args, ...extraArgs], {
+    env: { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: JOIN, LLMGW_LOG_LEVEL: 'warn', ...env },
+    core,
+    nodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  });
+  const exited = new Promise((resolve) => server.child.once('exit', resolve));
+  const m = await Promise.race([
+    waitFor(async () => server.output().match(/"admin":"(https?:[^"]+)","client":"(https?:[^"]+)"/), 'server'),
+    exited.then((code) => {
+      throw new Error(`server exited (${code}) at start:\n${server.output().slice(-3000)}`);
+    }),
+  ]);
+  return { ...server, pid: server.child.pid, adminUrl: m[1], clientUrl: m[2], dataDir: path.join(dir, 'server'), exited };
+}
+
+/**
+ * A server (pinned to `core`) and one agent serving `catalogText`; resolves when all
+ * replicas are ready. `databaseUrl`: the server on PostgreSQL rather than SQLite.
+ */
+export async function fleet(catalogText, { core, replicas = 1, databaseUrl } = {}) {
   const dir = tmp('llmgw-bench-');
   fs.writeFileSync(path.join(dir, 'catalog.yaml'), catalogText);
-  const env = { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: JOIN, LLMGW_LOG_LEVEL: 'warn' };
-  const server = run(path.join(root, 'packages/server/dist/main.js'), ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', path.join(dir, 'server'), '--catalog', path.join(dir, 'catalog.yaml'), '--reconcile-interval', '1', '--log-level', 'info'], { env, core, nodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean) });
-  const m = await waitFor(async () => server.output().match(/"admin":"(https?:[^"]+)","client":"(https?:[^"]+)"/), 'server');
-  const [adminUrl, clientUrl] = [m[1], m[2]];
-  const { joinToken } = serverTrust(path.join(dir, 'server'), adminUrl);
+  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml') });
+  const { adminUrl, clientUrl } = server;
+  const { joinToken } = serverTrust(server.dataDir, adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');
-  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit', '--allow-command-engine', '--log-level', 'warn'], { env: { ...env, LLMGW_JOIN_TOKEN: joinToken } });
+  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit', '--allow-command-engine', '--log-level', 'warn'], { env: { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: joinToken } });
   const ready = await waitFor(async () => {
     const rs = await admin(adminUrl, '/replicas?show_keys=true');
     return rs.length >= replicas && rs.every((r) => r.state === 'ready') && rs;
   }, 'ready replicas', 120_000);
   const key = await admin(adminUrl, '/keys', { method: 'POST', body: JSON.stringify({ name: 'bench' }) });
-  return { adminUrl, clientUrl, replicas: ready, secret: key.secret, serverPid: server.child.pid };
+  return { adminUrl, clientUrl, replicas: ready, secret: key.secret, serverPid: server.pid };
 }
 
 export function stopAll() {
   // Agents first (they stop their engines), then everything else.
   for (const c of children.slice().reverse()) c.kill('SIGTERM');
+}
+
+const clusters = [];
+
+/**
+ * A throwaway PostgreSQL cluster (scripts/test-postgres/cluster.mjs) with its default,
+ * durable settings: fsync and synchronous_commit stay on, as in production, unlike the
+ * tests'. `stopEverything` stops it; so does Ctrl-C.
+ */
+export async function benchPostgres() {
+  const { startPostgres } = await import(pathToFileURL(path.join(root, 'scripts/test-postgres/cluster.mjs')).href);
+  const pg = await startPostgres();
+  clusters.push(pg);
+  return pg;
+}
+
+/** The `pg` driver and `better-sqlite3`, as the server resolves them. */
+export const serverRequire = require;
+
+/** Stops every process started here, then every PostgreSQL cluster (and removes it). */
+export async function stopEverything() {
+  stopAll();
+  await new Promise((r) => setTimeout(r, 500));
+  await Promise.allSettled(clusters.map((c) => c.stop()));
+}
+
+// Ctrl-C or a kill mid-run: nothing is left behind, the throwaway cluster included.
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.once(sig, () => {
+    void stopEverything().finally(() => process.exit(130));
+  });
+}
+
+/**
+ * CPU seconds of a process and all its descendants, those that exited and were waited
+ * for included (their parents' cutime/cstime): a PostgreSQL cluster's whole cost, every
+ * backend and background worker, from the pid of the process that started it.
+ */
+export function treeCpuSeconds(rootPid) {
+  const stats = new Map();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      stats.set(Number(name), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100 });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  let total = 0;
+  const todo = [rootPid];
+  while (todo.length) {
+    const pid = todo.pop();
+    total += stats.get(pid)?.cpu ?? 0;
+    for (const [child, st] of stats) if (st.ppid === pid) todo.push(child);
+  }
+  return total;
 }
 
 /** Process CPU seconds (user + system) from /proc, for per-core throughput figures. */

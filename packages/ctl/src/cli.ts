@@ -12,6 +12,7 @@ import { CommanderError, commanderExit, examples, examplesText, strictUsage, usa
 import { CTL_VERSION, addVersionCommand } from './version-cmd.js';
 import { addEventsCommand } from './events-cmd.js';
 import { addFilesCommand } from './files-cmd.js';
+import { addStatusCommand } from './status-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
@@ -169,6 +170,7 @@ keys
 
 addTokenCommands(program, io);
 addVersionCommand(program, io);
+addStatusCommand(program, io);
 addEventsCommand(program, io);
 addFilesCommand(program, io);
 

@@ -14,6 +14,10 @@ import { LeaderLease } from './cluster/lease.js';
 import { startCluster, type RunningCluster } from './cluster/start.js';
 import { PostgresStore } from './store/postgres.js';
 import { SERVER_VERSION } from './version.js';
+import { soloStatus, statusApi } from './api/status-api.js';
+import { readClusterStatus } from './cluster/status.js';
+import { catalogInfo } from './catalog/info.js';
+import type { StatusView } from '@llmgw/shared';
 import { engineKeys } from './controller/engine-keys.js';
 import { tokenFor } from './api/tokens.js';
 import { membershipApi } from './credentials/admin-routes.js';
@@ -230,7 +234,9 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = await AccessTokens.load(store, settings.adminToken);
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), nodeFilesApi(controller));
+  // Filled in once the listeners (and, on PostgreSQL, the registry) are up.
+  let status: () => Promise<StatusView> = () => Promise.reject(new DomainError('store_unavailable', 'starting'));
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), statusApi({ status: () => status() }), nodeFilesApi(controller));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);
@@ -243,6 +249,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const limits = { ...CONNECTION_DEFAULTS, ...settings.connections };
   const adminServer = await listen(admin, settings.adminAddr, limits, settings.adminTls);
   const clientServer = await listen(gateway.handle, settings.clientAddr, limits, settings.clientTls);
+  const catalogNow = catalogInfo(controller, deps.catalogStatus);
   const cluster =
     pgStore && lease && controller instanceof SharedController
       ? await startCluster({
@@ -258,9 +265,14 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
           instanceId,
           adminUrl: urlOf(adminServer),
           clientUrl: urlOf(clientServer),
-          info: { version: SERVER_VERSION, store: 'postgres' },
+          info: { version: SERVER_VERSION, store: 'postgres', catalog: catalogNow() },
+          catalog: catalogNow,
         })
       : undefined;
+  const startedAtMs = Date.now();
+  status = cluster
+    ? () => readClusterStatus(cluster.registry, pgStore!.pool)
+    : async () => soloStatus({ id: instanceId, startedAtMs, adminUrl: urlOf(adminServer), clientUrl: urlOf(clientServer), version: SERVER_VERSION, catalog: catalogNow(), nowMs: Date.now() });
   controller.start();
   log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir, store: store.kind, instance: instanceId }, 'llmgw-server listening');
 

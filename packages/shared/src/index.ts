@@ -12,5 +12,6 @@ export * from './join-token.js';
 export * from './events.js';
 export * from './catalog-status.js';
 export * from './version.js';
+export * from './status.js';
 export * from './downloads.js';
 export * from './servers.js';

@@ -25,6 +25,8 @@ export interface ClusterParts {
   adminUrl: string;
   clientUrl: string;
   info: InstanceInfo;
+  /** The catalog in force now, published when it changes (a reload, or a failed one). */
+  catalog: () => NonNullable<InstanceInfo['catalog']>;
 }
 
 /** What runs beside the controller when several instances share one PostgreSQL. */
@@ -52,6 +54,15 @@ export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
   p.keys.others = limits;
   const registry = new InstanceRegistry({ pool: p.store.pool, log: p.log, id: p.instanceId, adminUrl: p.adminUrl, clientUrl: p.clientUrl, info: p.info });
   await registry.start();
+  // Every instance's catalog result reaches the others within a second (ctl status).
+  let published = JSON.stringify(p.info.catalog);
+  const catalogTimer = setInterval(() => {
+    const now = JSON.stringify(p.catalog());
+    if (now === published) return;
+    published = now;
+    registry.setInfo({ catalog: p.catalog() }).catch((err: unknown) => p.log.warn({ err: (err as Error).message }, 'could not publish the catalog result'));
+  }, 500);
+  catalogTimer.unref();
   p.lease.onChange((leader) => {
     if (!leader) return;
     p.controller
@@ -65,6 +76,7 @@ export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
     lease: p.lease,
     sync,
     async close() {
+      clearInterval(catalogTimer);
       sync.stop();
       // The lease first, so a successor can take over while the rest shuts down.
       await p.lease.stop();

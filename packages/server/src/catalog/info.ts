@@ -1,0 +1,27 @@
+import { createHash } from 'node:crypto';
+import type { CatalogStatusSource } from '../api/views.js';
+import type { Controller } from '../controller/controller.js';
+
+/** What `ctl status` shows of an instance's catalog: a digest (to see that instances agree), the count, a failed reload. */
+export interface CatalogInfo {
+  digest: string;
+  models: number;
+  error?: string;
+}
+
+/**
+ * The catalog in force, as a function of now: the digest is worked out again only when
+ * the controller's catalog changes (a reload), so this is cheap to call every second.
+ */
+export function catalogInfo(controller: Pick<Controller, 'models'>, source?: CatalogStatusSource): () => CatalogInfo {
+  let models: unknown;
+  let digest = '';
+  return () => {
+    if (controller.models !== models) {
+      models = controller.models;
+      digest = createHash('sha256').update(JSON.stringify(controller.models)).digest('hex');
+    }
+    const failure = source?.failure;
+    return { digest, models: controller.models.length, ...(failure ? { error: failure.error.message } : {}) };
+  };
+}
