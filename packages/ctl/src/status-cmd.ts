@@ -81,7 +81,7 @@ export function addStatusCommand(program: Command, io: Io): void {
           v = await call<StatusView>(conn, 'GET', '/status');
         } catch (e) {
           // A server older than GET /api/v1/status still answers everything else.
-          if (e instanceof CtlError && e.status === 404) throw new CtlError(`${conn.server} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)`, 'failed', 404);
+          if (e instanceof CtlError && e.status === 404) throw new CtlError(`${conn.servers.current} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)`, 'failed', 404);
           throw e;
         }
         if (json) return io.printJson(v);

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { place, placeMany, reservationsFor, type PlacementRequest } from '../src/placement/index.js';
 import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
 import { makeGpu, makeH100Node, makeNode, makeRtx4090Node } from '../test/factories.js';
+import { alternate, loadBaseline, rng, type PlacementApi, type Side } from './baseline.js';
 
 /**
  * Placement benchmark (`pnpm bench`; prints figures, asserts nothing), in the manner of
@@ -25,19 +26,13 @@ import { makeGpu, makeH100Node, makeNode, makeRtx4090Node } from '../test/factor
  *   explained, and that is part of the cost).
  *
  * Goals (issue 3): ≥ 5,000 placements/s at 5,000 nodes on one core, explain ≤ 50 ms.
+ *
+ * Then the same run against a baseline: placement as it was at `--baseline=REV` (default
+ * HEAD, i.e. what the working tree changes; `none` to skip), built and imported beside
+ * this tree's, the two alternating over 5,000 nodes, CPU time per call (min and median of
+ * 40 samples each). Separate runs on a shared machine differ by more than most changes;
+ * the ratio of the same run is the figure to quote.
  */
-
-/** Deterministic PRNG (mulberry32), so every run measures the same fleet. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** An element of the non-empty `xs`, drawn with one call of `r`. */
 function oneOf<T>(r: () => number, xs: readonly T[]): T {
@@ -212,3 +207,28 @@ console.log(
     rows,
   ),
 );
+
+const baselineRev = process.argv.find((a) => a.startsWith('--baseline='))?.slice('--baseline='.length) ?? 'HEAD';
+if (baselineRev !== 'none') {
+  const base = await loadBaseline(baselineRev);
+  if (typeof base === 'string') console.log(`\n${base}`);
+  else {
+    const nodes = fleet(5000);
+    const reqs = requests(REPLICAS);
+    const current: PlacementApi = { place, placeMany };
+    const explain = (api: PlacementApi) => () => void api.place({ model: unplaceable, nodes, reservations: [] });
+    const many = (api: PlacementApi) => () => void api.placeMany({ nodes, reservations: [], requests: reqs });
+    const row = (what: string, [b, c]: [Side, Side]): string[] => [
+      what,
+      `${b.min.toFixed(2)} / ${b.median.toFixed(2)}`,
+      `${c.min.toFixed(2)} / ${c.median.toFixed(2)}`,
+      `${(c.min / b.min).toFixed(2)} / ${(c.median / b.median).toFixed(2)}`,
+    ];
+    const rows = [
+      row('explain, 5,000 nodes', alternate(explain(base), explain(current), 40, 5)),
+      row(`placeMany, ${REPLICAS} replicas`, alternate(many(base), many(current), 40, 1)),
+    ];
+    console.log(`\nsame run against ${baselineRev}: alternating, CPU ms per call, min / median of 40 samples each`);
+    console.log(table(['5,000 nodes', `${baselineRev} ms`, 'this tree ms', 'this / baseline'], rows));
+  }
+}

@@ -53,3 +53,19 @@ describe('Inventory.setAdmin on a node already in that state', () => {
     expect(i.get('n1')!.admin).toEqual({ state: 'draining', reason: 'move', changedAt: new Date(2000).toISOString(), drainDeadline: new Date(62_000).toISOString(), force: true });
   });
 });
+
+describe('Inventory on a shared store', () => {
+  it('ages a node heard through the database only up to the last pull that worked, and one heard here by the clock', () => {
+    const inv = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 }, 0, [], { shared: {} });
+    let pulledAt = 1000;
+    inv.remoteHorizon = () => pulledAt;
+    inv.applyRemote({ id: 'far', admin: { state: 'ready' }, report: makeReport({ node_id: 'far' }), shards: [] }, 1000);
+    inv.report(makeReport({ node_id: 'near' }), 1000);
+    // The database is down for a minute: no pull works, 'far' stays as it was last heard.
+    expect([inv.liveness(inv.get('far')!, 61_000), inv.liveness(inv.get('near')!, 61_000)]).toEqual(['ready', 'lost']);
+    // Pulls work again and bring no newer heartbeat of 'far': it ages like any other.
+    pulledAt = 61_000;
+    expect(inv.liveness(inv.get('far')!, 61_000)).toBe('lost');
+    inv.stop();
+  });
+});

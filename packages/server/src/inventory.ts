@@ -22,6 +22,8 @@ export interface InventoryNode {
   reported: boolean;
   /** The shard statuses of its last heartbeat, written with the report on a shared store. */
   shards?: ShardStatus[];
+  /** Its last heartbeat reached another instance; this one heard of it through the database. */
+  remote?: boolean;
 }
 
 export interface InventoryOptions {
@@ -50,6 +52,13 @@ export class Inventory {
   /** Nodes whose last report the store has not taken yet. */
   private readonly unsaved = new Set<string>();
   private batchTimer?: NodeJS.Timeout;
+  /**
+   * On a shared store, when this instance last heard from the database (its last
+   * successful pull, cluster/sync.ts). A node whose heartbeats reach another instance
+   * ages only up to then: while the database is down this instance cannot know, and its
+   * gateway keeps routing to what was ready rather than to nothing.
+   */
+  remoteHorizon?: () => number;
 
   constructor(
     private readonly store: Store,
@@ -80,6 +89,7 @@ export class Inventory {
     node.report = report;
     node.lastSeenMs = nowMs;
     node.reported = true;
+    node.remote = false;
     if (shards) node.shards = shards;
     this.nodes.set(node.id, node);
     const json = JSON.stringify(report);
@@ -106,7 +116,7 @@ export class Inventory {
   applyRemote(row: StoredNode, seenAtMs: number | undefined): boolean {
     const node = this.nodes.get(row.id);
     if (!node) {
-      this.nodes.set(row.id, { id: row.id, admin: row.admin, ...(row.report ? { report: row.report } : {}), lastSeenMs: seenAtMs ?? 0, reported: seenAtMs !== undefined && row.report !== undefined });
+      this.nodes.set(row.id, { id: row.id, admin: row.admin, ...(row.report ? { report: row.report } : {}), lastSeenMs: seenAtMs ?? 0, reported: seenAtMs !== undefined && row.report !== undefined, remote: true });
       if (row.report) this.lastReports.set(row.id, JSON.stringify(row.report));
       return true;
     }
@@ -120,6 +130,7 @@ export class Inventory {
       node.report = row.report;
       node.lastSeenMs = seenAtMs;
       node.reported = true;
+      node.remote = true;
     }
     return changed;
   }
@@ -230,7 +241,8 @@ export class Inventory {
   }
 
   liveness(node: InventoryNode, nowMs: number): Liveness {
-    const ago = (nowMs - node.lastSeenMs) / 1000;
+    const at = node.remote && this.remoteHorizon ? Math.min(nowMs, Math.max(this.remoteHorizon(), node.lastSeenMs)) : nowMs;
+    const ago = (at - node.lastSeenMs) / 1000;
     if (ago >= this.policy.lostAfterS) return 'lost';
     if (!node.reported || ago >= this.policy.notReadyAfterS) return 'not-ready';
     return 'ready';

@@ -1,25 +1,10 @@
 import pg from 'pg';
+import { PostgresStore } from '../src/store/postgres.js';
 
-/**
- * The cluster's three tables, as the issue-16 contract gives them. Until the PostgreSQL
- * store's migrations (store/pg-schema.ts) are on main, the cluster tests create them
- * with this; then this becomes a call of that migration.
- */
-export const CLUSTER_DDL = `
-CREATE TABLE IF NOT EXISTS leader (id int PRIMARY KEY CHECK (id = 1), holder text, epoch bigint NOT NULL, expires_ms bigint NOT NULL, since_ms bigint NOT NULL);
-CREATE TABLE IF NOT EXISTS instances (id text PRIMARY KEY, admin_url text, client_url text, started_ms bigint NOT NULL, seen_ms bigint NOT NULL, info jsonb NOT NULL);
-CREATE TABLE IF NOT EXISTS limit_counts (instance text, key_id text, window_ms bigint NOT NULL, requests int NOT NULL, in_flight int NOT NULL, seen_ms bigint NOT NULL, PRIMARY KEY (instance, key_id));
-`;
-
-/** Creates the cluster tables in the database at `url`. */
+/** Creates llmgw's tables (the cluster's among them) in the database at `url`: the store's own migration, as an instance runs it. */
 export async function createClusterTables(url: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(CLUSTER_DDL);
-  } finally {
-    await c.end();
-  }
+  const store = await PostgresStore.open(url);
+  await store.close();
 }
 
 /** A pool for a test: small, and with the 'error' listener every pool needs (a dropped idle connection otherwise crashes the process). */

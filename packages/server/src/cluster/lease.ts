@@ -1,17 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import type { Fence } from '../store/store.js';
 import { DB_MS, messageOf, num } from './db-time.js';
 
-/**
- * The lease term a leader writes under: a fenced write names it and the database refuses
- * it once another term began or this one expired. The same shape as the Store contract's
- * `Fence` (store/store.ts), so one passes where the other is wanted.
- */
-export interface Fence {
-  holder: string;
-  epoch: number;
-}
+/** The lease term a leader writes under (the Store contract's `Fence`). */
+export type { Fence };
 
 /** Who holds the lease as last seen, for status views. */
 export interface LeaderInfo {

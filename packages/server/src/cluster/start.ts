@@ -41,8 +41,8 @@ export interface RunningCluster {
  * Joins this instance to the others on the database, in an order that never acts on a
  * stale picture: listen for NOTIFYs and pull the heartbeats first, share the per-key
  * limits, register, and only then try for the lease. An instance that becomes leader
- * re-reads the replicas before it plans (the last leader may have written since), and
- * one that loses the lease stops planning at once (its writes are fenced anyway).
+ * plans at once, and its first pass re-reads the replicas (the last leader may have
+ * written since); one that loses the lease stops planning (its writes are fenced anyway).
  */
 export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
   const notifications = await Notifications.listen(p.databaseUrl, { log: p.log });
@@ -63,12 +63,9 @@ export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
     registry.setInfo({ catalog: p.catalog() }).catch((err: unknown) => p.log.warn({ err: (err as Error).message }, 'could not publish the catalog result'));
   }, 500);
   catalogTimer.unref();
+  // A new leader plans at once; its first pass re-reads the replicas (SharedController).
   p.lease.onChange((leader) => {
-    if (!leader) return;
-    p.controller
-      .reloadReplicas()
-      .catch((err: unknown) => p.log.warn({ err: (err as Error).message }, 'new leader could not re-read the replicas; it plans on what it has'))
-      .finally(() => p.controller.notify());
+    if (leader) p.controller.notify();
   });
   await p.lease.start();
   return {

@@ -80,9 +80,21 @@ export class SharedController extends Controller {
           this.refreshAssignments();
           continue;
         }
-        const plan = this.plan(nowMs);
+        // A new term starts from what the database holds: the last leader may have written
+        // a plan this instance has not reloaded yet, and planning without it would start a
+        // replica twice.
+        if (this.plannedEpoch !== fence.epoch) {
+          try {
+            await this.reloadReplicas();
+          } catch (err) {
+            this.log.warn({ err: (err as Error).message }, `new leader could not read the replicas, so it does not plan yet: ${(err as Error).message}`);
+            continue;
+          }
+        }
+        const planAt = this.now();
+        const plan = this.plan(planAt);
         let ids: string[] = [];
-        const decided = this.apply(plan, nowMs, (changed) => (ids = changed));
+        const decided = this.apply(plan, planAt, (changed) => (ids = changed));
         if (ids.length) {
           try {
             await this.store.writeReplicas(ids.flatMap((id) => this.replicas.get(id) ?? []), ids.filter((id) => !this.replicas.has(id)), fence);
@@ -93,7 +105,7 @@ export class SharedController extends Controller {
           }
         }
         this.emitDecided(decided);
-        this.followLiveness(nowMs, plan.actions.length > 0);
+        this.followLiveness(planAt, plan.actions.length > 0);
         this.refreshAssignments();
         if (this.plannedEpoch !== fence.epoch) {
           this.plannedEpoch = fence.epoch;

@@ -38,10 +38,17 @@ interface Declared {
   /** False when `req` asks nothing of it: the check is then left out of the plan. */
   applies(req: Requirement): boolean;
   /**
-   * Records every reason `node` fails, called only when it does. The slow path: reasons
-   * are strings built here and never for nodes that pass.
+   * Records every reason `node` fails, called only when it does (unless `explainsPass`).
+   * The slow path: reasons are strings built here and never for nodes that pass.
    */
   explain(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement, d: Detail): void;
+  /**
+   * True when `explain` also decides: it records nothing for a node that passes, so the
+   * explain pass calls it without asking `fits`/`left` first (one walk over the node,
+   * not two). The fast path still decides by `fits`/`left`; the property tests compare
+   * the two verdicts.
+   */
+  explainsPass?: true;
   /**
    * Says what it could not check on a node it let through (a figure the agent did not
    * report: unknown is not zero); `gpus` are the GPUs chosen there, if any.
@@ -236,7 +243,8 @@ const memory: DynamicCheck = {
  * GPUs that can serve a shard (see `serves`) and are not reserved. For a CPU profile it
  * asks nothing, but its column still ranks candidates (CPU work goes to CPU machines).
  * Explained by the first thing the node lacks: GPUs, the class, the memory, then health
- * and free count.
+ * and free count. Explaining counts the free GPUs anyway, so it also decides
+ * (`explainsPass`): the explain pass walks a node's GPUs once.
  */
 const gpus: DynamicCheck = {
   static: false,
@@ -266,6 +274,7 @@ const gpus: DynamicCheck = {
     return n;
   },
   explain: explainGpus,
+  explainsPass: true,
   notes(node, req, gpus, out) {
     if (req.needGpuMb === 0) return;
     const need = fmtGbFigure(req.profile.min_gpu_memory_gb ?? 0);
@@ -313,6 +322,8 @@ function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requ
     if (healthy(g)) free++;
     else sick.push(g);
   }
+  // What `left` counts: GPUs that serve (class, memory, healthy) and are not held.
+  if (free >= req.gpus) return;
   // Unhealthy GPUs are named only when they are what makes the node short; on a node
   // that is short anyway they are noise.
   if (free + sick.length >= req.gpus) {
@@ -342,6 +353,8 @@ export interface Plan {
   statics: StaticCheck[];
   /** The applying checks that may leave notes. */
   noting: Check[];
+  /** Per applying check, what its `need` says (0 for a static check): read per node when explaining. */
+  need: Float64Array;
   /** Columns (indices into DYNAMIC) of the dynamic checks that apply, and what each needs. */
   tested: Int32Array;
   needs: Float64Array;
@@ -365,6 +378,7 @@ export function planFor(req: Requirement): Plan {
     checks,
     statics: checks.filter((c): c is StaticCheck => c.static),
     noting: checks.filter((c) => c.notes !== undefined),
+    need: Float64Array.from(checks, (c) => (c.static ? 0 : c.need(req))),
     tested: Int32Array.from(tested),
     needs: Float64Array.from(tested, (k) => DYNAMIC[k]!.need(req)),
     cats: listed.map((l) => l.cat),

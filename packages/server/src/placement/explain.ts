@@ -16,17 +16,21 @@ import { fitsNow } from './select.js';
 /**
  * Runs every check of the view's plan on `node` and records every failure in `d`. True
  * when it fits. A check explains only when its own `fits`/`left` says the node fails, so
- * the explanation and the fast path cannot disagree.
+ * the explanation and the fast path cannot disagree; one whose explanation decides too
+ * (`explainsPass`) is asked to explain straight away.
  */
 export function evaluate(node: NodeSnapshot, usage: NodeUsage | undefined, view: ProfileView, d: Detail): boolean {
   const before = d.out.length;
   const { req, plan } = view;
-  const checks = plan.checks;
+  const { checks, need } = plan;
   for (let i = 0; i < checks.length; i++) {
     const check = checks[i];
     if (check === undefined) continue;
-    const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < check.need(req);
-    if (!fails) continue;
+    if (check.explainsPass !== true) {
+      // `need` has one entry per check of the plan.
+      const fails = check.static ? !check.fits(node, req) : check.left(node, usage, req) < need[i]!;
+      if (!fails) continue;
+    }
     d.check = i;
     check.explain(node, usage, req, d);
   }
@@ -38,6 +42,9 @@ export function nodeNotes(node: NodeSnapshot, view: ProfileView, gpus: readonly 
   const noting = view.plan.noting;
   for (const check of noting) check.notes?.(node, view.req, gpus, out);
 }
+
+/** A node not chosen has no GPUs picked: one empty list for all of them. */
+const NO_GPUS: readonly GpuReport[] = [];
 
 /** The notes of every node of the fleet as a node not chosen, once per view. */
 function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
@@ -51,7 +58,7 @@ function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
     for (let i = 0; i < nodes.length; i++) {
       const node = nodes[i];
       if (node === undefined) continue;
-      nodeNotes(node, view, [], out);
+      nodeNotes(node, view, NO_GPUS, out);
       if (out.length === 0) continue;
       byNode[i] = out;
       positions.push(i);
