@@ -9,6 +9,9 @@ import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
 import { collectSans, listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
+import { MIGRATE_HELP, migrateSqliteToPostgres } from './store/migrate.js';
+import { PostgresStore } from './store/postgres.js';
+import { shareSecrets } from './cluster/secrets.js';
 import { JOIN_APPROVALS, type JoinApproval } from './credentials/membership.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
@@ -125,6 +128,15 @@ const program = new Command('llmgw-server')
     } catch (err) {
       fail(`cannot make the data directory ${dataDir} (${(err as Error).message}): check --data-dir, or create it as the user that runs llmgw-server`);
     }
+    if (o.databaseUrl) {
+      // Every instance on the database takes one admin token, join secret, engine-key secret and CA into its files, before they are read below.
+      try {
+        const db = await PostgresStore.open(o.databaseUrl, { poolSize: 1 });
+        await shareSecrets(db, dataDir, log, { ca: !o.insecureHttp && !o.tlsCert }).finally(() => db.close());
+      } catch (err) {
+        fail(`cannot start: ${(err as Error).message}`);
+      }
+    }
     const admin = tokenFor(process.env.LLMGW_ADMIN_TOKEN, dataDir, 'admin-token');
     if (admin.file) log.info({ file: admin.file }, 'admin token (for ctl and the dashboard) is in this file');
     let tls: Awaited<ReturnType<typeof listenersTls>> = {};
@@ -206,6 +218,25 @@ program
     const { dataDir } = program.opts<{ dataDir: string }>();
     try {
       process.stdout.write(`${readJoinToken(path.resolve(dataDir))}\n`);
+    } catch (err) {
+      fail((err as Error).message);
+    }
+  });
+
+program
+  .command('migrate')
+  .description('copy a SQLite store and its secrets into an empty PostgreSQL database (the upgrade to several servers)')
+  .requiredOption('--from-sqlite <file>', 'the llmgw.db of the SQLite install (or its data directory); read only')
+  .addOption(opt('--database-url <url>', 'the empty llmgw database: postgres://user:password@host:port/database', 'LLMGW_DATABASE_URL'))
+  .addHelpText('after', MIGRATE_HELP)
+  .action(async (o: { fromSqlite: string; databaseUrl?: string }) => {
+    // The server's own --database-url, when the lead's main options define it, may take the flag first.
+    const url = o.databaseUrl ?? program.opts<{ databaseUrl?: string }>().databaseUrl;
+    if (!url) fail('give --database-url postgres://… (or LLMGW_DATABASE_URL): the empty database to migrate into');
+    try {
+      const done = await migrateSqliteToPostgres(o.fromSqlite, url);
+      for (const note of done.notes) process.stderr.write(`llmgw-server: note: ${note}\n`);
+      process.stdout.write(`${done.summary}\n`);
     } catch (err) {
       fail((err as Error).message);
     }

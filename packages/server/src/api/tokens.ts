@@ -20,9 +20,14 @@ export function tokenFor(fromEnv: string | undefined, dataDir: string, name: str
     /* first start */
   }
   secureDataDir(dataDir);
-  const token = `llmgw-${name.replace(/-token$/, '')}-${randomBytes(24).toString('base64url')}`;
+  const token = newToken(name);
   writeSecretFile(file, `${token}\n`);
   return { token, file };
+}
+
+/** A fresh secret for the file `name`: `llmgw-admin-…` for admin-token, `llmgw-engine-key-secret-…`. */
+export function newToken(name: string): string {
+  return `llmgw-${name.replace(/-token$/, '')}-${randomBytes(24).toString('base64url')}`;
 }
 
 const BEARER = /^Bearer\s+(.+)$/i;

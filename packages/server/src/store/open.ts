@@ -35,6 +35,12 @@ export function openDatabase(file: string): Database.Database {
     create(file);
     return open(file);
   }
+  refuseNonStore(file, size);
+  return open(file);
+}
+
+/** Refuses a file that cannot be an llmgw store by its size or header, before SQLite reads it. */
+function refuseNonStore(file: string, size: number): void {
   if (size === 0) {
     throw new StoreOpenError(
       `store ${file} is empty (0 bytes), not an llmgw store: restore it from a backup, or delete it if no store was ever written there to start with a new one`,
@@ -43,7 +49,32 @@ export function openDatabase(file: string): Database.Database {
   if (readHeader(file) !== SQLITE_HEADER) {
     throw new StoreOpenError(`store ${file} is not a SQLite database: restore llmgw.db from a backup, or move the file away to start with a new store`);
   }
-  return open(file);
+}
+
+/**
+ * Opens an existing store read-only, with the checks `openDatabase` makes but without
+ * its migrations: nothing in the file is changed (`llmgw-server migrate`
+ * reads a store this way). An absent file is refused too.
+ */
+export function openReadOnly(file: string): Database.Database {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch (err) {
+    throw new StoreOpenError(`cannot read store ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'there is no such file' : (err as Error).message}`);
+  }
+  if (!st.isFile()) throw new StoreOpenError(`store ${file} is not a file: give the llmgw.db of a data directory`);
+  refuseNonStore(file, st.size);
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    check(db, file);
+    return db;
+  } catch (err) {
+    db?.close();
+    if (err instanceof StoreOpenError) throw err;
+    throw corrupt(file, oneLine(err));
+  }
 }
 
 function readHeader(file: string): string {

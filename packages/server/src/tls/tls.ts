@@ -46,7 +46,14 @@ export function wantedSans(listenHost: string, extra: string[], hostname = os.ho
     .filter((s) => !seen.has(`${s.type}:${s.value}`) && Boolean(seen.add(`${s.type}:${s.value}`)));
 }
 
-function readPair(certFile: string, keyFile: string): KeyPair | undefined {
+/** The generated CA and server certificate, each with its key, under `<data-dir>/tls/`. */
+export function tlsFiles(dataDir: string): { dir: string; ca: string; caKey: string; cert: string; key: string } {
+  const dir = path.join(dataDir, 'tls');
+  return { dir, ca: path.join(dir, 'ca.pem'), caKey: path.join(dir, 'ca-key.pem'), cert: path.join(dir, 'server.pem'), key: path.join(dir, 'server-key.pem') };
+}
+
+/** A certificate and key read from their files, or undefined when either cannot be read. */
+export function readPair(certFile: string, keyFile: string): KeyPair | undefined {
   try {
     return { cert: fs.readFileSync(certFile, 'utf8'), key: fs.readFileSync(keyFile, 'utf8') };
   } catch {
@@ -86,9 +93,9 @@ export async function adminTls(s: AdminTlsSettings, log: Logger): Promise<AdminT
     const chain = pemCertificates(pair.cert);
     return { ...pair, caPem: `${chain[chain.length - 1]!}\n`, caFile: path.resolve(s.certFile) };
   }
-  const dir = path.join(s.dataDir, 'tls');
+  const files = tlsFiles(s.dataDir);
+  const dir = files.dir;
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const files = { ca: path.join(dir, 'ca.pem'), caKey: path.join(dir, 'ca-key.pem'), cert: path.join(dir, 'server.pem'), key: path.join(dir, 'server-key.pem') };
   let ca = readPair(files.ca, files.caKey);
   if (!ca) {
     if (fs.existsSync(files.ca) || fs.existsSync(files.caKey)) {
