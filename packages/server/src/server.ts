@@ -229,7 +229,9 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // checks it against the pin in its join token (k3s's `/cacerts`).
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
   const credentials = await NodeCredentials.load(store);
-  const membership = new Membership(controller, credentials, new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem)), settings.joinApproval ?? 'auto', log);
+  // A generated join secret is shared through the database on PostgreSQL; one from LLMGW_JOIN_TOKEN is each instance's own.
+  const joinToken = new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem), settings.joinTokenFile !== undefined ? pgStore : undefined);
+  const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log);
   admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
@@ -261,6 +263,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
           access,
           credentials,
           events: events.events,
+          joinToken: settings.joinTokenFile !== undefined ? joinToken : undefined,
           log,
           instanceId,
           adminUrl: urlOf(adminServer),

@@ -3,6 +3,7 @@ import type { AccessTokens } from '../api/access.js';
 import type { SharedController } from '../controller/shared.js';
 import type { NodeCredentials } from '../credentials/node-credentials.js';
 import type { EventLog } from '../events/event-log.js';
+import type { JoinToken } from '../credentials/join-token.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { Notifications } from '../store/notify.js';
 import type { PostgresStore } from '../store/postgres.js';
@@ -20,6 +21,8 @@ export interface ClusterParts {
   access: AccessTokens;
   credentials: NodeCredentials;
   events: EventLog;
+  /** The generated join token, which a rotation on another instance replaces here too; absent when LLMGW_JOIN_TOKEN sets it. */
+  joinToken?: JoinToken;
   log: Logger;
   instanceId: string;
   adminUrl: string;
@@ -46,7 +49,7 @@ export interface RunningCluster {
  */
 export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
   const notifications = await Notifications.listen(p.databaseUrl, { log: p.log });
-  const sync = new ClusterSync({ store: p.store, notifications, controller: p.controller, keys: p.keys, access: p.access, credentials: p.credentials, events: p.events, log: p.log });
+  const sync = new ClusterSync({ store: p.store, notifications, controller: p.controller, keys: p.keys, access: p.access, credentials: p.credentials, events: p.events, log: p.log, ...(p.joinToken ? { joinToken: p.joinToken } : {}) });
   sync.start();
   await sync.pull();
   const limits = new SharedLimits({ pool: p.store.pool, log: p.log, instanceId: p.instanceId, source: () => p.keys.localCounts() });

@@ -3,6 +3,7 @@ import type { AccessTokens } from '../api/access.js';
 import type { SharedController } from '../controller/shared.js';
 import type { NodeCredentials } from '../credentials/node-credentials.js';
 import type { EventLog } from '../events/event-log.js';
+import type { JoinToken } from '../credentials/join-token.js';
 import type { KeyRing } from '../gateway/keys.js';
 import type { Notifications } from '../store/notify.js';
 import type { PostgresStore } from '../store/postgres.js';
@@ -16,6 +17,7 @@ export interface ClusterSyncOptions {
   access: AccessTokens;
   credentials: NodeCredentials;
   events: EventLog;
+  joinToken?: JoinToken;
   log: Logger;
   /** How often the node rows other instances wrote are pulled (default 500 ms). */
   pullEveryMs?: number;
@@ -57,6 +59,7 @@ export class ClusterSync {
       n.on('credentials', guard('node credentials', () => credentials.reload())),
       n.on('nodes', guard('nodes', () => this.reloadNodes())),
       n.on('events', guard('events', () => events.sync())),
+      n.on('join-token', guard('the join token', () => this.adoptJoinToken())),
     );
     this.timers.push(setInterval(() => void this.pull(), this.o.pullEveryMs ?? 500));
     this.timers.push(
@@ -101,6 +104,15 @@ export class ClusterSync {
     } finally {
       this.pulling = false;
     }
+  }
+
+  /** A join token rotated through another instance: this one accepts the new one, and only it. */
+  private async adoptJoinToken(): Promise<void> {
+    const secret = await this.o.store.readSharedSecret('join-token');
+    if (secret === undefined || !this.o.joinToken) return;
+    if (this.o.joinToken.matches(secret)) return;
+    this.o.joinToken.adopt(secret);
+    this.o.log.info('join token rotated on another instance: the old token no longer joins here either');
   }
 
   /** Admin states and deletions: every node row, and the nodes no longer stored forgotten. */

@@ -17,8 +17,8 @@ export function membershipApi(m: Membership): Router {
     res.json(await m.approve(String(req.params.id)));
   }).all(methodNotAllowed);
 
-  r.route('/join-token/rotate').post((_req, res) => {
-    res.json(m.rotateJoinToken());
+  r.route('/join-token/rotate').post(async (_req, res) => {
+    res.json(await m.rotateJoinToken());
   }).all(methodNotAllowed);
 
   return r;

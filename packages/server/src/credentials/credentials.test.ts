@@ -52,21 +52,44 @@ describe('NodeCredentials', () => {
 });
 
 describe('JoinToken', () => {
-  it('rotates a generated token in its file (0600), after which the old one no longer matches', () => {
+  it('rotates a generated token in its file (0600), after which the old one no longer matches', async () => {
     const file = path.join(tmp(), 'join-token');
     fs.writeFileSync(file, 'old\n');
     const t = new JoinToken('old', file);
-    const next = t.rotate();
+    const next = await t.rotate();
     expect(next).toMatch(/^llmgw-join-/);
     expect(fs.readFileSync(file, 'utf8')).toBe(`${next}\n`);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect([t.matches('old'), t.matches(next)]).toEqual([false, true]);
   });
 
-  it('refuses to rotate a token set by LLMGW_JOIN_TOKEN, naming the variable', () => {
+  it('refuses to rotate a token set by LLMGW_JOIN_TOKEN, naming the variable', async () => {
     const t = new JoinToken('from-env');
-    expect(() => t.rotate()).toThrow(/LLMGW_JOIN_TOKEN.*restart the server/);
+    await expect(t.rotate()).rejects.toThrow(/LLMGW_JOIN_TOKEN.*restart the server/);
     expect(t.matches('from-env')).toBe(true);
+  });
+
+  it('on a shared store, stores a rotation for the other instances first, and adopts one of theirs', async () => {
+    const file = path.join(tmp(), 'join-token');
+    fs.writeFileSync(file, 'old\n');
+    const stored: string[] = [];
+    let refuse = false;
+    const shared = {
+      setSharedSecret: async (_name: string, value: string) => {
+        if (refuse) throw new Error('connection refused');
+        stored.push(value);
+      },
+    };
+    const t = new JoinToken('old', file, (s) => s, shared);
+    refuse = true;
+    await expect(t.rotate()).rejects.toThrow(/cannot store the new join token in the database.*the old token still joins/);
+    expect([t.matches('old'), fs.readFileSync(file, 'utf8')]).toEqual([true, 'old\n']);
+    refuse = false;
+    const next = await t.rotate();
+    expect(stored).toEqual([next]);
+    // Another instance rotated: this one takes its secret, file first.
+    t.adopt('llmgw-join-from-b');
+    expect([t.matches(next), t.matches('llmgw-join-from-b'), fs.readFileSync(file, 'utf8')]).toEqual([false, true, 'llmgw-join-from-b\n']);
   });
 });
 

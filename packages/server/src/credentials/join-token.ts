@@ -30,6 +30,11 @@ export class JoinToken {
      * pinning the admin listener's CA (`fullJoinToken`), or the secret alone without TLS.
      */
     private readonly render: (secret: string) => string = (secret) => secret,
+    /**
+     * On a shared store, where every instance's join secret is kept (cluster/secrets.ts):
+     * a rotation is written there first, and the others adopt it on its NOTIFY.
+     */
+    private readonly shared?: { setSharedSecret(name: string, value: string): Promise<void> },
   ) {}
 
   /** True for the secret, alone or inside a full token (agents send the secret alone). */
@@ -38,18 +43,33 @@ export class JoinToken {
   }
 
   /** Replaces the secret; returns the new token as `render` renders it. */
-  rotate(next: string = newJoinSecret()): string {
+  async rotate(next: string = newJoinSecret()): Promise<string> {
     if (!this.file) {
       throw new DomainError(
         'conflict',
         'this server takes its join token from LLMGW_JOIN_TOKEN, which ctl cannot change: set a new value there and restart the server (joined nodes keep working with their own credentials)',
       );
     }
+    if (this.shared) {
+      try {
+        await this.shared.setSharedSecret('join-token', next);
+      } catch (err) {
+        throw new DomainError('store_unavailable', `cannot store the new join token in the database: ${(err as Error).message}; the old token still joins`);
+      }
+    }
+    return this.adopt(next);
+  }
+
+  /** Takes a secret another instance rotated to (or this one just stored): the file, then memory. */
+  adopt(next: string): string {
     const token = this.render(next);
-    try {
-      writeSecretFile(this.file, `${token}\n`);
-    } catch (err) {
-      throw new DomainError('store_unavailable', `cannot write the new join token to ${this.file}: ${(err as Error).message}; the old token still joins`);
+    if (next === this.secret) return token;
+    if (this.file) {
+      try {
+        writeSecretFile(this.file, `${token}\n`);
+      } catch (err) {
+        throw new DomainError('store_unavailable', `cannot write the new join token to ${this.file}: ${(err as Error).message}; the old token still joins`);
+      }
     }
     this.secret = next;
     return token;

@@ -76,8 +76,8 @@ export class Membership {
   }
 
   /** `ctl join-token rotate`: a new join token; joined nodes keep their credentials. */
-  rotateJoinToken(): { token: string } {
-    const token = this.joinToken.rotate();
+  async rotateJoinToken(): Promise<{ token: string }> {
+    const token = await this.joinToken.rotate();
     this.log.info('join token rotated: joined nodes keep their credentials; the old token no longer joins');
     return { token };
   }

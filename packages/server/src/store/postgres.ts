@@ -9,7 +9,7 @@ import { DB_MS, migratePostgres, PG_SCHEMA_VERSION } from './pg-schema.js';
 import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
-export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader';
+export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader' | 'join-token';
 
 /** The channel every instance LISTENs on; the payload is a `Topic`. */
 export const CHANNEL = 'llmgw';
@@ -358,6 +358,19 @@ export class PostgresStore implements Store {
     const stored = await get();
     if (stored === undefined) throw new Error(`secret ${name} vanished right after it was stored`);
     return stored;
+  }
+
+  /** Replaces a shared secret (a join token rotation) and tells the other instances ('join-token' for that one). */
+  async setSharedSecret(name: string, value: string): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [name, value]);
+      if (name === 'join-token') await PostgresStore.notify(c, 'join-token');
+    });
+  }
+
+  /** A shared secret as stored now; undefined when none is. */
+  async readSharedSecret(name: string): Promise<string | undefined> {
+    return (await this.pool.query<{ value: string }>('SELECT value FROM secrets WHERE name = $1', [name])).rows[0]?.value;
   }
 
   /** A write that changes nothing: it fails exactly when writes fail (unreachable, read-only standby). */
