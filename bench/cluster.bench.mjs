@@ -16,7 +16,7 @@
 // a smoke run of a few seconds per part.
 import fs from 'node:fs';
 import path from 'node:path';
-import { JOIN, Pool, benchPostgres, cpuSeconds, percentile, serverRequire, startServer, stopEverything, table, tmp, treeCpuSeconds, waitFor } from './lib.mjs';
+import { JOIN, Pool, cpuSeconds, percentile, serverRequire, startServer, table, tmp, treeCpuSeconds, waitFor, withPostgres } from './lib.mjs';
 
 const quick = process.argv.includes('--quick');
 const ROUNDS = quick ? 1 : 3;
@@ -216,16 +216,7 @@ async function failover(cluster) {
   console.log(`Expected: the lease is renewed every ${LEASE_S / 4} s and a follower tries to take it as often, so the kill comes 0–${LEASE_S / 4} s after the last renewal and the takeover ${(LEASE_S * 3) / 4}–${LEASE_S + LEASE_S / 4} s after the kill.`);
 }
 
-let failed = false;
-try {
-  const cluster = await benchPostgres();
-  console.log(`PostgreSQL: a throwaway cluster on 127.0.0.1:${cluster.port}, default durable settings (fsync on, synchronous_commit on)${quick ? '; quick smoke run' : ''}`);
+await withPostgres(quick, async (cluster) => {
   await heartbeats(cluster);
   await failover(cluster);
-} catch (err) {
-  failed = true;
-  console.error(err);
-} finally {
-  await stopEverything();
-  process.exit(failed ? 1 : 0);
-}
+});

@@ -5,7 +5,7 @@
 // (keys, limits and routing are in memory; usage is written in batches), so both must be
 // within noise: the rounds of one store against each other show how large that is here.
 // PostgreSQL runs with its durable defaults (fsync on). `--quick`: one short round each.
-import { Pool, benchPostgres, fleet, percentile, stopEverything, table } from './lib.mjs';
+import { Pool, fleet, percentile, table, withPostgres } from './lib.mjs';
 import { measure } from './gateway-load.mjs';
 
 const quick = process.argv.includes('--quick');
@@ -20,10 +20,7 @@ const stats = (xs) => {
   return { min: s[0], med: percentile(s, 50), max: s[s.length - 1] };
 };
 
-let failed = false;
-try {
-  const cluster = await benchPostgres();
-  console.log(`PostgreSQL: a throwaway cluster on 127.0.0.1:${cluster.port}, default durable settings (fsync on, synchronous_commit on)${quick ? '; quick smoke run' : ''}`);
+await withPostgres(quick, async (cluster) => {
   const stores = [
     { kind: 'SQLite', f: await fleet(catalog, { core: 0 }) },
     { kind: 'PostgreSQL', f: await fleet(catalog, { core: 0, databaseUrl: cluster.url }) },
@@ -51,10 +48,4 @@ try {
   console.log(table(['measure', 'SQLite', 'PostgreSQL', 'ratio PG / SQLite (medians)', 'spread (max-min)/median: SQLite, PG'], rows));
   console.log('\nGoal: within noise, i.e. the ratio within the spread of each store\'s own rounds (no database on the request path).');
   await Promise.all(stores.map((s) => s.pool.close()));
-} catch (err) {
-  failed = true;
-  console.error(err);
-} finally {
-  await stopEverything();
-  process.exit(failed ? 1 : 0);
-}
+});

@@ -151,6 +151,26 @@ export async function stopEverything() {
   await Promise.allSettled(clusters.map((c) => c.stop()));
 }
 
+/**
+ * Runs a benchmark that needs a throwaway PostgreSQL: starts it (durable defaults, said
+ * in the output), hands it to `body`, and stops every process and cluster whatever
+ * happens; exits 1 if `body` threw.
+ */
+export async function withPostgres(quick, body) {
+  let failed = false;
+  try {
+    const cluster = await benchPostgres();
+    console.log(`PostgreSQL: a throwaway cluster on 127.0.0.1:${cluster.port}, default durable settings (fsync on, synchronous_commit on)${quick ? '; quick smoke run' : ''}`);
+    await body(cluster);
+  } catch (err) {
+    failed = true;
+    console.error(err);
+  } finally {
+    await stopEverything();
+    process.exit(failed ? 1 : 0);
+  }
+}
+
 // Ctrl-C or a kill mid-run: nothing is left behind, the throwaway cluster included.
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.once(sig, () => {

@@ -7,6 +7,7 @@ import { StoreOpenError } from './open.js';
 import { connectError, describeUrl } from './pg-open.js';
 import { DB_MS, migratePostgres, PG_SCHEMA_VERSION } from './pg-schema.js';
 import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
+import { keyFromRow, type KeyRow } from './rows.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
 export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader' | 'join-token';
@@ -220,22 +221,8 @@ export class PostgresStore implements Store {
   }
 
   async loadKeys(): Promise<StoredKey[]> {
-    const { rows } = await this.pool.query<{
-      id: string; name: string; hash: string; prefix: string; models: string[]; rpm: number | null;
-      max_concurrent: number | null; expires_at: string | null; created_at: string; revoked_at: string | null;
-    }>('SELECT * FROM api_keys ORDER BY created_at COLLATE "C", id COLLATE "C"');
-    return rows.map((r) => ({
-      id: r.id,
-      name: r.name,
-      hash: r.hash,
-      prefix: r.prefix,
-      models: r.models,
-      ...(r.rpm != null ? { rpm: r.rpm } : {}),
-      ...(r.max_concurrent != null ? { maxConcurrent: r.max_concurrent } : {}),
-      ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
-      createdAt: r.created_at,
-      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
-    }));
+    const { rows } = await this.pool.query<KeyRow>('SELECT * FROM api_keys ORDER BY created_at COLLATE "C", id COLLATE "C"');
+    return rows.map(keyFromRow);
   }
 
   async saveKey(k: StoredKey): Promise<void> {

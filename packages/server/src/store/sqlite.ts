@@ -5,6 +5,7 @@ import type { AdminState, Replica } from '../domain.js';
 import { openDatabase } from './open.js';
 import { secureDataDir } from './modes.js';
 import type { EventRetention, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
+import { keyFromRow, type KeyRow } from './rows.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -115,22 +116,8 @@ export class SqliteStore implements Store {
   }
 
   async loadKeys(): Promise<StoredKey[]> {
-    const rows = this.db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as {
-      id: string; name: string; hash: string; prefix: string; models: string; rpm: number | null;
-      max_concurrent: number | null; expires_at: string | null; created_at: string; revoked_at: string | null;
-    }[];
-    return rows.map((r) => ({
-      id: r.id,
-      name: r.name,
-      hash: r.hash,
-      prefix: r.prefix,
-      models: JSON.parse(r.models) as string[],
-      ...(r.rpm != null ? { rpm: r.rpm } : {}),
-      ...(r.max_concurrent != null ? { maxConcurrent: r.max_concurrent } : {}),
-      ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
-      createdAt: r.created_at,
-      ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
-    }));
+    const rows = this.db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as (Omit<KeyRow, 'models'> & { models: string })[];
+    return rows.map((r) => keyFromRow({ ...r, models: JSON.parse(r.models) as string[] }));
   }
 
   async saveKey(k: StoredKey): Promise<void> {
