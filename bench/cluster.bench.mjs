@@ -4,8 +4,8 @@
 //     server per store (each pinned to core 0 where taskset exists), N fake nodes joined
 //     through the agent API, then heartbeats from 64 keep-alive connections for a fixed
 //     time, the stores alternating round by round. Every beat carries a new report (GPU
-//     0's memory_used_mb counts the node's beats), so each one is a write: SQLite writes
-//     a changed report at once, PostgreSQL batches them every 250 ms. At the end, the
+//     0's memory_used_mb counts the node's beats), so each one is a write: both stores
+//     take them in batches every 250 ms (SQLite the changed reports, PostgreSQL every beat). At the end, the
 //     database must hold each node's last accepted report. Where the time goes: the
 //     server's CPU and the PostgreSQL cluster's (every backend) from /proc.
 // (b) Leader failover: two instances on one database; SIGKILL the leader and time the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { Inventory } from './inventory.js';
+import { Inventory, sameJson } from './inventory.js';
 import { makeReport, memoryStore } from '../test/factories.js';
 
 const report = makeReport({ node_id: 'n1' });
@@ -67,5 +67,41 @@ describe('Inventory on a shared store', () => {
     pulledAt = 61_000;
     expect(inv.liveness(inv.get('far')!, 61_000)).toBe('lost');
     inv.stop();
+  });
+});
+
+describe('Inventory: report writes', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('writes the changed reports of a batch in one call, a repeat not at all (SQLite)', async () => {
+    const writes: string[][] = [];
+    const inv = new Inventory(memoryStore({ saveNodeReports: async (rows) => void writes.push(rows.map((r) => `${r.id}:${r.report.cpu_cores}`)) }), { notReadyAfterS: 15, lostAfterS: 60 }, 0, [], { batchMs: 30 });
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 8 }), 1000);
+    inv.report(makeReport({ node_id: 'n2', cpu_cores: 8 }), 1000);
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 16 }), 1100);
+    expect(writes).toEqual([]);
+    await sleep(80);
+    expect(writes).toEqual([['n1:16', 'n2:8']]);
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 16 }), 1200);
+    await sleep(80);
+    expect(writes).toHaveLength(1);
+    inv.stop();
+  });
+});
+
+describe('sameJson', () => {
+  it('compares JSON values as JSON.stringify would, whatever the order of keys', () => {
+    expect(sameJson(makeReport({ node_id: 'n1' }), makeReport({ node_id: 'n1' }))).toBe(true);
+    expect(sameJson({ a: 1, b: [1, { c: 'x' }] }, { b: [1, { c: 'x' }], a: 1 })).toBe(true);
+    expect(sameJson({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(sameJson({ a: 1 }, { a: 1, b: null })).toBe(false);
+    expect(sameJson({ a: [1, 2] }, { a: [2, 1] })).toBe(false);
+    expect(sameJson({ a: [] }, { a: {} })).toBe(false);
+    expect(sameJson({ a: 1 }, { a: '1' })).toBe(false);
+    expect(sameJson(null, {})).toBe(false);
+    expect(sameJson(undefined, makeReport({ node_id: 'n1' }))).toBe(false);
+    const gpu = (used: number) => ({ index: 0, uuid: 'GPU-0', name: 'H100', class: 'H100-80GB', memory_total_mb: 81920, memory_used_mb: used, problems: [] });
+    expect(sameJson(makeReport({ gpus: [gpu(0), gpu(0)] }), makeReport({ gpus: [gpu(0), gpu(0)] }))).toBe(true);
+    expect(sameJson(makeReport({ gpus: [gpu(0), gpu(0)] }), makeReport({ gpus: [gpu(0), gpu(1)] }))).toBe(false);
   });
 });

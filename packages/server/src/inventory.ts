@@ -29,16 +29,23 @@ export interface InventoryNode {
 export interface InventoryOptions {
   /**
    * The store is shared with other server instances (PostgreSQL): every heartbeat is
-   * written, report and shard statuses, batched every `batchMs` (default 250), because
-   * the others judge liveness by the database's view and derive replica states from it.
+   * written, report and shard statuses, not only a changed report, because the others
+   * judge liveness by the database's view and derive replica states from it.
    */
   shared?: { batchMs?: number };
+  /**
+   * How long a report to be written waits for others to share its transaction (default
+   * 250 ms; `shared.batchMs` where given): one write per batch, not one per heartbeat.
+   */
+  batchMs?: number;
 }
 
 /**
  * The fleet as agents report it, plus the operators' admin states. Reports live in
  * memory (and the last one in the store, so `ctl nodes` still lists a node after a
  * server restart); admin states are written through to the store.
+ *
+ * Reports are written in batches (`InventoryOptions.batchMs`), not one write per heartbeat.
  *
  * When the store refuses a write: an admin state change is refused (the error, a 503,
  * goes back to the operator) and memory keeps the old state; a report is kept in memory
@@ -47,8 +54,8 @@ export interface InventoryOptions {
  */
 export class Inventory {
   private readonly nodes = new Map<string, InventoryNode>();
-  /** The last report of each node, as JSON, to tell a changed report from a repeat. */
-  private readonly lastReports = new Map<string, string>();
+  /** `list()`'s order, kept until a node comes or goes: a pass lists the fleet several times. */
+  private sorted?: InventoryNode[];
   /** Nodes whose last report the store has not taken yet. */
   private readonly unsaved = new Set<string>();
   private batchTimer?: NodeJS.Timeout;
@@ -72,7 +79,6 @@ export class Inventory {
       // again, and is lost only if it stays silent a whole grace counted from the boot:
       // a restarted server must not replace every replica in the fleet.
       this.nodes.set(n.id, { id: n.id, admin: n.admin, ...(n.report ? { report: n.report } : {}), lastSeenMs: bootMs, reported: false });
-      if (n.report) this.lastReports.set(n.id, JSON.stringify(n.report));
     }
   }
 
@@ -81,29 +87,28 @@ export class Inventory {
     return new Inventory(store, policy, bootMs, await store.loadNodes(), opts);
   }
 
-  /** Records a heartbeat. Returns true when the report differs from the last one. */
+  /** Records a heartbeat. Returns true when the report differs from the last one, or the node was not live. */
   report(report: NodeReport, nowMs: number, shards?: ShardStatus[]): boolean {
     const existing = this.nodes.get(report.node_id);
     const node: InventoryNode = existing ?? { id: report.node_id, admin: { state: 'ready' }, lastSeenMs: 0, reported: false };
     const wasLive = existing ? this.liveness(existing, nowMs) === 'ready' : false;
+    // Compared with the last one as values, with nothing built for it: this runs per heartbeat.
+    const changed = !sameJson(node.report, report);
     node.report = report;
     node.lastSeenMs = nowMs;
     node.reported = true;
     node.remote = false;
     if (shards) node.shards = shards;
-    this.nodes.set(node.id, node);
-    const json = JSON.stringify(report);
-    const changed = this.lastReports.get(node.id) !== json;
-    if (changed) this.lastReports.set(node.id, json);
-    if (this.opts.shared) {
+    if (!existing) this.added(node);
+    // SQLite keeps a node's last report for `ctl nodes` after a restart: a repeat adds
+    // nothing. Either store takes the batch in one transaction (`persistReports`), which
+    // also retries, at the next batch or pass, what a degraded store refused.
+    if (this.opts.shared || changed) {
       this.unsaved.add(node.id);
       this.batchTimer ??= setTimeout(() => {
         this.batchTimer = undefined;
         void this.persistReports();
-      }, this.opts.shared.batchMs ?? 250);
-    } else if (changed) {
-      this.unsaved.add(node.id);
-      void this.persistReports();
+      }, this.opts.shared?.batchMs ?? this.opts.batchMs ?? 250);
     }
     return changed || !wasLive;
   }
@@ -116,16 +121,13 @@ export class Inventory {
   applyRemote(row: StoredNode, seenAtMs: number | undefined): boolean {
     const node = this.nodes.get(row.id);
     if (!node) {
-      this.nodes.set(row.id, { id: row.id, admin: row.admin, ...(row.report ? { report: row.report } : {}), lastSeenMs: seenAtMs ?? 0, reported: seenAtMs !== undefined && row.report !== undefined, remote: true });
-      if (row.report) this.lastReports.set(row.id, JSON.stringify(row.report));
+      this.added({ id: row.id, admin: row.admin, ...(row.report ? { report: row.report } : {}), lastSeenMs: seenAtMs ?? 0, reported: seenAtMs !== undefined && row.report !== undefined, remote: true });
       return true;
     }
-    let changed = JSON.stringify(node.admin) !== JSON.stringify(row.admin);
+    let changed = !sameJson(node.admin, row.admin);
     node.admin = row.admin;
     if (row.report && seenAtMs !== undefined && seenAtMs > node.lastSeenMs) {
-      const json = JSON.stringify(row.report);
-      if (this.lastReports.get(row.id) !== json) changed = true;
-      this.lastReports.set(row.id, json);
+      if (!sameJson(node.report, row.report)) changed = true;
       if (!node.reported) changed = true;
       node.report = row.report;
       node.lastSeenMs = seenAtMs;
@@ -140,13 +142,13 @@ export class Inventory {
     const gone = [...this.nodes.keys()].filter((id) => !ids.has(id));
     for (const id of gone) {
       this.nodes.delete(id);
-      this.lastReports.delete(id);
       this.unsaved.delete(id);
     }
+    if (gone.length) this.sorted = undefined;
     return gone;
   }
 
-  /** Stops the batch timer of a shared store; `persistReports` writes what is left. */
+  /** Stops the batch timer; `persistReports` writes what is left. */
   stop(): void {
     if (this.batchTimer) clearTimeout(this.batchTimer);
     this.batchTimer = undefined;
@@ -182,7 +184,13 @@ export class Inventory {
   }
 
   list(): InventoryNode[] {
-    return [...this.nodes.values()].sort((a, b) => a.id.localeCompare(b.id));
+    this.sorted ??= [...this.nodes.values()].sort((a, b) => a.id.localeCompare(b.id));
+    return [...this.sorted];
+  }
+
+  private added(node: InventoryNode): void {
+    this.nodes.set(node.id, node);
+    this.sorted = undefined;
   }
 
   /**
@@ -192,14 +200,14 @@ export class Inventory {
   async add(id: string, admin: AdminState, nowMs: number): Promise<void> {
     if (this.nodes.has(id)) return;
     await this.store.saveNodeAdmin(id, admin);
-    this.nodes.set(id, { id, admin, lastSeenMs: nowMs, reported: false });
+    this.added({ id, admin, lastSeenMs: nowMs, reported: false });
   }
 
   /** Forgets a node (`ctl nodes delete`): the store first, so a refused write changes nothing. */
   async remove(id: string): Promise<boolean> {
     await this.store.deleteNode(id);
-    this.lastReports.delete(id);
     this.unsaved.delete(id);
+    this.sorted = undefined;
     return this.nodes.delete(id);
   }
 
@@ -273,4 +281,29 @@ function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSn
     ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drainDeadlineMs: Date.parse(n.admin.drainDeadline) } : {}),
     ...(n.admin.state === 'draining' && n.admin.force ? { drainForce: true } : {}),
   };
+}
+
+/**
+ * Whether two JSON values say the same: as `JSON.stringify` would compare them (an
+ * `undefined` member is no member), but without building the strings, and whatever the
+ * order of the keys (a report read back from PostgreSQL's jsonb has its own).
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let members = 0;
+  for (const k in x) {
+    if (x[k] === undefined) continue;
+    members++;
+    if (!Object.hasOwn(y, k) || !sameJson(x[k], y[k])) return false;
+  }
+  for (const k in y) if (y[k] !== undefined) members--;
+  return members === 0;
 }

@@ -5,7 +5,7 @@ import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials
 import type { Membership } from '../credentials/membership.js';
 import { badRequest } from '../errors.js';
 import { filesApi } from '../files/files-api.js';
-import { jsonBody, methodNotAllowed, parseBody } from './http.js';
+import { jsonBody, methodNotAllowed, parseBody, sendJson } from './http.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
@@ -26,14 +26,16 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
 
   r.use(requireNodeCredential(membership));
 
-  // Model files of `llmgw://` sources, for any node with a credential (DESIGN §14).
-  r.use(filesApi(modelsDir));
-
+  // The hot route (every node, every few seconds): matched before the file routes, and
+  // answered without what `res.json` adds for a GET (an ETag, a hash of the body).
   r.route('/heartbeat').post(...jsonBody('4mb'), (req, res) => {
     const hb = parseBody(HeartbeatSchema, req.body);
     ownNode(res, hb.report.node_id, 'report.node_id');
-    res.json(ctl.heartbeat(hb));
+    sendJson(res, ctl.heartbeat(hb));
   }).all(methodNotAllowed);
+
+  // Model files of `llmgw://` sources, for any node with a credential (DESIGN §14).
+  r.use(filesApi(modelsDir));
 
   // Long-poll, the one channel for assignments: answers as soon as the node's assignments
   // change, so a placement reaches the agent in milliseconds rather than at its next beat.

@@ -1,4 +1,4 @@
-import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import type { Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
 import { DomainError, badRequest, echo, httpStatus, toDomainError } from '../errors.js';
@@ -53,6 +53,16 @@ export const methodNotAllowed: RequestHandler = (req, res, next) => {
   res.setHeader('Allow', methods.join(', '));
   next(new DomainError('method_not_allowed', `${echo(req.method)} is not allowed here (allowed: ${methods.join(', ')})`, { field: 'method' }));
 };
+
+/**
+ * A 200 with a JSON body, as `res.json` sends it but for the ETag: for answers to a POST,
+ * which no client revalidates, so hashing each body is work for nothing.
+ */
+export function sendJson(res: Response, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
 
 /** Validates a body against a shared schema, or throws a 400 naming the field. */
 export function parseBody<S extends TSchema>(schema: S, body: unknown, root = ''): Static<S> {

@@ -75,3 +75,37 @@ describe('Controller: one channel for assignments', () => {
     expect(ctl.assignments('node-1').assignments.map((a) => a.replica_id)).toEqual([created!.id]);
   });
 });
+
+describe('Controller: what a heartbeat asks of the reconciler', () => {
+  class Counting extends Controller {
+    count = 0;
+    override reconcileNow(): void {
+      this.count++;
+      super.reconcileNow();
+    }
+  }
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it('plans at once for a node that comes and a shard that changes state, and at a bounded rate for a changed report', async () => {
+    const replica = makeReplica({ state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] });
+    const store = memoryStore({ replicas: [replica] });
+    const model = makeModel();
+    const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
+    const opts = { reconcileIntervalMs: 60_000, reportPassMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
+    const ctl = new Counting(new Inventory(store, { notReadyAfterS: 15, lostAfterS: 60 }), store, catalog, opts, pino({ level: 'silent' }), [replica]);
+    const beat = (memUsed: number, state: 'starting' | 'ready') =>
+      ctl.heartbeat({ report: makeReport({ node_id: 'node-1', memory_total_mb: 65536 + memUsed }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state, port: 40001 }] });
+    beat(0, 'starting'); // the node's first heartbeat
+    await turn();
+    expect(ctl.count).toBe(1);
+    beat(1, 'starting'); // a new report, the same shard state
+    beat(2, 'starting');
+    await turn();
+    expect(ctl.count).toBe(1);
+    beat(2, 'ready'); // the engine is up: traffic may go there now
+    await turn();
+    expect(ctl.count).toBe(2);
+    expect(ctl.routes('qwen-coder-14b')).toHaveLength(1);
+    ctl.stop();
+  });
+});

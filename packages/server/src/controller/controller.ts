@@ -14,6 +14,7 @@ import { AssignmentFeed } from './assignment-feed.js';
 import { assignmentsFor } from './assignments.js';
 import { applyShardReports, maskKey } from './replica-status.js';
 import { Downloads } from './downloads.js';
+import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
@@ -52,6 +53,8 @@ export interface ControllerOptions {
   maxLostFraction: number;
   /** First backoff of a failed replica before it is replaced; doubles per failure of the model. */
   failedBackoffMs: number;
+  /** The least time between two passes that only a live node's changed report asks for (default 100 ms; see `PassSchedule`). */
+  reportPassMs?: number;
   now?: () => number;
   /** Each replica's engine key; a secret of this process only when not given (tests). */
   engineKey?: EngineKeyOf;
@@ -85,8 +88,10 @@ export class Controller {
   /** Replica records on their way to the store (see `persist`). */
   protected readonly writes: ReplicaWrites;
   private timer?: NodeJS.Timeout;
-  private pending = false;
+  /** When passes run: at once for most changes, at a bounded rate for a changed report. */
+  private readonly passes: PassSchedule;
   private nextMasterPort: number = MASTER_PORTS.first;
+  private estimates?: { models: readonly Model[]; sources: string[] };
   private readonly feed: AssignmentFeed;
   readonly now: () => number;
   readonly startedAtMs: number;
@@ -101,6 +106,7 @@ export class Controller {
     stored: readonly StoredReplica[] = [],
   ) {
     this.now = opts.now ?? Date.now;
+    this.passes = new PassSchedule(() => this.reconcileNow(), opts.reportPassMs ?? 100);
     this.feed = new AssignmentFeed(this.events, (id) => this.assignmentsFor(id), this.now());
     this.startedAtMs = this.now();
     this.events.setMaxListeners(0);
@@ -120,13 +126,14 @@ export class Controller {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.reconcileNow(), this.opts.reconcileIntervalMs);
+    this.timer = setInterval(() => this.passes.run(), this.opts.reconcileIntervalMs);
     this.timer.unref();
-    this.reconcileNow();
+    this.passes.run();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    this.passes.stop();
   }
 
   setLoadSource(src: LoadSource): void {
@@ -177,12 +184,7 @@ export class Controller {
    * collapse into one pass.
    */
   notify(): void {
-    if (this.pending) return;
-    this.pending = true;
-    setImmediate(() => {
-      this.pending = false;
-      this.reconcileNow();
-    });
+    this.passes.soon();
   }
 
   async setNodeState(id: string, state: NodeAdminState, reason?: string, drain: { deadlineS?: number; force?: boolean } = {}): Promise<boolean> {
@@ -198,13 +200,26 @@ export class Controller {
    */
   heartbeat(hb: Heartbeat): HeartbeatReply {
     const nodeId = hb.report.node_id;
-    const changed = this.inventory.report(hb.report, this.now(), hb.shards);
+    const nowMs = this.now();
+    const before = this.inventory.get(nodeId);
+    const wasLive = before !== undefined && this.inventory.liveness(before, nowMs) === 'ready';
+    const changed = this.inventory.report(hb.report, nowMs, hb.shards);
     const touched = this.applyShardStatus(nodeId, hb);
-    const moved = this.downloads.report(nodeId, hb.shards, (id) => this.replicas.get(id), this.now());
+    const moved = this.downloads.report(nodeId, hb.shards, (id) => this.replicas.get(id), nowMs);
     if (moved.length) this.events.emit('downloads', moved);
-    if (changed || touched) this.notify();
-    const estimate = sourcesToEstimate(this.catalog.models);
+    // A node that joins or comes back, or a shard that changed state, moves traffic and
+    // placement now; a live node's new report only feeds the next plan (`notifyReport`).
+    if (touched || (changed && !wasLive)) this.notify();
+    else if (changed) this.passes.bounded();
+    const estimate = this.estimateSources();
     return { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
+  }
+
+  /** `sourcesToEstimate` of the catalog, worked out once per catalog rather than per heartbeat. */
+  private estimateSources(): string[] {
+    const models = this.catalog.models;
+    if (this.estimates?.models !== models) this.estimates = { models, sources: sourcesToEstimate(models) };
+    return this.estimates.sources;
   }
 
   /** The node's assignments now, with their version. */
