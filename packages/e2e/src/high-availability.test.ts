@@ -271,8 +271,9 @@ describePostgres('two instances on one PostgreSQL', () => {
     const pausedAt = Date.now();
     const took = await newLeaderAfter(b, pausedAt);
     console.log(`leader paused (SIGSTOP): B leads after ${took} ms`);
-    // Past the new leader's first passes, then the old one resumes.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Paused past --lost-after (6 s): the old leader's memory says both nodes went silent,
+    // so were it to act on it when it resumes, it would replace both replicas.
+    await new Promise((r) => setTimeout(r, Math.max(0, 7000 - (Date.now() - pausedAt))));
     a.child.kill('SIGCONT');
 
     const watchA = watchReplicas(a.adminUrl);
