@@ -79,6 +79,26 @@ describePostgres('InstanceRegistry on a real PostgreSQL', () => {
     }
   });
 
+  it('shows a new start time for an instance restarted under the same id (its predecessor was killed, its row left)', async () => {
+    const first = new InstanceRegistry({ pool, log, id: 'fixed', info: { version: '1.0.0', store: 'postgres' }, refreshEveryMs: 100 });
+    const again = new InstanceRegistry({ pool, log, id: 'fixed', info: { version: '1.0.0', store: 'postgres' }, refreshEveryMs: 100 });
+    await first.start();
+    try {
+      const before = (await first.list()).find((i) => i.id === 'fixed')!;
+      // As after a SIGKILL: no stop(), the row stays, and the restart registers under the same id.
+      await sleep(50);
+      await again.start();
+      const after = (await again.list()).filter((i) => i.id === 'fixed');
+      expect(after).toHaveLength(1);
+      expect(after[0]!.startedMs).toBeGreaterThan(before.startedMs);
+      await sleep(250); // its refreshes keep the new start
+      expect((await again.list()).find((i) => i.id === 'fixed')!.startedMs).toBe(after[0]!.startedMs);
+    } finally {
+      await Promise.all([first.stop(), again.stop()]);
+      await pool.query('DELETE FROM instances');
+    }
+  });
+
   it('does not list an instance that stopped refreshing (crashed) once 10 s of DB time have passed', async () => {
     const a = new InstanceRegistry({ pool, log, id: 'alive' });
     await a.start();

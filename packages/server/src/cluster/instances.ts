@@ -53,12 +53,19 @@ const FORGET_MS = 24 * 3600_000;
 
 /**
  * Insert or refresh this instance's row, whole: a row someone removed comes back at the
- * next refresh. `started_ms` is kept from the first insert.
+ * next refresh. `started_ms` is kept from the first insert of this process.
  */
 const UPSERT = `
 INSERT INTO instances (id, admin_url, client_url, started_ms, seen_ms, info)
 VALUES ($1, $2, $3, ${DB_MS}, ${DB_MS}, $4::jsonb)
 ON CONFLICT (id) DO UPDATE SET admin_url = excluded.admin_url, client_url = excluded.client_url, seen_ms = excluded.seen_ms, info = excluded.info`;
+
+/**
+ * The row at start: an instance restarted under the same --instance-id finds its dead
+ * predecessor's row, whose `started_ms` would make ctl status show the old start (and
+ * hide that it restarted).
+ */
+const REGISTER = `${UPSERT}, started_ms = excluded.started_ms`;
 
 const NOTIFY = "SELECT pg_notify('llmgw', 'instances')";
 
@@ -105,7 +112,7 @@ export class InstanceRegistry {
   /** Registers (throws when the database refuses: an instance that cannot register should not start), then refreshes. */
   async start(): Promise<void> {
     await this.pool.query(`DELETE FROM instances WHERE seen_ms < ${DB_MS} - $1`, [FORGET_MS]);
-    await this.write();
+    await this.write(REGISTER);
     await this.pool.query(NOTIFY);
     this.timer = setInterval(() => {
       this.refreshing ??= this.refresh().finally(() => (this.refreshing = undefined));
@@ -154,8 +161,8 @@ export class InstanceRegistry {
     }
   }
 
-  private write(): Promise<unknown> {
-    return this.pool.query(UPSERT, [this.id, this.adminUrl ?? null, this.clientUrl ?? null, JSON.stringify(this.info)]);
+  private write(sql = UPSERT): Promise<unknown> {
+    return this.pool.query(sql, [this.id, this.adminUrl ?? null, this.clientUrl ?? null, JSON.stringify(this.info)]);
   }
 
   private async refresh(): Promise<void> {
