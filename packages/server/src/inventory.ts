@@ -116,17 +116,20 @@ export class Inventory {
   /**
    * A node as another instance wrote it to the shared store: its admin state, and its
    * report when the database saw a heartbeat newer than the last one here (`seenAtMs`,
-   * on this clock). Returns true when something routing or placement reads changed.
+   * on this clock). `changed`: something routing or placement reads changed; `newer`:
+   * the row's heartbeat is newer than any this instance had (a pulled row can be older
+   * than a heartbeat that reached this instance since), so its shard statuses count.
    */
-  applyRemote(row: StoredNode, seenAtMs: number | undefined): boolean {
+  applyRemote(row: StoredNode, seenAtMs: number | undefined): { changed: boolean; newer: boolean } {
     const node = this.nodes.get(row.id);
     if (!node) {
       this.added({ id: row.id, admin: row.admin, ...(row.report ? { report: row.report } : {}), lastSeenMs: seenAtMs ?? 0, reported: seenAtMs !== undefined && row.report !== undefined, remote: true });
-      return true;
+      return { changed: true, newer: seenAtMs !== undefined };
     }
     let changed = !sameJson(node.admin, row.admin);
     node.admin = row.admin;
-    if (row.report && seenAtMs !== undefined && seenAtMs > node.lastSeenMs) {
+    const newer = row.report !== undefined && seenAtMs !== undefined && seenAtMs > node.lastSeenMs;
+    if (newer && row.report && seenAtMs !== undefined) {
       if (!sameJson(node.report, row.report)) changed = true;
       if (!node.reported) changed = true;
       node.report = row.report;
@@ -134,7 +137,7 @@ export class Inventory {
       node.reported = true;
       node.remote = true;
     }
-    return changed;
+    return { changed, newer };
   }
 
   /** Forgets nodes another instance deleted: those the store no longer has. */

@@ -91,4 +91,19 @@ describe('SharedController', () => {
     expect(i.ctl.routes(r.model)).toHaveLength(0);
     expect(i.writes).toEqual([]);
   });
+
+  it('a pulled row older than a heartbeat heard here since does not undo its shard statuses', async () => {
+    const i = instance();
+    const r = makeReplica({ id: 'r-1', state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] });
+    i.db.set(r.id, r);
+    await i.ctl.reloadReplicas();
+    const now = Date.now();
+    i.ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
+    // The database's row is from the heartbeat before (the batch was written, then pulled).
+    i.ctl.applyRemoteNode({ id: 'node-1', admin: { state: 'ready' }, report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'starting' }] }, now - 1000);
+    expect(i.ctl.routes(r.model)).toHaveLength(1);
+    // A newer one (the agent moved to another instance) counts.
+    i.ctl.applyRemoteNode({ id: 'node-1', admin: { state: 'ready' }, report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'failed', error: 'exit 1' }] }, Date.now() + 1000);
+    expect(i.ctl.routes(r.model)).toHaveLength(0);
+  });
 });

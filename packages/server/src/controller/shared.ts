@@ -137,9 +137,11 @@ export class SharedController extends Controller {
    * the database saw it, on this instance's clock.
    */
   applyRemoteNode(row: StoredNode, seenAtMs: number | undefined): void {
-    const changed = this.inventory.applyRemote(row, seenAtMs);
+    const { changed, newer } = this.inventory.applyRemote(row, seenAtMs);
     let touched = false;
-    if (row.report && row.shards && seenAtMs !== undefined) {
+    // Only a heartbeat newer than the last one here: a pulled row may be older than one
+    // that reached this instance directly since, and its shard statuses would undo it.
+    if (newer && row.report && row.shards) {
       const hb: Heartbeat = { report: row.report, shards: row.shards };
       this.lastShards.set(row.id, hb);
       touched = this.applyShardStatus(row.id, hb);
