@@ -77,6 +77,24 @@ describe('SharedController', () => {
     expect(i.writes).toEqual([]);
   });
 
+  it('a leader ignores a reload that read the database before its own write committed: the replica is not placed twice', async () => {
+    const i = instance();
+    beat(i.ctl);
+    i.lead({ holder: 'a', epoch: 3 });
+    await i.pass();
+    const placed = i.ctl.listReplicas().map((r) => r.id);
+    expect(placed).toHaveLength(1);
+    // A NOTIFY's reload whose read began before that write committed: it sees no replica.
+    const committed = new Map(i.db);
+    i.db.clear();
+    const late = i.ctl.reloadReplicas();
+    for (const [id, r] of committed) i.db.set(id, r);
+    await late;
+    await i.pass();
+    expect(i.ctl.listReplicas().map((r) => r.id)).toEqual(placed);
+    expect(i.writes).toHaveLength(1);
+  });
+
   it('a follower takes the replicas the leader wrote, with the shard statuses it has heard since', async () => {
     const i = instance();
     const r = makeReplica({ id: 'r-1', state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] });

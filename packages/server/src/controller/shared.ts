@@ -85,7 +85,7 @@ export class SharedController extends Controller {
         // replica twice.
         if (this.plannedEpoch !== fence.epoch) {
           try {
-            await this.reloadReplicas();
+            await this.readReplicas();
           } catch (err) {
             this.log.warn({ err: (err as Error).message }, `new leader could not read the replicas, so it does not plan yet: ${(err as Error).message}`);
             continue;
@@ -100,7 +100,7 @@ export class SharedController extends Controller {
             await this.store.writeReplicas(ids.flatMap((id) => this.replicas.get(id) ?? []), ids.filter((id) => !this.replicas.has(id)), fence);
           } catch (err) {
             this.log.warn({ err: (err as Error).message, replicas: ids.length }, `reconcile pass not written, so not acted on: ${(err as Error).message}`);
-            await this.reloadReplicas().catch(() => undefined);
+            await this.readReplicas().catch(() => undefined);
             continue;
           }
         }
@@ -124,6 +124,19 @@ export class SharedController extends Controller {
    */
   async reloadReplicas(): Promise<void> {
     const stored = await this.store.loadReplicas();
+    // A leader's memory is the database's (it alone writes replicas, and its passes read
+    // them at each new term): a read that began before its last write committed would
+    // undo that write here, and the next pass would place the replica again.
+    if (this.leadership.isLeader()) return;
+    this.install(stored);
+  }
+
+  /** The pass's own read, serialized with its writes. */
+  private async readReplicas(): Promise<void> {
+    this.install(await this.store.loadReplicas());
+  }
+
+  private install(stored: readonly StoredReplica[]): void {
     this.replicas.clear();
     for (const r of stored) this.replicas.set(r.id, frozen(withSpec({ ...r, apiKey: this.engineKey(r.id) }, this.catalog.models)));
     for (const [nodeId, hb] of this.lastShards) this.applyShardStatus(nodeId, hb, false);
