@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import type { Replica } from '../domain.js';
+import type { AdminState, Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
 import { Inventory } from '../inventory.js';
 import type { Fence } from '../store/store.js';
@@ -93,6 +93,15 @@ describe('SharedController', () => {
     await i.pass();
     expect(i.ctl.listReplicas().map((r) => r.id)).toEqual(placed);
     expect(i.writes).toHaveLength(1);
+  });
+
+  it('a wrong-shaped node row from the database fails the pass, not the process', async () => {
+    const i = instance();
+    beat(i.ctl);
+    i.lead({ holder: 'a', epoch: 3 });
+    // Hand-edited: UPDATE nodes SET admin = 'null'.
+    i.ctl.applyRemoteNode({ id: 'node-2', admin: null as unknown as AdminState }, Date.now());
+    await expect((i.ctl as unknown as { sharedPass(): Promise<void> }).sharedPass()).resolves.toBeUndefined();
   });
 
   it('a follower takes the replicas the leader wrote, with the shard statuses it has heard since', async () => {

@@ -112,6 +112,10 @@ export class SharedController extends Controller {
           this.log.info({ epoch: fence.epoch, actions: plan.actions.length }, `first reconcile pass as leader (epoch ${fence.epoch}): ${plan.actions.length} action(s)`);
         }
       } while (this.passAgain);
+    } catch (err) {
+      // Nothing here may end the process (the pass runs from a timer, unawaited): rows
+      // read from the database are input, and a wrong-shaped one must not crash it.
+      this.log.error({ err: (err as Error).message }, `reconcile pass failed: ${(err as Error).message}`);
     } finally {
       this.passing = false;
     }
