@@ -202,6 +202,11 @@ const program = new Command('llmgw-server')
     });
     const shutdown = async (signal: string) => {
       log.info({ signal }, 'llmgw-server stopping');
+      // What is still unwritten after 15 s (a database that stopped answering) is given up.
+      setTimeout(() => {
+        log.error('llmgw-server did not stop within 15 s (the store does not answer); exiting');
+        process.exit(1);
+      }, 15_000).unref();
       watcher?.close();
       await running?.close();
       process.exit(0);

@@ -5,6 +5,7 @@ import { DomainError } from '../errors.js';
 import { findBySecret, newSecret } from '../gateway/keys.js';
 import type { Store, StoredToken } from '../store/store.js';
 import { bearerToken, secretEquals } from './tokens.js';
+import { latestRead } from '../store/serial.js';
 
 /** Who a request on the admin listener comes from. `tokenId` is absent for the bootstrap admin token. */
 export interface Principal {
@@ -40,13 +41,15 @@ export class AccessTokens {
     return new AccessTokens(store, bootstrapAdmin, now, await store.loadTokens());
   }
 
-  /** Replaces what memory holds with the store's tokens (another instance created or revoked one). */
-  async reload(): Promise<void> {
-    const stored = await this.store.loadTokens();
-    this.byHash = new Map();
-    this.byId.clear();
-    for (const t of stored) this.remember(t);
-  }
+  /** Replaces what memory holds with the store's tokens (another instance created or revoked one); the newest read wins. */
+  readonly reload = latestRead(
+    () => this.store.loadTokens(),
+    (stored) => {
+      this.byHash = new Map();
+      this.byId.clear();
+      for (const t of stored) this.remember(t);
+    },
+  );
 
   private remember(t: StoredToken): void {
     const before = this.byId.get(t.id);

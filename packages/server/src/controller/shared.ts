@@ -2,6 +2,7 @@ import type { Heartbeat, HeartbeatReply } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Inventory } from '../inventory.js';
 import type { Fence, Store, StoredNode, StoredReplica } from '../store/store.js';
+import { latestRead } from '../store/serial.js';
 import { frozen, withSpec } from './apply.js';
 import { Controller, type CatalogView, type ControllerOptions } from './controller.js';
 
@@ -126,14 +127,16 @@ export class SharedController extends Controller {
    * this one's plan was refused), then applies the shard statuses heard since, which the
    * leader's records may not carry yet: a replica's state is derived from its reports.
    */
-  async reloadReplicas(): Promise<void> {
-    const stored = await this.store.loadReplicas();
-    // A leader's memory is the database's (it alone writes replicas, and its passes read
-    // them at each new term): a read that began before its last write committed would
-    // undo that write here, and the next pass would place the replica again.
-    if (this.leadership.isLeader()) return;
-    this.install(stored);
-  }
+  readonly reloadReplicas = latestRead(
+    () => this.store.loadReplicas(),
+    (stored) => {
+      // A leader's memory is the database's (it alone writes replicas, and its passes read
+      // them at each new term): a read that began before its last write committed would
+      // undo that write here, and the next pass would place the replica again.
+      if (this.leadership.isLeader()) return;
+      this.install(stored);
+    },
+  );
 
   /** The pass's own read, serialized with its writes. */
   private async readReplicas(): Promise<void> {

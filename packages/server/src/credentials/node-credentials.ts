@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DomainError } from '../errors.js';
 import type { Store, StoredCredential } from '../store/store.js';
+import { latestRead } from '../store/serial.js';
 
 /** How a credential is kept: its SHA-256 in hex, never the secret itself. */
 export function hashCredential(secret: string): string {
@@ -36,13 +37,15 @@ export class NodeCredentials {
     return new NodeCredentials(store, await store.loadCredentials());
   }
 
-  /** Replaces what memory holds with the store's credentials (another instance issued or forgot one). */
-  async reload(): Promise<void> {
-    const stored = await this.store.loadCredentials();
-    this.byHash.clear();
-    this.byNode.clear();
-    for (const c of stored) this.remember(c.nodeId, c.hash);
-  }
+  /** Replaces what memory holds with the store's credentials (another instance issued or forgot one); the newest read wins. */
+  readonly reload = latestRead(
+    () => this.store.loadCredentials(),
+    (stored) => {
+      this.byHash.clear();
+      this.byNode.clear();
+      for (const c of stored) this.remember(c.nodeId, c.hash);
+    },
+  );
 
   /** Whether the node has joined with a credential (a node from before issue 12 has not). */
   has(nodeId: string): boolean {

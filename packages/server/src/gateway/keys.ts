@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import { serialWrites } from '../store/serial.js';
+import { latestRead, serialWrites } from '../store/serial.js';
 import type { Store, StoredKey, StoredUsage, UsageDelta } from '../store/store.js';
 
 /** How a secret llmgw hands out (client key, admin-listener token) is stored: its SHA-256 only. */
@@ -75,10 +75,11 @@ export class KeyRing {
     return new KeyRing(store, now, { keys: await store.loadKeys(), usage: await store.loadUsage() });
   }
 
-  /** Replaces the keys in memory with the store's (another instance created or revoked one). */
-  async reloadKeys(): Promise<void> {
-    this.setKeys(await this.store.loadKeys());
-  }
+  /** Replaces the keys in memory with the store's (another instance created or revoked one); the newest read wins. */
+  readonly reloadKeys = latestRead(
+    () => this.store.loadKeys(),
+    (keys) => this.setKeys(keys),
+  );
 
   private setKeys(keys: readonly StoredKey[]): void {
     this.byHash = new Map(keys.map((k) => [k.hash, k]));

@@ -61,7 +61,10 @@ export class PostgresStore implements Store {
    */
   static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
     const { where, password } = describeUrl(url);
-    const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, connectionTimeoutMillis: 10_000, application_name: 'llmgw-server' });
+    // A database that stops answering (paused, packets dropped) must not hang a query, a
+    // renew or a shutdown forever: every statement here is short, so 5 s is a dead server,
+    // and TCP keepalive notices a connection that went silent while idle.
+    const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, connectionTimeoutMillis: 10_000, query_timeout: 5_000, keepAlive: true, application_name: 'llmgw-server' });
     // A pooled connection that dies while idle emits 'error' on the pool; without a
     // listener that would end the process. The next query gets a new connection.
     pool.on('error', (err) => opts.log?.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
@@ -88,6 +91,7 @@ export class PostgresStore implements Store {
   /** Runs `fn` in one transaction on one pooled connection: all of it commits, or none. */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
+    let failed: Error | undefined;
     try {
       await c.query('BEGIN');
       const out = await fn(c);
@@ -95,9 +99,11 @@ export class PostgresStore implements Store {
       return out;
     } catch (err) {
       await c.query('ROLLBACK').catch(() => {});
+      failed = err instanceof Error ? err : new Error(String(err));
       throw err;
     } finally {
-      c.release();
+      // A connection whose statement failed or timed out is closed, not reused.
+      c.release(failed);
     }
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { serialWrites } from './serial.js';
+import { latestRead, serialWrites } from './serial.js';
 
 describe('serialWrites', () => {
   it('writes one batch at a time, and what is queued during a write goes in the next batch', async () => {
@@ -56,5 +56,23 @@ describe('serialWrites', () => {
     queue.push(6);
     expect(await flush()).toBe(true);
     expect(written).toEqual([5, 6]);
+  });
+});
+
+describe('latestRead', () => {
+  it('installs only the newest read: an older one that finishes last is dropped', async () => {
+    const resolvers: ((v: string) => void)[] = [];
+    const installed: string[] = [];
+    const reload = latestRead(
+      () => new Promise<string>((r) => resolvers.push(r)),
+      (v) => installed.push(v),
+    );
+    const older = reload();
+    const newer = reload();
+    resolvers[1]!('after the revocation');
+    await newer;
+    resolvers[0]!('before the revocation');
+    await older;
+    expect(installed).toEqual(['after the revocation']);
   });
 });

@@ -34,3 +34,21 @@ export function serialWrites(hasWork: () => boolean, writeBatch: () => Promise<b
     return running;
   };
 }
+
+/**
+ * A reload from the store (on another instance's NOTIFY, or the periodic one) where
+ * only the newest read may be installed: two reads on two pooled connections can finish
+ * out of order, and the older one — begun before a commit — would bring back what that
+ * commit changed (a revoked key accepted again) until the next reload.
+ */
+export function latestRead<T>(load: () => Promise<T>, install: (value: T) => void): () => Promise<void> {
+  let started = 0;
+  let installed = 0;
+  return async () => {
+    const seq = ++started;
+    const value = await load();
+    if (seq < installed) return;
+    installed = seq;
+    install(value);
+  };
+}
