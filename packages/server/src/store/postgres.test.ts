@@ -71,6 +71,17 @@ describePostgres('PostgresStore', () => {
     expect(rows.map((r: { tablename: string }) => r.tablename)).toEqual(['customers', 'invoices']);
   });
 
+  it('reads a wrong-shaped node row as safe: no report or shards, and an unreadable admin state as cordoned', async () => {
+    const url = await database();
+    const store = await PostgresStore.open(url);
+    cleanup.push(() => store.close());
+    await store.saveNodeReports([{ id: 'n1', report: { node_id: 'n1', hostname: 'n1', mgmt_addr: '10.0.0.1', agent_version: 't', labels: {}, gpus: [], fabrics: [] }, lastSeenMs: 0, shards: [] }]);
+    await store.pool.query(`UPDATE nodes SET admin = 'null', report = '{"gpus": 7}', shards = '[{"state": 1}]'`);
+    const [n] = await store.loadNodes();
+    expect(n).toEqual({ id: 'n1', admin: { state: 'cordoned', reason: expect.stringMatching(/unreadable/) }, lastSeenMs: expect.any(Number) });
+    expect((await store.loadNodesChanged(0)).nodes).toEqual([n]);
+  });
+
   it('refuses a database from a newer server', async () => {
     const url = await database();
     await (await PostgresStore.open(url)).close();

@@ -1,13 +1,13 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { EventViewSchema, validate, type NodeReport, type ShardStatus } from '@llmgw/shared';
+import { EventViewSchema, validate } from '@llmgw/shared';
 import type { AdminState, Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
 import { StoreOpenError } from './open.js';
 import { connectError, describeUrl } from './pg-open.js';
 import { DB_MS, migratePostgres, PG_SCHEMA_VERSION } from './pg-schema.js';
 import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
-import { keyFromRow, type KeyRow } from './rows.js';
+import { keyFromRow, toNode, type KeyRow, type NodeRow } from './rows.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
 export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader' | 'join-token';
@@ -28,13 +28,6 @@ export interface PostgresOptions {
   poolSize?: number;
 }
 
-interface NodeRow {
-  id: string;
-  admin: AdminState;
-  report: NodeReport | null;
-  shards: ShardStatus[] | null;
-  last_seen_ms: string | null;
-}
 
 const NODE_COLUMNS = 'n.id, n.admin, n.report, n.shards, n.last_seen_ms';
 
@@ -374,16 +367,6 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     await this.pool.end();
   }
-}
-
-function toNode(r: NodeRow): StoredNode {
-  return {
-    id: r.id,
-    admin: r.admin,
-    ...(r.report ? { report: r.report } : {}),
-    ...(r.last_seen_ms != null ? { lastSeenMs: Number(r.last_seen_ms) } : {}),
-    ...(r.shards ? { shards: r.shards } : {}),
-  };
 }
 
 function oneLine(err: unknown, password?: string): string {

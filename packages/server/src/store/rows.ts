@@ -1,4 +1,6 @@
-import type { StoredKey } from './store.js';
+import { NodeAdminStates, NodeReportSchema, ShardStatusSchema, validate, type NodeReport, type ShardStatus } from '@llmgw/shared';
+import type { AdminState } from '../domain.js';
+import type { StoredKey, StoredNode } from './store.js';
 
 /** An `api_keys` row as both stores hold it (`models` already parsed from SQLite's JSON text). */
 export interface KeyRow {
@@ -29,3 +31,37 @@ export function keyFromRow(r: KeyRow): StoredKey {
     ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
   };
 }
+
+/** A `nodes` row of the PostgreSQL store. */
+export interface NodeRow {
+  id: string;
+  admin: AdminState;
+  report: NodeReport | null;
+  shards: ShardStatus[] | null;
+  last_seen_ms: string | null;
+}
+
+/**
+ * A node row as the rest of the server may trust it. Rows are read every half second on
+ * PostgreSQL, so one hand-edited or torn row must not stop planning for the whole fleet:
+ * a report or shard list that is not one is left out (the next heartbeat brings a good
+ * one), and an admin state that is not one reads as cordoned, saying why, rather than
+ * dropping the node (which would forget it).
+ */
+export function toNode(r: NodeRow): StoredNode {
+  const report = r.report && validate(NodeReportSchema, r.report).ok ? r.report : undefined;
+  const shards = Array.isArray(r.shards) && r.shards.every((s) => validate(ShardStatusSchema, s).ok) ? r.shards : undefined;
+  return {
+    id: r.id,
+    admin: isAdmin(r.admin) ? r.admin : { state: 'cordoned', reason: 'its admin state in the database was unreadable: set it again (ctl cordon or uncordon)' },
+    ...(report ? { report } : {}),
+    ...(r.last_seen_ms != null ? { lastSeenMs: Number(r.last_seen_ms) } : {}),
+    ...(shards ? { shards } : {}),
+  };
+}
+
+function isAdmin(v: unknown): v is AdminState {
+  const a = v as Partial<AdminState> | null;
+  return typeof a === 'object' && a !== null && (NodeAdminStates as readonly unknown[]).includes(a.state) && (a.reason === undefined || typeof a.reason === 'string') && (a.changedAt === undefined || typeof a.changedAt === 'string');
+}
+
