@@ -1,29 +1,13 @@
-import type { Logger } from 'pino';
-import type { AccessTokens } from '../api/access.js';
-import type { SharedController } from '../controller/shared.js';
-import type { NodeCredentials } from '../credentials/node-credentials.js';
-import type { EventLog } from '../events/event-log.js';
-import type { JoinToken } from '../credentials/join-token.js';
-import type { KeyRing } from '../gateway/keys.js';
 import { Notifications } from '../store/notify.js';
-import type { PostgresStore } from '../store/postgres.js';
 import { InstanceRegistry, type InstanceInfo } from './instances.js';
 import type { LeaderLease } from './lease.js';
 import { SharedLimits } from './limits.js';
-import { ClusterSync } from './sync.js';
+import { ClusterSync, type ClusterSyncOptions } from './sync.js';
 
-export interface ClusterParts {
-  store: PostgresStore;
+/** What ClusterSync keeps in step (its options, less what startCluster makes), and what the rest needs. */
+export interface ClusterParts extends Omit<ClusterSyncOptions, 'notifications' | 'pullEveryMs' | 'overlapMs' | 'fullEveryMs'> {
   databaseUrl: string;
   lease: LeaderLease;
-  controller: SharedController;
-  keys: KeyRing;
-  access: AccessTokens;
-  credentials: NodeCredentials;
-  events: EventLog;
-  /** The generated join token, which a rotation on another instance replaces here too; absent when LLMGW_JOIN_TOKEN sets it. */
-  joinToken?: JoinToken;
-  log: Logger;
   instanceId: string;
   adminUrl: string;
   clientUrl: string;
@@ -49,7 +33,7 @@ export interface RunningCluster {
  */
 export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
   const notifications = await Notifications.listen(p.databaseUrl, { log: p.log });
-  const sync = new ClusterSync({ store: p.store, notifications, controller: p.controller, keys: p.keys, access: p.access, credentials: p.credentials, events: p.events, log: p.log, ...(p.joinToken ? { joinToken: p.joinToken } : {}) });
+  const sync = new ClusterSync({ ...p, notifications });
   sync.start();
   await sync.pull();
   const limits = new SharedLimits({ pool: p.store.pool, log: p.log, instanceId: p.instanceId, source: () => p.keys.localCounts() });

@@ -17,6 +17,7 @@ export interface ClusterSyncOptions {
   access: AccessTokens;
   credentials: NodeCredentials;
   events: EventLog;
+  /** The generated join token, which a rotation on another instance replaces here too; absent when LLMGW_JOIN_TOKEN sets it. */
   joinToken?: JoinToken;
   log: Logger;
   /** How often the node rows other instances wrote are pulled (default 500 ms). */

@@ -123,9 +123,10 @@ export class SharedController extends Controller {
   }
 
   /**
-   * Replaces the replicas in memory with the store's (another instance is the leader, or
-   * this one's plan was refused), then applies the shard statuses heard since, which the
-   * leader's records may not carry yet: a replica's state is derived from its reports.
+   * On a follower, replaces the replicas in memory with the store's (the leader's NOTIFY,
+   * the periodic reload), then applies the shard statuses heard since, which the leader's
+   * records may not carry yet: a replica's state is derived from its reports. A leader's
+   * own passes read the replicas themselves (`readReplicas`).
    */
   readonly reloadReplicas = latestRead(
     () => this.store.loadReplicas(),
