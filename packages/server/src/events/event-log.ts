@@ -54,7 +54,8 @@ export class EventLog {
   private readonly pending: EventView[] = [];
   private readonly emitter = new EventEmitter();
   private nextId: number;
-  private syncing?: Promise<void>;
+  /** A read of other instances' events is asked for; one asked during a read runs after it. */
+  private syncAsked = false;
   /** Ids come from the store (PostgreSQL), not from this log. */
   private readonly shared: boolean;
   private readonly now: () => number;
@@ -87,26 +88,34 @@ export class EventLog {
     return new EventLog(store, opts, loaded);
   }
 
-  /** Reads the events other instances wrote since the newest one here (PostgreSQL). */
-  sync(): Promise<void> {
-    this.syncing ??= this.syncOnce().finally(() => (this.syncing = undefined));
-    return this.syncing;
+  /**
+   * Reads the events other instances wrote since the newest one here (PostgreSQL). One
+   * read at a time; a call while one runs (a NOTIFY for a commit it may have missed)
+   * reads again after it.
+   */
+  async sync(): Promise<void> {
+    this.syncAsked = true;
+    await this.readNew();
   }
 
-  private async syncOnce(): Promise<void> {
-    const after = this.events.at(-1)?.id ?? 0;
-    let fresh: EventView[];
-    try {
-      fresh = await this.store.loadEvents(this.maxRows, after);
-    } catch {
-      return; // The store counts its failures; the next write or NOTIFY reads again.
-    }
-    const added = fresh.filter((e) => e.id > (this.events.at(-1)?.id ?? 0));
-    if (!added.length) return;
-    this.events.push(...added);
-    this.prune();
-    this.emitter.emit('event');
-  }
+  private readonly readNew = serialWrites(
+    () => this.syncAsked,
+    async () => {
+      this.syncAsked = false;
+      let fresh: EventView[];
+      try {
+        fresh = await this.store.loadEvents(this.maxRows, this.events.at(-1)?.id ?? 0);
+      } catch {
+        return false; // The store counts its failures; the next write or NOTIFY reads again.
+      }
+      const added = fresh.filter((e) => e.id > (this.events.at(-1)?.id ?? 0));
+      if (!added.length) return true;
+      this.events.push(...added);
+      this.prune();
+      this.emitter.emit('event');
+      return true;
+    },
+  );
 
   /**
    * Records an event, wakes watchers, and writes it (and any the store refused before).
