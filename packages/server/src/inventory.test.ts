@@ -56,7 +56,7 @@ describe('Inventory.setAdmin on a node already in that state', () => {
 
 describe('Inventory on a shared store', () => {
   it('ages a node heard through the database only up to the last pull that worked, and one heard here by the clock', () => {
-    const inv = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 }, 0, [], { shared: {} });
+    const inv = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 }, 0, [], { shared: true });
     let pulledAt = 1000;
     inv.remoteHorizon = () => pulledAt;
     inv.applyRemote({ id: 'far', admin: { state: 'ready' }, report: makeReport({ node_id: 'far' }), shards: [] }, 1000);

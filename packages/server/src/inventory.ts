@@ -32,10 +32,10 @@ export interface InventoryOptions {
    * written, report and shard statuses, not only a changed report, because the others
    * judge liveness by the database's view and derive replica states from it.
    */
-  shared?: { batchMs?: number };
+  shared?: boolean;
   /**
    * How long a report to be written waits for others to share its transaction (default
-   * 250 ms; `shared.batchMs` where given): one write per batch, not one per heartbeat.
+   * 250 ms): one write per batch, not one per heartbeat.
    */
   batchMs?: number;
 }
@@ -108,7 +108,7 @@ export class Inventory {
       this.batchTimer ??= setTimeout(() => {
         this.batchTimer = undefined;
         void this.persistReports();
-      }, this.opts.shared?.batchMs ?? this.opts.batchMs ?? 250);
+      }, this.opts.batchMs ?? 250);
     }
     return changed || !wasLive;
   }

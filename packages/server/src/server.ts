@@ -183,7 +183,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const store = new GuardedStore(deps.store ?? pgStore ?? new SqliteStore(settings.dataDir), { log });
   const instanceId = settings.instanceId ?? newInstanceId();
   const lease = pgStore ? new LeaderLease({ pool: pgStore.pool, log, instanceId, ttlMs: (settings.leaderLeaseS ?? 2) * 1000 }) : undefined;
-  const inventory = await Inventory.load(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS }, Date.now(), lease ? { shared: {} } : {});
+  const inventory = await Inventory.load(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS }, Date.now(), lease ? { shared: true } : {});
   const controllerOpts = {
     reconcileIntervalMs: settings.reconcileIntervalS * 1000,
     failedBackoffMs: settings.failedBackoffS * 1000,
