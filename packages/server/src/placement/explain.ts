@@ -69,10 +69,17 @@ function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
   return view.quiet;
 }
 
-function detailFor(view: ProfileView, node: NodeSnapshot, out: Rejection[]): Detail {
-  const req = view.req;
-  const pool = req.shards > 1 ? poolOf(node) : node.pool;
-  return { profile: req.profile.name, pool, node: node.id, out, cat: NO_CATEGORY, plan: view.plan, check: -1 };
+/** A Detail pointed at no node yet: `pointAt` aims it at each node in turn. */
+function detailOf(view: ProfileView, out: Rejection[]): Detail {
+  return { profile: view.req.profile.name, pool: undefined, node: '', out, cat: NO_CATEGORY, plan: view.plan, check: -1 };
+}
+
+/** Aims `d` at `node`: one Detail serves a whole pass rather than one per node. */
+function pointAt(d: Detail, view: ProfileView, node: NodeSnapshot, out: Rejection[]): void {
+  d.pool = view.req.shards > 1 ? poolOf(node) : node.pool;
+  d.node = node.id;
+  d.out = out;
+  d.cat = NO_CATEGORY;
 }
 
 /** The static failures' reasons, once per view and then only for nodes gone stale. */
@@ -81,10 +88,11 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
   const known = view.fixed;
   if (known !== undefined) {
     // Stale positions index the nodes, and a node's slot indexes `counts`.
+    const d = detailOf(view, []);
     for (const pos of known.stale) {
       const was = known.cat[pos]!;
       known.counts[was] = known.counts[was]! - 1;
-      const cat = explainNode(fleet, view, pos, (known.byNode[pos] = []));
+      const cat = explainNode(fleet, view, pos, (known.byNode[pos] = []), d);
       known.cat[pos] = cat;
       known.counts[cat] = known.counts[cat]! + 1;
     }
@@ -95,12 +103,13 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
   const cat = new Int32Array(nodes.length);
   const counts = new Array<number>(view.plan.cats.length).fill(0);
   const pools = new Set<string>();
+  const d = detailOf(view, []);
   for (let i = 0; i < nodes.length; i++) {
     const node = nodes[i];
     if (node === undefined) continue;
     if (view.req.shards > 1) pools.add(poolOf(node));
     if (view.candAt[i]! >= 0) continue;
-    const slot = explainNode(fleet, view, i, (byNode[i] = []));
+    const slot = explainNode(fleet, view, i, (byNode[i] = []), d);
     cat[i] = slot;
     // A summary slot indexes `counts`.
     counts[slot] = counts[slot]! + 1;
@@ -109,11 +118,10 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
   return view.fixed;
 }
 
-/** Records the reasons node `pos` fails; returns its summary slot. */
-function explainNode(fleet: Fleet, view: ProfileView, pos: number, out: Rejection[]): number {
+/** Records the reasons node `pos` fails in `out`, through `d`; returns its summary slot. */
+function explainNode(fleet: Fleet, view: ProfileView, pos: number, out: Rejection[], d: Detail): number {
   const node = fleet.nodes[pos]!; // callers pass positions of the fleet's nodes
-  // One Detail per view, pointed at each node in turn: fixedOf explains every node.
-  const d = detailFor(view, node, out);
+  pointAt(d, view, node, out);
   evaluate(node, fleet.usage[pos], view, d);
   return d.cat;
 }
@@ -139,7 +147,7 @@ export function explainProfile(
   const poolFit = new Map<string, number>(fixed.pools.map((p) => [p, 0]));
   let fit = 0;
   const fitting = new Set<number>();
-  const d: Detail = { profile: req.profile.name, pool: undefined, node: '', out: rejections, cat: NO_CATEGORY, plan: view.plan, check: -1 };
+  const d = detailOf(view, rejections);
   // Node order: the static failures' rejections between candidates are copied as they are.
   let next = 0;
   const copyUpTo = (end: number): void => {
@@ -158,12 +166,7 @@ export function explainProfile(
     // again. Only a failing node is evaluated, for its reasons.
     const c = view.candAt[i] ?? -1;
     const fits = c >= 0 && fitsNow(view, c);
-    if (!fits) {
-      // One Detail for the pass, pointed at each failing node in turn.
-      d.pool = sharded ? poolOf(node) : node.pool;
-      d.node = node.id;
-      d.cat = NO_CATEGORY;
-    }
+    if (!fits) pointAt(d, view, node, rejections);
     if (fits || evaluate(node, fleet.usage[i], view, d)) {
       fit++;
       fitting.add(i);

@@ -1,6 +1,6 @@
 import type { Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
-import { DYNAMIC, GPU_COLUMN, MEMORY_COLUMN, planFor, type Plan } from './checks.js';
+import { DYNAMIC, GPU_COLUMN, MEMORY_COLUMN, planFor, type DynamicCheck, type Plan } from './checks.js';
 import { poolOf, requirementOf, type Requirement } from './requirement.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
@@ -13,6 +13,17 @@ import { addReservation, indexReservations, type NodeUsage, type ReservationInde
  * remembered, not skipped.
  */
 
+/** Positions in `ProfileView.needs`. */
+export const NEED_MEM = 0;
+export const NEED_PACK = 1;
+
+/** What is left of one resource, per candidate: see `DynamicCheck.column`. */
+export type Column = Int32Array | Float64Array;
+
+function columnFor(check: DynamicCheck, n: number): Column {
+  return check.column === 'count' ? new Int32Array(n) : new Float64Array(n);
+}
+
 /** Static verdicts of one profile over a fleet, worked out once. */
 export interface ProfileView {
   req: Requirement;
@@ -20,22 +31,22 @@ export interface ProfileView {
   /** Positions of the nodes that pass the static checks; grouped by pool when sharded. */
   cand: Int32Array;
   /** Per dynamic check (DYNAMIC order), per candidate: what is left; kept current by `reserve`. */
-  cols: Float64Array[];
-  /** The columns of the dynamic checks that apply, and what each needs (plan.tested, plan.needs). */
-  tests: Float64Array[];
-  needs: Float64Array;
+  cols: Column[];
   /**
-   * The first two tests, for the hot loops: most profiles test one or two columns
-   * (memory, GPUs). A missing one is a column of zeros needing 0, which every candidate
-   * passes, so the loops test both without a branch on whether they exist.
+   * The GPU and memory columns, which every decision tests and ranks by (select.ts), and
+   * what the profile needs of each (`needs[NEED_MEM]`, `needs[NEED_PACK]`): -Infinity
+   * when its check does not apply, which every candidate passes, so the hot loop tests
+   * both without a branch on whether they apply. The needs sit in a typed array, not in
+   * number fields, so the loop always reads them as doubles: a field holding a small
+   * integer for one profile and -Infinity for another changes how V8 stores it, and V8
+   * then throws away the loop's optimised code.
    */
-  test0: Float64Array;
-  need0: number;
-  test1: Float64Array;
-  need1: number;
-  /** The GPU and memory columns, which rank candidates (select.ts). */
-  pack: Float64Array;
+  pack: Int32Array;
   mem: Float64Array;
+  needs: Float64Array;
+  /** The columns of any other dynamic check that applies, and what each needs. */
+  extra: Column[];
+  extraNeeds: Float64Array;
   /** Sharded: candidates of pool p are cand[poolStart[p]] .. cand[poolStart[p + 1] - 1]. */
   poolStart: Int32Array;
   poolName: string[];
@@ -97,9 +108,15 @@ export interface Fleet {
   readonly views: Map<Profile, ProfileView>;
   positions: Map<string, number> | undefined;
   /** By position, the rank of the node id among all ids: the tie-break without string compares. */
-  idRank: Int32Array | undefined;
+  idRank: Int32Array;
   decisions: number;
 }
+
+/**
+ * `idRank` until the ids are ranked: empty, rather than undefined, so the field holds
+ * one type for the fleet's life and code optimised before the ranking stays valid after.
+ */
+export const UNRANKED = new Int32Array(0);
 
 /** Prepares `nodes` and the reservations already on them for a series of decisions. */
 export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Iterable<Reservation> = []): Fleet {
@@ -117,7 +134,7 @@ export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Itera
       for (const [model, count] of u.models) countsOf(modelCount, model, n)[i] = count;
     }
   }
-  return { nodes, index, usage, modelCount, views: new Map(), positions: undefined, idRank: undefined, decisions: 0 };
+  return { nodes, index, usage, modelCount, views: new Map(), positions: undefined, idRank: UNRANKED, decisions: 0 };
 }
 
 /** Ranks node ids once, so ties between identical machines compare two integers. */
@@ -128,6 +145,14 @@ export function rankIds(nodes: readonly NodeSnapshot[]): Int32Array {
   const rank = new Int32Array(nodes.length);
   order.forEach((pos, r) => (rank[pos] = r));
   return rank;
+}
+
+/**
+ * Shards of `model` by position, created (all zero) on first ask: a decision reads one
+ * typed array whether or not the model has replicas yet, so the pick loop sees one type.
+ */
+export function modelCounts(fleet: Fleet, model: string): Int32Array {
+  return countsOf(fleet.modelCount, model, fleet.nodes.length);
 }
 
 function countsOf(modelCount: Map<string, Int32Array>, model: string, n: number): Int32Array {
@@ -189,7 +214,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const n = nodes.length;
   const candAt = new Int32Array(n);
   let positions = new Int32Array(n);
-  let cols = DYNAMIC.map(() => new Float64Array(n));
+  let cols = DYNAMIC.map((check) => columnFor(check, n));
   let count = 0;
   next: for (let i = 0; i < n; i++) {
     candAt[i] = -1;
@@ -227,7 +252,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
       else list.push(c);
     }
     const grouped = new Int32Array(count);
-    const groupedCols = cols.map(() => new Float64Array(count));
+    const groupedCols = DYNAMIC.map((check) => columnFor(check, count));
     let k = 0;
     for (const [name, list] of byPool) {
       poolName.push(name);
@@ -242,23 +267,27 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     positions = grouped;
     cols = groupedCols;
   }
-  const tests = Array.from(tested, (k) => cols[k]!);
-  const none = new Float64Array(count);
+  // Every view has a column per DYNAMIC check, these two among them, of the kinds their
+  // checks declare.
+  const pack = cols[GPU_COLUMN];
+  const mem = cols[MEMORY_COLUMN];
+  if (!(pack instanceof Int32Array) || !(mem instanceof Float64Array)) throw new Error('placement: the GPU column must count, the memory column hold amounts');
+  const needOf = (k: number): number => {
+    const t = tested.indexOf(k);
+    return t < 0 ? -Infinity : needs[t]!; // `needs` has one entry per `tested`
+  };
+  const others = Array.from(tested.keys()).filter((t) => tested[t] !== GPU_COLUMN && tested[t] !== MEMORY_COLUMN);
   const view: ProfileView = {
     req,
     plan,
     cand: positions,
     inOrder,
     cols,
-    tests,
-    needs,
-    test0: tests[0] ?? none,
-    need0: needs[0] ?? 0,
-    test1: tests[1] ?? none,
-    need1: needs[1] ?? 0,
-    // Every view has a column per DYNAMIC check, these two among them.
-    pack: cols[GPU_COLUMN]!,
-    mem: cols[MEMORY_COLUMN]!,
+    pack,
+    mem,
+    needs: Float64Array.of(needOf(MEMORY_COLUMN), needOf(GPU_COLUMN)),
+    extra: others.map((t) => cols[tested[t]!]!),
+    extraNeeds: Float64Array.from(others, (t) => needs[t]!),
     poolStart: Int32Array.from(poolStart),
     poolName,
     candAt,

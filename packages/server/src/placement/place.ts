@@ -2,7 +2,7 @@ import type { Model } from '@llmgw/shared';
 import type { NodeSnapshot, Placement, PlacementNote, PlacementOutcome, PlannedShard, Rejection, Reservation } from '../snapshot.js';
 import { fileDigestOf } from '../files/sources.js';
 import { explainProfile, nodeNotes } from './explain.js';
-import { prepareFleet, rankIds, reserve, viewOf, type Fleet } from './fleet.js';
+import { modelCounts, prepareFleet, rankIds, reserve, viewOf, type Fleet } from './fleet.js';
 import { reservationsFor } from './reservations.js';
 import { chooseGpus, pickSingle, type Context } from './select.js';
 import { pickSharded } from './sharded.js';
@@ -65,7 +65,7 @@ export function placeOnFleet(fleet: Fleet, model: Model, options: PlaceOptions =
   // Ranking the ids costs a sort: worth it from the second decision over a fleet on.
   if (fleet.decisions++ === 1) fleet.idRank = rankIds(fleet.nodes);
   const ctx: Context = {
-    counts: fleet.modelCount.get(model.name),
+    counts: modelCounts(fleet, model.name),
     existing: toMap(options.existingOnNode),
     avoid: options.avoidNodes && options.avoidNodes.length > 0 ? new Set(options.avoidNodes) : undefined,
   };

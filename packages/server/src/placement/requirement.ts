@@ -1,4 +1,4 @@
-import { gbToMb } from '@llmgw/shared';
+import { formatGb, gbToMb } from '@llmgw/shared';
 import type { GpuReport, Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementProfile } from '../snapshot.js';
 
@@ -22,6 +22,13 @@ export interface Requirement {
   memEstimated: boolean;
   selKeys: string[];
   selVals: string[];
+  /** `key=value` per selector entry, as reasons write it: built once, not per node. */
+  selPairs: string[];
+  /** The memory need as a reason says it (`24`, or `about 24 GiB (estimated from the GGUF)`). */
+  needMemText: string;
+  /** The catalog's GPU classes as reasons say them: `H100 or A100`, and the list `H100,A100`. */
+  classesText: string;
+  classesList: string;
   shards: number;
   /** Only checked when shards > 1: one node needs no interconnect. */
   fabric: string | undefined;
@@ -33,6 +40,8 @@ export function requirementOf(profile: Profile): Requirement {
   const selKeys = selector.map(([k]) => k);
   const selVals = selector.map(([, v]) => v);
   const gpus = profile.gpus ?? 0;
+  const needMemMb = profile.min_memory_gb ? gbToMb(profile.min_memory_gb) : 0;
+  const memEstimated = (profile as PlacementProfile).memory_estimated === true;
   const shards = profile.shards ?? 1;
   const classes =
     gpus > 0 && profile.gpu_class !== undefined && profile.gpu_class.length > 0
@@ -44,10 +53,14 @@ export function requirementOf(profile: Profile): Requirement {
     classes: classes?.map((c) => c.toLowerCase()),
     classCache: new Map(),
     needGpuMb: gpus > 0 && profile.min_gpu_memory_gb ? gbToMb(profile.min_gpu_memory_gb) : 0,
-    needMemMb: profile.min_memory_gb ? gbToMb(profile.min_memory_gb) : 0,
-    memEstimated: (profile as PlacementProfile).memory_estimated === true,
+    needMemMb,
+    memEstimated,
     selKeys,
     selVals,
+    selPairs: selector.map(([k, v]) => `${k}=${v}`),
+    needMemText: memEstimated ? `about ${formatGb(needMemMb)} GiB (estimated from the GGUF)` : formatGb(needMemMb),
+    classesText: (profile.gpu_class ?? []).join(' or '),
+    classesList: (profile.gpu_class ?? []).join(','),
     shards,
     fabric: shards > 1 ? profile.fabric : undefined,
   };

@@ -1,6 +1,6 @@
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot } from '../snapshot.js';
-import type { Fleet, ProfileView } from './fleet.js';
+import { NEED_MEM, NEED_PACK, type Column, type Fleet, type ProfileView } from './fleet.js';
 import { serves } from './requirement.js';
 
 /**
@@ -70,10 +70,15 @@ export function cachedKey(node: NodeSnapshot, file: string | undefined): number 
 
 /** True when candidate `c` passes the view's dynamic checks: no allocation, no strings. */
 export function fitsNow(view: ProfileView, c: number): boolean {
-  // `c` is a candidate index, in range of every column; `needs` has one entry per test.
-  if (view.test0[c]! < view.need0 || view.test1[c]! < view.need1) return false;
-  const { tests, needs } = view;
-  for (let k = 2; k < tests.length; k++) if (tests[k]![c]! < needs[k]!) return false;
+  // `c` is a candidate index, in range of every column; `needs` has its two entries.
+  const { mem, pack, needs, extra } = view;
+  return mem[c]! >= needs[NEED_MEM]! && pack[c]! >= needs[NEED_PACK]! && (extra.length === 0 || extraFit(extra, view.extraNeeds, c));
+}
+
+/** The dynamic checks other than GPUs and memory (a view's `extra`), on candidate `c`. */
+function extraFit(extra: Column[], extraNeeds: Float64Array, c: number): boolean {
+  // `extraNeeds` has one entry per extra column, and `c` is in range of each.
+  for (let k = 0; k < extra.length; k++) if (extra[k]![c]! < extraNeeds[k]!) return false;
   return true;
 }
 
@@ -111,15 +116,60 @@ export interface Found {
  * locals; the order is exactly `before`'s.
  */
 export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found {
-  const { cand, tests, needs } = view;
-  // Every column has one entry per candidate (cand.length); GPU_COLUMN and MEMORY_COLUMN
-  // are columns of every view; `needs` has one entry per test; cand[c] indexes `nodes`,
-  // and `counts`/`idRank` have one entry per node. The `!`s below rest on these.
-  const packs = view.pack;
-  const mems = view.mem;
-  const nTests = tests.length;
   const { nodes, idRank } = fleet;
   const { avoid, existing, counts, file } = ctx;
+  const { cand, pack, mem } = view;
+  const best = bestFit(cand, mem, pack, view.needs, view.extra, view.extraNeeds, nodes, idRank, avoid, existing, counts, file);
+  const fit = FIT[0]!;
+  if (best < 0) return { fit, chosen: undefined, pool: undefined };
+  // `best` is a candidate index: in range of the view's arrays, and cand[best] of `nodes`.
+  const pos = cand[best]!;
+  const node = nodes[pos]!;
+  const chosen: Candidate = {
+    pos,
+    c: best,
+    node,
+    avoid: avoid !== undefined && avoid.has(node.id) ? 1 : 0,
+    existing: existing !== undefined ? existing.get(node.id) ?? 0 : counts !== undefined ? counts[pos]! : 0,
+    pack: pack[best]!,
+    mem: mem[best]!,
+    cached: file === undefined ? 0 : cachedKey(node, file),
+  };
+  return { fit, chosen: [chosen], pool: node.pool };
+}
+
+/** `bestFit`'s second result, the fitting candidates counted: the loop allocates nothing. */
+const FIT = new Int32Array(1);
+
+/**
+ * The loop of `pickSingle`: the index of the best fitting candidate (-1 when none), the
+ * count in FIT[0]. Everything it reads comes in as an argument rather than as a field of
+ * the fleet, view or context, and every figure from a typed array: V8 throws away
+ * optimised code that read a field whose type changes (the fleet's `idRank` once ranked,
+ * say) or that was handed a number stored differently than before (a small integer one
+ * call, a double the next), and on Node 20 that has been seen to leave this loop in
+ * unoptimised code for dozens of decisions, doubling their cost. An argument's type is
+ * checked once per call instead.
+ */
+function bestFit(
+  cand: Int32Array,
+  mems: Float64Array,
+  packs: Int32Array,
+  needs: Float64Array,
+  extra: Column[],
+  extraNeeds: Float64Array,
+  nodes: readonly NodeSnapshot[],
+  idRank: Int32Array,
+  avoid: ReadonlySet<string> | undefined,
+  existing: ReadonlyMap<string, number> | undefined,
+  counts: Int32Array | undefined,
+  file: string | undefined,
+): number {
+  // Every column has one entry per candidate (cand.length); cand[c] indexes `nodes`, and
+  // `counts`/`idRank` have one entry per node. The `!`s below rest on these.
+  const nExtra = extra.length;
+  const needMem = needs[NEED_MEM]!;
+  const needPack = needs[NEED_PACK]!;
   let fit = 0;
   let best = -1;
   let bAvoid = 0;
@@ -127,15 +177,12 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
   let bPack = 0;
   let bMem = 0;
   let bCached = 0;
-  // The first two tests are read from locals, not through the array of columns, since
-  // this loop runs for every node per decision.
-  const { test0: t0, need0: n0, test1: t1, need1: n1 } = view;
-  next: for (let c = 0; c < cand.length; c++) {
-    if (t0[c]! < n0 || t1[c]! < n1) continue;
-    for (let k = 2; k < nTests; k++) if (tests[k]![c]! < needs[k]!) continue next;
-    const pos = cand[c]!;
+  for (let c = 0; c < cand.length; c++) {
+    // The two columns every decision tests are also the ranking keys: one load each.
     const mem = mems[c]!;
     const pack = packs[c]!;
+    if (mem < needMem || pack < needPack || (nExtra !== 0 && !extraFit(extra, extraNeeds, c))) continue;
+    const pos = cand[c]!;
     fit++;
     // The node object is read only when a rule needs its id: loading one per candidate
     // is a cache miss per node on a large fleet.
@@ -153,7 +200,7 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
         if (mem > bMem) continue;
       } else if (k !== bCached) {
         if (k > bCached) continue;
-      } else if (idRank !== undefined ? idRank[pos]! > idRank[cand[best]!]! : !(nodes[pos]!.id < nodes[cand[best]!]!.id)) {
+      } else if (idRank.length !== 0 ? idRank[pos]! > idRank[cand[best]!]! : !(nodes[pos]!.id < nodes[cand[best]!]!.id)) {
         continue;
       }
     }
@@ -164,11 +211,8 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
     bMem = mem;
     bCached = k;
   }
-  if (best < 0) return { fit, chosen: undefined, pool: undefined };
-  const bestPos = cand[best]!;
-  const winner = nodes[bestPos]!;
-  const chosen = { pos: bestPos, c: best, node: winner, avoid: bAvoid, existing: bExisting, pack: bPack, mem: bMem, cached: bCached };
-  return { fit, chosen: [chosen], pool: winner.pool };
+  FIT[0] = fit;
+  return best;
 }
 
 /** Lowest indices first: deterministic, and what an operator reading nvidia-smi expects. */
