@@ -3,7 +3,9 @@ import { performance } from 'node:perf_hooks';
 import { place, placeMany, reservationsFor, type PlacementRequest } from '../src/placement/index.js';
 import type { NodeSnapshot, Reservation } from '../src/snapshot.js';
 import { makeGpu, makeH100Node, makeNode, makeRtx4090Node } from '../test/factories.js';
-import { alternate, loadBaseline, rng, type PlacementApi, type Side } from './baseline.js';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { buildSide, cpuSamples, importSide, minMedian, rng, type Side } from './baseline.js';
 
 /**
  * Placement benchmark (`pnpm bench`; prints figures, asserts nothing), in the manner of
@@ -28,10 +30,17 @@ import { alternate, loadBaseline, rng, type PlacementApi, type Side } from './ba
  * Goals (issue 3): ≥ 5,000 placements/s at 5,000 nodes on one core, explain ≤ 50 ms.
  *
  * Then the same run against a baseline: placement as it was at `--baseline=REV` (default
- * HEAD, i.e. what the working tree changes; `none` to skip), built and imported beside
- * this tree's, the two alternating over 5,000 nodes, CPU time per call (min and median of
- * 40 samples each). Separate runs on a shared machine differ by more than most changes;
- * the ratio of the same run is the figure to quote.
+ * HEAD, i.e. what the working tree changes; `none` to skip) and as it is in this tree,
+ * each built the same way into a file of its own, each run in fresh processes that
+ * alternate (`--processes=N` per side, default 4), over 5,000 nodes: every process warms
+ * up with the same calls, then takes CPU time per call (min and median of its samples).
+ * The table gives, per side, the median over its processes of those figures, and the
+ * baseline run again in processes of its own ("baseline again"): how far two runs of
+ * the same code land apart here, the noise any ratio is to be read against. Separate
+ * runs on a shared machine differ by more than most changes; the ratios of the same run
+ * are the figures to quote. One process per run, not both sides in one: in one process
+ * the side measured second inherits the first one's heap and V8's allocation-site
+ * decisions, which moved explain by 2x either way.
  */
 
 /** An element of the non-empty `xs`, drawn with one call of `r`. */
@@ -195,6 +204,38 @@ function table(head: string[], rows: string[][]): string {
   return [line(head), `|${w.map((x, i) => (i === 0 ? ':' : '') + '-'.repeat(x + 1) + (i === 0 ? '' : ':')).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
+/** `--name=value` from the command line. */
+function arg(name: string): string | undefined {
+  return process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
+/** What one comparison process measures: explain and placeMany over 5,000 nodes. */
+interface Measured {
+  explain: Side;
+  many: Side;
+}
+
+/**
+ * A comparison process (`--child=FILE`): imports one side's build, warms up with the same
+ * calls as every other side, measures, prints its figures as JSON, and exits.
+ */
+async function child(file: string): Promise<Measured> {
+  const api = await importSide(file);
+  const nodes = fleet(5000);
+  const reqs = requests(REPLICAS);
+  const explain = () => void api.place({ model: unplaceable, nodes, reservations: [] });
+  const many = () => void api.placeMany({ nodes, reservations: [], requests: reqs });
+  cpuSamples(explain, 20);
+  cpuSamples(many, 5);
+  return { explain: minMedian(cpuSamples(explain, 60)), many: minMedian(cpuSamples(many, 20)) };
+}
+
+const childFile = arg('child');
+if (childFile !== undefined) {
+  process.stdout.write(JSON.stringify(await child(childFile)));
+  process.exit(0);
+}
+
 // Warm the JIT on a small fleet so the first size is not measured cold.
 run(200);
 
@@ -208,27 +249,47 @@ console.log(
   ),
 );
 
-const baselineRev = process.argv.find((a) => a.startsWith('--baseline='))?.slice('--baseline='.length) ?? 'HEAD';
+const baselineRev = arg('baseline') ?? 'HEAD';
 if (baselineRev !== 'none') {
-  const base = await loadBaseline(baselineRev);
-  if (typeof base === 'string') console.log(`\n${base}`);
+  const base = await buildSide(baselineRev, 'baseline');
+  const tree = await buildSide('tree', 'tree');
+  if ('error' in base) console.log(`\n${base.error}`);
+  else if ('error' in tree) console.log(`\n${tree.error}`);
   else {
-    const nodes = fleet(5000);
-    const reqs = requests(REPLICAS);
-    const current: PlacementApi = { place, placeMany };
-    const explain = (api: PlacementApi) => () => void api.place({ model: unplaceable, nodes, reservations: [] });
-    const many = (api: PlacementApi) => () => void api.placeMany({ nodes, reservations: [], requests: reqs });
-    const row = (what: string, [b, c]: [Side, Side]): string[] => [
-      what,
-      `${b.min.toFixed(2)} / ${b.median.toFixed(2)}`,
-      `${c.min.toFixed(2)} / ${c.median.toFixed(2)}`,
-      `${(c.min / b.min).toFixed(2)} / ${(c.median / b.median).toFixed(2)}`,
+    const processes = Math.max(1, Number(arg('processes') ?? 4));
+    const sides = [
+      { name: 'baseline', file: base.file, runs: [] as Measured[] },
+      { name: 'this tree', file: tree.file, runs: [] as Measured[] },
+      { name: 'baseline again', file: base.file, runs: [] as Measured[] },
     ];
-    const rows = [
-      row('explain, 5,000 nodes', alternate(explain(base), explain(current), 40, 5)),
-      row(`placeMany, ${REPLICAS} replicas`, alternate(many(base), many(current), 40, 1)),
-    ];
-    console.log(`\nsame run against ${baselineRev}: alternating, CPU ms per call, min / median of 40 samples each`);
-    console.log(table(['5,000 nodes', `${baselineRev} ms`, 'this tree ms', 'this / baseline'], rows));
+    const self = fileURLToPath(import.meta.url);
+    for (let i = 0; i < processes; i++) {
+      // The order flips every round, so neither side always runs on a warmer machine.
+      for (const side of i % 2 === 0 ? sides : sides.slice().reverse()) {
+        const out = execFileSync(process.execPath, [self, `--child=${side.file}`], { encoding: 'utf8', maxBuffer: 1 << 20 });
+        side.runs.push(JSON.parse(out) as Measured);
+      }
+    }
+    const mid = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+    const of = (runs: Measured[], what: keyof Measured): Side => ({
+      min: mid(runs.map((r) => r[what].min)),
+      median: mid(runs.map((r) => r[what].median)),
+    });
+    const pair = (x: Side): string => `${x.min.toFixed(2)} / ${x.median.toFixed(2)}`;
+    const ratio = (x: Side, y: Side): string => `${(x.min / y.min).toFixed(2)} / ${(x.median / y.median).toFixed(2)}`;
+    const [b, c, again] = sides.map((side) => side.runs);
+    const row = (label: string, what: keyof Measured): string[] => {
+      const [bs, cs, as] = [of(b ?? [], what), of(c ?? [], what), of(again ?? [], what)];
+      return [label, pair(bs), pair(cs), ratio(cs, bs), ratio(as, bs)];
+    };
+    console.log(
+      `\nsame run against ${baselineRev}: CPU ms per call, min / median, each the median of ${processes} fresh processes per side, alternating`,
+    );
+    console.log(
+      table(
+        ['5,000 nodes', `${baselineRev} ms`, 'this tree ms', 'this / baseline', 'baseline again / baseline (noise)'],
+        [row('explain, one model nothing fits', 'explain'), row(`placeMany, ${REPLICAS} replicas`, 'many')],
+      ),
+    );
   }
 }
