@@ -59,8 +59,8 @@ interface Declared {
 /** Reservations cannot change its verdict. */
 export interface StaticCheck extends Declared {
   static: true;
-  /** No allocation: run on every node once per profile. */
-  fits(node: NodeSnapshot, req: Requirement): boolean;
+  /** No allocation: run on every node once per profile; read out of the check per view. */
+  fits: (node: NodeSnapshot, req: Requirement) => boolean;
 }
 
 /** A resource reservations hold: a node fits while what is left covers the need. */
@@ -69,7 +69,8 @@ export interface DynamicCheck extends Declared {
   /**
    * What its column holds: `count`, whole numbers (GPUs), kept in an Int32Array; or
    * `amount`, any figure including Infinity for unknown (memory), in a Float64Array.
-   * The hot loop reads integers faster than doubles, so a check that counts says so.
+   * The hot loop reads integers faster than doubles, so a check that counts says so
+   * (the GPU and memory columns are fields of the view, typed to match: fleet.ts).
    */
   column: 'count' | 'amount';
   need(req: Requirement): number;
@@ -278,8 +279,13 @@ const gpus: DynamicCheck = {
   },
   left(node, usage, req) {
     const held = usage === undefined || usage.gpuUuids.size === 0 ? undefined : usage.gpuUuids;
+    const list = node.gpus;
     let n = 0;
-    for (const g of node.gpus) if (serves(req, g) && !(held !== undefined && held.has(g.uuid as string))) n++;
+    // Indexed, not for…of: this runs for every GPU of every node once per profile view.
+    for (let i = 0; i < list.length; i++) {
+      const g = list[i]!;
+      if (serves(req, g) && !(held !== undefined && held.has(g.uuid as string))) n++;
+    }
     return n;
   },
   explain: explainGpus,
@@ -350,9 +356,14 @@ export const CHECKS: readonly Check[] = [liveness, admin, labels, commandEngine,
 
 /** The dynamic checks: one column each in a prepared fleet's profile views. */
 export const DYNAMIC: readonly DynamicCheck[] = CHECKS.filter((c): c is DynamicCheck => !c.static);
-/** Columns the selection rule ranks by (see select.ts). */
-export const GPU_COLUMN = DYNAMIC.indexOf(gpus);
-export const MEMORY_COLUMN = DYNAMIC.indexOf(memory);
+/**
+ * The two dynamic checks every profile view keeps a column for, applying or not: the
+ * selection rule ranks by them (see select.ts). The others keep one only where they apply.
+ */
+export const GPU_CHECK: DynamicCheck = gpus;
+export const MEMORY_CHECK: DynamicCheck = memory;
+/** The dynamic checks other than those two, in table order. */
+export const OTHER_DYNAMIC: readonly DynamicCheck[] = DYNAMIC.filter((c) => c !== gpus && c !== memory);
 
 /** The table compiled for one requirement: what the fast path and explain iterate. */
 export interface Plan {
@@ -363,9 +374,6 @@ export interface Plan {
   noting: Check[];
   /** Per applying check, what its `need` says (0 for a static check): read per node when explaining. */
   need: Float64Array;
-  /** Columns (indices into DYNAMIC) of the dynamic checks that apply, and what each needs. */
-  tested: Int32Array;
-  needs: Float64Array;
   /** Summary categories of the applying checks, most telling first. */
   cats: Category[];
   /** Per applying check, its categories' positions in `cats`. */
@@ -381,14 +389,11 @@ export function planFor(req: Requirement): Plan {
   const slots = checks.map((c) => new Int32Array(c.categories(req).length));
   // l.i indexes `checks`, l.local that check's categories.
   listed.forEach((l, slot) => (slots[l.i]![l.local] = slot));
-  const tested = DYNAMIC.flatMap((c, k) => (c.applies(req) ? [k] : []));
   return {
     checks,
     statics: checks.filter((c): c is StaticCheck => c.static),
     noting: checks.filter((c) => c.notes !== undefined),
     need: Float64Array.from(checks, (c) => (c.static ? 0 : c.need(req))),
-    tested: Int32Array.from(tested),
-    needs: Float64Array.from(tested, (k) => DYNAMIC[k]!.need(req)),
     cats: listed.map((l) => l.cat),
     slots,
   };

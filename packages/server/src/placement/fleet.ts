@@ -1,6 +1,6 @@
 import type { Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
-import { DYNAMIC, GPU_COLUMN, MEMORY_COLUMN, planFor, type DynamicCheck, type Plan } from './checks.js';
+import { GPU_CHECK, MEMORY_CHECK, OTHER_DYNAMIC, planFor, type DynamicCheck, type Plan } from './checks.js';
 import { poolOf, requirementOf, type Requirement } from './requirement.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
@@ -30,21 +30,23 @@ export interface ProfileView {
   plan: Plan;
   /** Positions of the nodes that pass the static checks; grouped by pool when sharded. */
   cand: Int32Array;
-  /** Per dynamic check (DYNAMIC order), per candidate: what is left; kept current by `reserve`. */
-  cols: Column[];
   /**
-   * The GPU and memory columns, which every decision tests and ranks by (select.ts), and
-   * what the profile needs of each (`needs[NEED_MEM]`, `needs[NEED_PACK]`): -Infinity
-   * when its check does not apply, which every candidate passes, so the hot loop tests
-   * both without a branch on whether they apply. The needs sit in a typed array, not in
-   * number fields, so the loop always reads them as doubles: a field holding a small
-   * integer for one profile and -Infinity for another changes how V8 stores it, and V8
-   * then throws away the loop's optimised code.
+   * Per candidate, what is left of GPUs and of memory, kept current by `reserve`: every
+   * decision tests and ranks by these two (select.ts), applying or not. What the profile
+   * needs of each (`needs[NEED_MEM]`, `needs[NEED_PACK]`) is -Infinity when its check does
+   * not apply, which every candidate passes, so the hot loop tests both without a branch
+   * on whether they apply. The needs sit in a typed array, not in number fields, so the
+   * loop always reads them as doubles: a field holding a small integer for one profile
+   * and -Infinity for another changes how V8 stores it, and V8 then throws away the
+   * loop's optimised code. The two columns are fields of their own, not entries of one
+   * list, for the same reason: a list holding an Int32Array and a Float64Array made every
+   * access to it polymorphic, and V8 deoptimised the view's build over and over.
    */
   pack: Int32Array;
   mem: Float64Array;
   needs: Float64Array;
-  /** The columns of any other dynamic check that applies, and what each needs. */
+  /** The other dynamic checks that apply (OTHER_DYNAMIC order), their columns and needs. */
+  extraChecks: DynamicCheck[];
   extra: Column[];
   extraNeeds: Float64Array;
   /** Sharded: candidates of pool p are cand[poolStart[p]] .. cand[poolStart[p + 1] - 1]. */
@@ -182,8 +184,9 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
       continue;
     }
     // `pos` comes from `positions`, so it indexes the nodes and every by-position array;
-    // a view has one column per DYNAMIC check, and `c` is one of its candidates.
-    // The columns are lowered first: `taken` compares with the usage before `r`.
+    // `c` is a candidate of the view, so it indexes each of its columns, and `extra` has
+    // one column per `extraChecks`. The columns are lowered first: `taken` compares with
+    // the usage before `r`.
     const node = fleet.nodes[pos]!;
     const before = fleet.usage[pos];
     for (const view of fleet.views.values()) {
@@ -192,10 +195,11 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
         view.fixed?.stale.push(pos);
         continue;
       }
-      for (let k = 0; k < DYNAMIC.length; k++) {
-        const less = DYNAMIC[k]!.taken(node, r, before, view.req);
-        if (less !== 0) view.cols[k]![c] = view.cols[k]![c]! - less;
-      }
+      const req = view.req;
+      view.mem[c] = view.mem[c]! - MEMORY_CHECK.taken(node, r, before, req);
+      view.pack[c] = view.pack[c]! - GPU_CHECK.taken(node, r, before, req);
+      const { extraChecks, extra } = view;
+      for (let k = 0; k < extraChecks.length; k++) extra[k]![c] = extra[k]![c]! - extraChecks[k]!.taken(node, r, before, req);
     }
     fleet.usage[pos] = addReservation(fleet.index, r);
     const counts = countsOf(fleet.modelCount, r.model, fleet.nodes.length);
@@ -209,35 +213,53 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   if (known !== undefined) return known;
   const req = requirementOf(profile);
   const plan = planFor(req);
-  const { statics, tested, needs } = plan;
+  // The static checks' `fits`, read out once: the checks are objects of different shapes,
+  // and reading `fits` off each per node was a megamorphic load that V8 does not inline.
+  const statics = plan.statics.map((check) => check.fits);
   const nodes = fleet.nodes;
   const n = nodes.length;
+  const needOf = (check: DynamicCheck): number => (check.applies(req) ? check.need(req) : -Infinity);
+  const needMem = needOf(MEMORY_CHECK);
+  const needPack = needOf(GPU_CHECK);
+  const extraChecks = OTHER_DYNAMIC.filter((check) => check.applies(req));
+  const extraNeeds = Float64Array.from(extraChecks, (check) => check.need(req));
   const candAt = new Int32Array(n);
   let positions = new Int32Array(n);
-  let cols = DYNAMIC.map((check) => columnFor(check, n));
+  let pack = new Int32Array(n);
+  let mem = new Float64Array(n);
+  let extra = extraChecks.map((check) => columnFor(check, n));
   let count = 0;
+  // A dynamic check a node fails with nothing reserved, it fails for good: the node is no
+  // candidate. What is left with reservations is never more than with none, so the whole
+  // capacity is worked out only for a check the node fails now. Each check is tested as
+  // soon as its figure is known, so a node short of memory is not walked GPU by GPU.
   next: for (let i = 0; i < n; i++) {
     candAt[i] = -1;
     const node = nodes[i];
     if (node === undefined) continue;
-    // `cols` and `whole` have one entry per DYNAMIC check, `tested` holds indices into
-    // them and `needs` one entry per `tested`: the `!`s below are in range.
-    for (let s = 0; s < statics.length; s++) if (!statics[s]!.fits(node, req)) continue next;
+    for (let s = 0; s < statics.length; s++) if (!statics[s]!(node, req)) continue next;
     const u = fleet.usage[i];
-    for (let k = 0; k < DYNAMIC.length; k++) cols[k]![count] = DYNAMIC[k]!.left(node, u, req);
-    // A dynamic check the node fails with nothing reserved, it fails for good. What is
-    // left with reservations is never more than with none, so the whole capacity is
-    // worked out only for a check the node fails now.
-    for (let t = 0; t < tested.length; t++) {
-      const k = tested[t]!;
-      if (cols[k]![count]! >= needs[t]!) continue;
-      if (u === undefined || DYNAMIC[k]!.left(node, undefined, req) < needs[t]!) continue next;
+    const m = MEMORY_CHECK.left(node, u, req);
+    if (m < needMem && (u === undefined || MEMORY_CHECK.left(node, undefined, req) < needMem)) continue;
+    const g = GPU_CHECK.left(node, u, req);
+    if (g < needPack && (u === undefined || GPU_CHECK.left(node, undefined, req) < needPack)) continue;
+    // `extra` and `extraNeeds` have one entry per `extraChecks`; a value written for a node
+    // that then fails is overwritten by the next candidate.
+    for (let k = 0; k < extraChecks.length; k++) {
+      const check = extraChecks[k]!;
+      const left = check.left(node, u, req);
+      if (left < extraNeeds[k]! && (u === undefined || check.left(node, undefined, req) < extraNeeds[k]!)) continue next;
+      extra[k]![count] = left;
     }
+    mem[count] = m;
+    pack[count] = g;
     candAt[i] = count;
     positions[count++] = i;
   }
   positions = positions.slice(0, count);
-  cols = cols.map((col) => col.slice(0, count));
+  pack = pack.slice(0, count);
+  mem = mem.slice(0, count);
+  extra = extra.map((col) => col.slice(0, count));
   const inOrder = positions;
   const poolStart: number[] = [0];
   const poolName: string[] = [];
@@ -252,42 +274,38 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
       else list.push(c);
     }
     const grouped = new Int32Array(count);
-    const groupedCols = DYNAMIC.map((check) => columnFor(check, count));
+    const groupedPack = new Int32Array(count);
+    const groupedMem = new Float64Array(count);
+    const groupedExtra = extraChecks.map((check) => columnFor(check, count));
     let k = 0;
     for (const [name, list] of byPool) {
       poolName.push(name);
       for (const c of list) {
         const pos = positions[c]!;
         grouped[k] = pos;
-        for (let d = 0; d < cols.length; d++) groupedCols[d]![k] = cols[d]![c]!;
+        groupedPack[k] = pack[c]!;
+        groupedMem[k] = mem[c]!;
+        for (let d = 0; d < extra.length; d++) groupedExtra[d]![k] = extra[d]![c]!;
         candAt[pos] = k++;
       }
       poolStart.push(k);
     }
     positions = grouped;
-    cols = groupedCols;
+    pack = groupedPack;
+    mem = groupedMem;
+    extra = groupedExtra;
   }
-  // Every view has a column per DYNAMIC check, these two among them, of the kinds their
-  // checks declare.
-  const pack = cols[GPU_COLUMN];
-  const mem = cols[MEMORY_COLUMN];
-  if (!(pack instanceof Int32Array) || !(mem instanceof Float64Array)) throw new Error('placement: the GPU column must count, the memory column hold amounts');
-  const needOf = (k: number): number => {
-    const t = tested.indexOf(k);
-    return t < 0 ? -Infinity : needs[t]!; // `needs` has one entry per `tested`
-  };
-  const others = Array.from(tested.keys()).filter((t) => tested[t] !== GPU_COLUMN && tested[t] !== MEMORY_COLUMN);
   const view: ProfileView = {
     req,
     plan,
     cand: positions,
     inOrder,
-    cols,
     pack,
     mem,
-    needs: Float64Array.of(needOf(MEMORY_COLUMN), needOf(GPU_COLUMN)),
-    extra: others.map((t) => cols[tested[t]!]!),
-    extraNeeds: Float64Array.from(others, (t) => needs[t]!),
+    needs: Float64Array.of(needMem, needPack),
+    extraChecks,
+    extra,
+    extraNeeds,
     poolStart: Int32Array.from(poolStart),
     poolName,
     candAt,

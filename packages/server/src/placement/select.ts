@@ -76,30 +76,9 @@ export function fitsNow(view: ProfileView, c: number): boolean {
 }
 
 /** The dynamic checks other than GPUs and memory (a view's `extra`), on candidate `c`. */
-function extraFit(extra: Column[], extraNeeds: Float64Array, c: number): boolean {
+export function extraFit(extra: Column[], extraNeeds: Float64Array, c: number): boolean {
   // `extraNeeds` has one entry per extra column, and `c` is in range of each.
   for (let k = 0; k < extra.length; k++) if (extra[k]![c]! < extraNeeds[k]!) return false;
-  return true;
-}
-
-/**
- * The dynamic checks on candidate `c` of `view`; on a fit, fills `out` with its ranking
- * keys. The same verdict as the explanation for a node that passed the static checks.
- */
-export function dynamicFit(fleet: Fleet, view: ProfileView, c: number, ctx: Context, out: Candidate): boolean {
-  if (!fitsNow(view, c)) return false;
-  // `c` indexes the view's candidate arrays; `cand` holds positions into `fleet.nodes`.
-  const pos = view.cand[c]!;
-  const node = fleet.nodes[pos]!;
-  out.pos = pos;
-  out.c = c;
-  out.node = node;
-  out.avoid = ctx.avoid !== undefined && ctx.avoid.has(node.id) ? 1 : 0;
-  out.existing =
-    ctx.existing !== undefined ? ctx.existing.get(node.id) ?? 0 : ctx.counts === undefined ? 0 : ctx.counts[pos]!;
-  out.pack = view.pack[c]!;
-  out.mem = view.mem[c]!;
-  out.cached = cachedKey(node, ctx.file);
   return true;
 }
 
