@@ -4,14 +4,17 @@
 // beside every ratio. Both servers are pinned to core 0 when taskset exists, as in
 // gateway.bench.mjs; only one side is under load at a time.
 //
-//   node bench/gateway-baseline.mjs --baseline=DIR [--tree=DIR] [--rounds=N]
+//   node bench/gateway-baseline.mjs --baseline=DIR [--tree=DIR] [--rounds=N] [--routing=POLICY]
 //   LLMGW_BENCH_BASELINE=DIR pnpm bench     (the same, as part of every benchmark)
 //
 // --baseline is a built checkout of the revision to compare with, made once:
 //   git worktree add --detach ../llmgw-base REV && (cd ../llmgw-base && pnpm install && pnpm build)
 // --tree (default: this checkout, built) is the other side, to compare two revisions.
 // Each side is driven through its own bench/lib.mjs, so it starts the way it started
-// then; the load (gateway-load.mjs) is this checkout's for both.
+// then; the load (gateway-load.mjs) is this checkout's for both. --routing puts
+// `routing: POLICY` in the tree's catalog only (a baseline from before `routing:` would
+// refuse it): `least-loaded` compares the same policy with an old build, the default
+// compares what each build does out of the box.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -37,11 +40,13 @@ const tree = await libOf(treeDir);
 // gateways may differ.
 const testEngine = path.join(here.root, 'packages', 'test-engine', 'dist', 'main.js');
 const engine = `["${process.execPath}", "${testEngine}", --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"]`;
-const catalog = `models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
+const routing = arg('routing');
+const catalog = (withRouting) =>
+  `models:\n  - name: echo\n    source: t\n${withRouting && routing ? `    routing: ${routing}\n` : ''}    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
 
 /** One side's fleet: its gateway and its replica's engine direct, as undici pools. */
-async function side(name, lib) {
-  const f = await lib.fleet(catalog, { core: 0 });
+async function side(name, lib, withRouting) {
+  const f = await lib.fleet(catalog(withRouting), { core: 0 });
   const r = f.replicas[0];
   return {
     name,
@@ -63,8 +68,8 @@ async function round(s) {
 
 let sides = [];
 try {
-  const b = await side('baseline', base);
-  const t = await side('this tree', tree);
+  const b = await side('baseline', base, false);
+  const t = await side('this tree', tree, true);
   sides = [b, t, { ...b, name: 'baseline again', runs: [] }];
   // A round per server that is not counted: its JIT warms on every path measured.
   for (const s of [b, t]) await round(s);
@@ -86,7 +91,7 @@ try {
     (of(ts, k) / of(bs, k)).toFixed(2),
     (of(as, k) / of(bs, k)).toFixed(2),
   ]);
-  console.log(`\ngateway of ${path.resolve(treeDir)} against ${path.resolve(dir)}, same run: median of ${rounds} alternating rounds per side, small chat completions on the test engine\n`);
+  console.log(`\ngateway of ${path.resolve(treeDir)} against ${path.resolve(dir)}, same run: median of ${rounds} alternating rounds per side, small chat completions on the test engine${routing ? `, this tree with routing: ${routing}` : ''}\n`);
   console.log(here.table(['measure', 'baseline', 'this tree', 'this / baseline', 'baseline again / baseline (noise)'], rows));
 } finally {
   await Promise.all(sides.slice(0, 2).flatMap((s) => [s.gateway.close(), s.direct.close()]));
