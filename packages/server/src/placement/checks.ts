@@ -354,16 +354,12 @@ function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requ
 /** Every check, in the order a node's reasons are listed. */
 export const CHECKS: readonly Check[] = [liveness, admin, labels, commandEngine, fabric, cpuCores, memory, gpus];
 
-/** The dynamic checks: one column each in a prepared fleet's profile views. */
-export const DYNAMIC: readonly DynamicCheck[] = CHECKS.filter((c): c is DynamicCheck => !c.static);
 /**
  * The two dynamic checks every profile view keeps a column for, applying or not: the
- * selection rule ranks by them (see select.ts). The others keep one only where they apply.
+ * selection rule ranks by them (see select.ts). Any other keeps one where it applies.
  */
 export const GPU_CHECK: DynamicCheck = gpus;
 export const MEMORY_CHECK: DynamicCheck = memory;
-/** The dynamic checks other than those two, in table order. */
-export const OTHER_DYNAMIC: readonly DynamicCheck[] = DYNAMIC.filter((c) => c !== gpus && c !== memory);
 
 /** The table compiled for one requirement: what the fast path and explain iterate. */
 export interface Plan {
@@ -374,15 +370,17 @@ export interface Plan {
   noting: Check[];
   /** Per applying check, what its `need` says (0 for a static check): read per node when explaining. */
   need: Float64Array;
+  /** The applying dynamic checks other than GPU_CHECK and MEMORY_CHECK, in table order. */
+  extra: DynamicCheck[];
   /** Summary categories of the applying checks, most telling first. */
   cats: Category[];
   /** Per applying check, its categories' positions in `cats`. */
   slots: Int32Array[];
 }
 
-/** Compiles the table for `req`; once per profile per prepared fleet. */
-export function planFor(req: Requirement): Plan {
-  const checks = CHECKS.filter((c) => c.applies(req));
+/** Compiles `table` (CHECKS unless a test brings its own) for `req`; once per profile per prepared fleet. */
+export function planFor(req: Requirement, table: readonly Check[] = CHECKS): Plan {
+  const checks = table.filter((c) => c.applies(req));
   const listed = checks.flatMap((c, i) => c.categories(req).map((cat, local) => ({ cat, i, local })));
   // Stable: equal ranks (a selector's labels) keep their order.
   listed.sort((a, b) => a.cat.rank - b.cat.rank);
@@ -394,6 +392,7 @@ export function planFor(req: Requirement): Plan {
     statics: checks.filter((c): c is StaticCheck => c.static),
     noting: checks.filter((c) => c.notes !== undefined),
     need: Float64Array.from(checks, (c) => (c.static ? 0 : c.need(req))),
+    extra: checks.filter((c): c is DynamicCheck => !c.static && c !== gpus && c !== memory),
     cats: listed.map((l) => l.cat),
     slots,
   };

@@ -1,6 +1,6 @@
 import type { Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
-import { GPU_CHECK, MEMORY_CHECK, OTHER_DYNAMIC, planFor, type DynamicCheck, type Plan } from './checks.js';
+import { CHECKS, GPU_CHECK, MEMORY_CHECK, planFor, type Check, type DynamicCheck, type Plan } from './checks.js';
 import { poolOf, requirementOf, type Requirement } from './requirement.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
@@ -45,7 +45,7 @@ export interface ProfileView {
   pack: Int32Array;
   mem: Float64Array;
   needs: Float64Array;
-  /** The other dynamic checks that apply (OTHER_DYNAMIC order), their columns and needs. */
+  /** The other dynamic checks that apply (`plan.extra`), their columns and needs. */
   extraChecks: DynamicCheck[];
   extra: Column[];
   extraNeeds: Float64Array;
@@ -101,6 +101,8 @@ export interface FixedExplanation {
  */
 export interface Fleet {
   readonly nodes: readonly NodeSnapshot[];
+  /** The checks its decisions run: CHECKS, or a test's own table. */
+  readonly checks: readonly Check[];
   readonly index: ReservationIndex;
   /** By position, the same objects as `index`. */
   readonly usage: (NodeUsage | undefined)[];
@@ -120,8 +122,11 @@ export interface Fleet {
  */
 export const UNRANKED = new Int32Array(0);
 
-/** Prepares `nodes` and the reservations already on them for a series of decisions. */
-export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Iterable<Reservation> = []): Fleet {
+/**
+ * Prepares `nodes` and the reservations already on them for a series of decisions, under
+ * the checks table `checks` (a test may bring its own, for a kind of check CHECKS lacks).
+ */
+export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Iterable<Reservation> = [], checks: readonly Check[] = CHECKS): Fleet {
   const n = nodes.length;
   const index = indexReservations(reservations);
   const usage = new Array<NodeUsage | undefined>(n).fill(undefined);
@@ -136,7 +141,7 @@ export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Itera
       for (const [model, count] of u.models) countsOf(modelCount, model, n)[i] = count;
     }
   }
-  return { nodes, index, usage, modelCount, views: new Map(), positions: undefined, idRank: UNRANKED, decisions: 0 };
+  return { nodes, checks, index, usage, modelCount, views: new Map(), positions: undefined, idRank: UNRANKED, decisions: 0 };
 }
 
 /** Ranks node ids once, so ties between identical machines compare two integers. */
@@ -212,7 +217,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const known = fleet.views.get(profile);
   if (known !== undefined) return known;
   const req = requirementOf(profile);
-  const plan = planFor(req);
+  const plan = planFor(req, fleet.checks);
   // The static checks' `fits`, read out once: the checks are objects of different shapes,
   // and reading `fits` off each per node was a megamorphic load that V8 does not inline.
   const statics = plan.statics.map((check) => check.fits);
@@ -221,7 +226,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const needOf = (check: DynamicCheck): number => (check.applies(req) ? check.need(req) : -Infinity);
   const needMem = needOf(MEMORY_CHECK);
   const needPack = needOf(GPU_CHECK);
-  const extraChecks = OTHER_DYNAMIC.filter((check) => check.applies(req));
+  const extraChecks = plan.extra;
   const extraNeeds = Float64Array.from(extraChecks, (check) => check.need(req));
   const candAt = new Int32Array(n);
   let positions = new Int32Array(n);
