@@ -59,7 +59,7 @@ interface Declared {
 /** Reservations cannot change its verdict. */
 export interface StaticCheck extends Declared {
   static: true;
-  /** No allocation: run on every node once per profile; read out of the check per view. */
+  /** No allocation, no `this` (read out of the check once per view): run on every node once per profile. */
   fits: (node: NodeSnapshot, req: Requirement) => boolean;
 }
 
@@ -70,7 +70,7 @@ export interface DynamicCheck extends Declared {
    * What its column holds: `count`, whole numbers (GPUs), kept in an Int32Array; or
    * `amount`, any figure including Infinity for unknown (memory), in a Float64Array.
    * The hot loop reads integers faster than doubles, so a check that counts says so
-   * (the GPU and memory columns are fields of the view, typed to match: fleet.ts).
+   * (the GPU and memory columns are fields of the view, typed to match: fleet.ts checks).
    */
   column: 'count' | 'amount';
   need(req: Requirement): number;

@@ -17,6 +17,10 @@ import { addReservation, indexReservations, type NodeUsage, type ReservationInde
 export const NEED_MEM = 0;
 export const NEED_PACK = 1;
 
+// The views hold these two columns as an Int32Array and a Float64Array whatever the
+// checks declare: a change to either declaration must change the views too.
+if (GPU_CHECK.column !== 'count' || MEMORY_CHECK.column !== 'amount') throw new Error('placement: the GPU column must count and the memory column hold amounts (fleet.ts)');
+
 /** What is left of one resource, per candidate: see `DynamicCheck.column`. */
 export type Column = Int32Array | Float64Array;
 
@@ -223,7 +227,9 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const statics = plan.statics.map((check) => check.fits);
   const nodes = fleet.nodes;
   const n = nodes.length;
-  const needOf = (check: DynamicCheck): number => (check.applies(req) ? check.need(req) : -Infinity);
+  // -Infinity for a check the plan leaves out: not applying, or not in the fleet's table,
+  // so the pick loops never test what the explanation would not explain.
+  const needOf = (check: DynamicCheck): number => (plan.checks.includes(check) ? check.need(req) : -Infinity);
   const needMem = needOf(MEMORY_CHECK);
   const needPack = needOf(GPU_CHECK);
   const extraChecks = plan.extra;
