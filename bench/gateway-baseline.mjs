@@ -22,15 +22,27 @@ import * as here from './lib.mjs';
 import { measure } from './gateway-load.mjs';
 
 const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const dir = arg('baseline') ?? process.env.LLMGW_BENCH_BASELINE;
+const fromFlag = arg('baseline');
+const dir = fromFlag ?? process.env.LLMGW_BENCH_BASELINE;
 const treeDir = arg('tree') ?? here.root;
-const built = (d) => fs.existsSync(path.join(d, 'bench', 'lib.mjs')) && fs.existsSync(path.join(d, 'packages', 'server', 'dist'));
-if (dir === undefined || !built(dir) || !built(treeDir)) {
-  console.log(`gateway-baseline: skipped, ${dir === undefined ? 'it needs --baseline=DIR (or LLMGW_BENCH_BASELINE)' : `${built(dir) ? treeDir : dir} is not a built checkout`}. To make one of revision REV:`);
-  console.log('  git worktree add --detach ../llmgw-base REV && (cd ../llmgw-base && pnpm install && pnpm build)');
-  process.exit(dir === undefined ? 0 : 2);
+const rounds = Number(arg('rounds') ?? 6);
+const built = (d) => d !== '' && fs.existsSync(path.join(d, 'bench', 'lib.mjs')) && fs.existsSync(path.join(d, 'packages', 'server', 'dist'));
+const refused =
+  dir === undefined
+    ? 'it needs --baseline=DIR (or LLMGW_BENCH_BASELINE)'
+    : !built(dir) || !built(treeDir)
+      ? `${built(dir) ? treeDir : dir || '(empty)'} is not a built checkout`
+      : !Number.isInteger(rounds) || rounds < 2
+        ? `--rounds must be a whole number of at least 2, not ${arg('rounds')}`
+        : undefined;
+if (refused !== undefined) {
+  const checkout = !refused.startsWith('--rounds');
+  console.log(`gateway-baseline: skipped, ${refused}.${checkout ? ' To make a built checkout of revision REV:' : ''}`);
+  if (checkout) console.log('  git worktree add --detach ../llmgw-base REV && (cd ../llmgw-base && pnpm install && pnpm build)');
+  // A wrong flag is an error; without a baseline, or with a wrong one in the environment,
+  // `pnpm bench` goes on to the next benchmark.
+  process.exit(fromFlag !== undefined || arg('rounds') !== undefined ? 2 : 0);
 }
-const rounds = Math.max(2, Number(arg('rounds') ?? 6));
 const libOf = (d) => import(pathToFileURL(path.resolve(d, 'bench', 'lib.mjs')).href);
 const base = await libOf(dir);
 const tree = await libOf(treeDir);
@@ -77,8 +89,19 @@ try {
     // The order flips every round, so neither side always follows the other.
     for (const s of i % 2 === 0 ? sides : sides.slice().reverse()) s.runs.push(await round(s));
   }
-  const mid = (xs) => xs.slice().sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-  const of = (s, k) => mid(s.runs.map((r) => r[k]));
+  const median = (xs) => {
+    const sorted = xs.slice().sort((x, y) => x - y);
+    const h = sorted.length >> 1;
+    return sorted.length % 2 === 1 ? sorted[h] : (sorted[h - 1] + sorted[h]) / 2;
+  };
+  const of = (s, k) => {
+    const m = median(s.runs.map((r) => r[k]));
+    // NaN when /proc could not be read for the server's CPU time.
+    if (!Number.isFinite(m)) throw new Error(`${s.name}: no figure for ${k} (is /proc readable?)`);
+    return m;
+  };
+  // An added latency near zero makes a ratio meaningless: say so rather than print one.
+  const ratio = (x, y) => (y > 0 && x >= 0 ? (x / y).toFixed(2) : 'n/a');
   const [bs, ts, as] = sides;
   const rows = [
     ['gateway CPU per request, c=64 (µs)', 'perReq', 0],
@@ -88,8 +111,8 @@ try {
     label,
     of(bs, k).toFixed(digits),
     of(ts, k).toFixed(digits),
-    (of(ts, k) / of(bs, k)).toFixed(2),
-    (of(as, k) / of(bs, k)).toFixed(2),
+    ratio(of(ts, k), of(bs, k)),
+    ratio(of(as, k), of(bs, k)),
   ]);
   console.log(`\ngateway of ${path.resolve(treeDir)} against ${path.resolve(dir)}, same run: median of ${rounds} alternating rounds per side, small chat completions on the test engine${routing ? `, this tree with routing: ${routing}` : ''}\n`);
   console.log(here.table(['measure', 'baseline', 'this tree', 'this / baseline', 'baseline again / baseline (noise)'], rows));
