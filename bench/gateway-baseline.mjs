@@ -8,7 +8,7 @@
 //   LLMGW_BENCH_BASELINE=DIR pnpm bench     (the same, as part of every benchmark)
 //
 // --baseline is a built checkout of the revision to compare with, made once:
-//   git worktree add --detach ../llmgw-base REV && (cd ../llmgw-base && pnpm install && pnpm build)
+//   git worktree add --detach /tmp/llmgw-base REV && (cd /tmp/llmgw-base && pnpm install && pnpm build)
 // --tree (default: this checkout, built) is the other side, to compare two revisions.
 // Each side is driven through its own bench/lib.mjs, so it starts the way it started
 // then; the load (gateway-load.mjs) is this checkout's for both. --routing puts
@@ -38,7 +38,7 @@ const refused =
 if (refused !== undefined) {
   const checkout = !refused.startsWith('--rounds');
   console.log(`gateway-baseline: skipped, ${refused}.${checkout ? ' To make a built checkout of revision REV:' : ''}`);
-  if (checkout) console.log('  git worktree add --detach ../llmgw-base REV && (cd ../llmgw-base && pnpm install && pnpm build)');
+  if (checkout) console.log('  git worktree add --detach /tmp/llmgw-base REV && (cd /tmp/llmgw-base && pnpm install && pnpm build)');
   // A wrong flag is an error; without a baseline, or with a wrong one in the environment,
   // `pnpm bench` goes on to the next benchmark.
   process.exit(fromFlag !== undefined || arg('rounds') !== undefined ? 2 : 0);
