@@ -63,6 +63,24 @@ export interface Context {
   file?: string | undefined;
 }
 
+/** 1 for a node in `avoid`, else 0: the `avoid` rule. The node is read only when there is a set to look in. */
+export function avoidKey(avoid: ReadonlySet<string> | undefined, nodes: readonly NodeSnapshot[], pos: number): number {
+  return avoid !== undefined && avoid.has(nodes[pos]!.id) ? 1 : 0;
+}
+
+/**
+ * Replicas of this model on the node at `pos`: the `existing` rule, from the caller's map
+ * when it gave one, else from the reservations' counts (then the node is not read).
+ */
+export function existingKey(
+  existing: ReadonlyMap<string, number> | undefined,
+  counts: Int32Array | undefined,
+  nodes: readonly NodeSnapshot[],
+  pos: number,
+): number {
+  return existing !== undefined ? existing.get(nodes[pos]!.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
+}
+
 /** 0 when `node` holds `file` (or there is none to hold), else 1: the `cached` rule. */
 export function cachedKey(node: NodeSnapshot, file: string | undefined): number {
   return file === undefined || node.files?.has(file) === true ? 0 : 1;
@@ -99,7 +117,7 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
   const { avoid, existing, counts, file } = ctx;
   const { cand, pack, mem } = view;
   const best = bestFit(cand, mem, pack, view.needs, view.extra, view.extraNeeds, nodes, idRank, avoid, existing, counts, file);
-  const fit = FIT[0]!;
+  const fit = BEST[B_FIT]!;
   if (best < 0) return { fit, chosen: undefined, pool: undefined };
   // `best` is a candidate index: in range of the view's arrays, and cand[best] of `nodes`.
   const pos = cand[best]!;
@@ -108,21 +126,29 @@ export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found
     pos,
     c: best,
     node,
-    avoid: avoid !== undefined && avoid.has(node.id) ? 1 : 0,
-    existing: existing !== undefined ? existing.get(node.id) ?? 0 : counts !== undefined ? counts[pos]! : 0,
+    avoid: BEST[B_AVOID]!,
+    existing: BEST[B_EXISTING]!,
     pack: pack[best]!,
     mem: mem[best]!,
-    cached: file === undefined ? 0 : cachedKey(node, file),
+    cached: BEST[B_CACHED]!,
   };
   return { fit, chosen: [chosen], pool: node.pool };
 }
 
-/** `bestFit`'s second result, the fitting candidates counted: the loop allocates nothing. */
-const FIT = new Int32Array(1);
+/**
+ * `bestFit`'s other results, so the loop allocates nothing: the fitting candidates
+ * counted, and the best one's `avoid`, `existing` and `cached` keys (doubles: `existing`
+ * comes from the caller's map as it is).
+ */
+const BEST = new Float64Array(4);
+const B_FIT = 0;
+const B_AVOID = 1;
+const B_EXISTING = 2;
+const B_CACHED = 3;
 
 /**
  * The loop of `pickSingle`: the index of the best fitting candidate (-1 when none), the
- * count in FIT[0]. Everything it reads comes in as an argument rather than as a field of
+ * count and the winner's keys in BEST. Everything it reads comes in as an argument rather than as a field of
  * the fleet, view or context, and every figure from a typed array: V8 throws away
  * optimised code that read a field whose type changes (the fleet's `idRank` once ranked,
  * say) or that was handed a number stored differently than before (a small integer one
@@ -165,8 +191,8 @@ function bestFit(
     fit++;
     // The node object is read only when a rule needs its id: loading one per candidate
     // is a cache miss per node on a large fleet.
-    const a = avoid !== undefined && avoid.has(nodes[pos]!.id) ? 1 : 0;
-    const e = existing !== undefined ? existing.get(nodes[pos]!.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
+    const a = avoidKey(avoid, nodes, pos);
+    const e = existingKey(existing, counts, nodes, pos);
     const k = file === undefined ? 0 : cachedKey(nodes[pos]!, file);
     if (best >= 0) {
       if (a !== bAvoid) {
@@ -190,7 +216,10 @@ function bestFit(
     bMem = mem;
     bCached = k;
   }
-  FIT[0] = fit;
+  BEST[B_FIT] = fit;
+  BEST[B_AVOID] = bAvoid;
+  BEST[B_EXISTING] = bExisting;
+  BEST[B_CACHED] = bCached;
   return best;
 }
 

@@ -1,6 +1,6 @@
 import type { NodeSnapshot } from '../snapshot.js';
 import { NEED_MEM, NEED_PACK, type Column, type Fleet, type ProfileView } from './fleet.js';
-import { before, blank, cachedKey, extraFit, type Candidate, type Context, type Found } from './select.js';
+import { avoidKey, before, blank, cachedKey, existingKey, extraFit, type Candidate, type Context, type Found } from './select.js';
 
 /**
  * Sharded profiles: N shards on N distinct fitting nodes of one pool. Within a pool,
@@ -93,8 +93,8 @@ function poolTop(
     next.pos = pos;
     next.c = c;
     next.node = node;
-    next.avoid = avoid !== undefined && avoid.has(node.id) ? 1 : 0;
-    next.existing = existing !== undefined ? existing.get(node.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
+    next.avoid = avoidKey(avoid, nodes, pos);
+    next.existing = existingKey(existing, counts, nodes, pos);
     next.pack = pack;
     next.mem = mem;
     next.cached = file === undefined ? 0 : cachedKey(node, file);
