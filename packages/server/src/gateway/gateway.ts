@@ -128,10 +128,12 @@ export class Gateway implements LoadSource {
     res.setHeader('x-request-id', requestId);
 
     // 200 even when degraded: reads and routing still work, and a restart would not give the disk room.
-    if (path === '/healthz') return sendJson(res, 200, this.settings.health?.() ?? { status: 'ok' });
+    // `/health` as well: vLLM, SGLang and llama-server serve it, and tools such as guidellm probe it first.
+    if (path === '/healthz' || path === '/health') return sendJson(res, 200, this.settings.health?.() ?? { status: 'ok' });
     const key = authenticate(this.keys, req.headers.authorization);
-    if (path === '/v1/models' && req.method === 'GET') return sendJson(res, 200, this.modelList(key));
-    if (!ENDPOINTS.has(path)) throw new DomainError('no_route', `no route ${clip(req.method ?? '')} ${clip(path)}`);
+    if (req.method === 'GET' && path === '/v1/models') return sendJson(res, 200, this.modelList(key));
+    if (req.method === 'GET' && path.startsWith(MODEL_PREFIX)) return sendJson(res, 200, this.modelEntry(key, path.slice(MODEL_PREFIX.length)));
+    if (!ENDPOINTS.has(path)) throw new DomainError('no_route', `no route ${clip(req.method ?? '')} ${clip(path)}${routeHint(path)}`);
     if (req.method !== 'POST') throw new DomainError('method_not_allowed', `${path} takes POST`);
 
     // The key's limits come before any work that grows with the request (reading and
@@ -161,13 +163,52 @@ export class Gateway implements LoadSource {
     }
   }
 
-  private modelList(key: StoredKey): unknown {
+  private modelList(key: StoredKey): { object: 'list'; data: ModelEntry[] } {
     const created = Math.floor(this.ctl.startedAtMs / 1000);
-    const data: unknown[] = [];
+    const data: ModelEntry[] = [];
     for (const m of this.ctl.models) {
       if (!mayUse(key, m.name)) continue;
       for (const id of [m.name, ...(m.aliases ?? [])]) data.push({ id, object: 'model', created, owned_by: 'llmgw' });
     }
     return { object: 'list', data };
   }
+
+  /**
+   * `GET /v1/models/{id}` (the SDKs' `models.retrieve`): the entry `/v1/models` lists for
+   * this key, or OpenAI's 404 for a model the key may not see, so a key learns no more
+   * about the catalog here than from the list.
+   */
+  private modelEntry(key: StoredKey, encoded: string): ModelEntry {
+    let id: string;
+    try {
+      id = decodeURIComponent(encoded);
+    } catch {
+      id = encoded;
+    }
+    const entry = this.modelList(key).data.find((e) => e.id === id);
+    if (!entry) throw new DomainError('model_not_found', `The model \`${clip(id)}\` does not exist or you do not have access to it.`, { field: 'model' });
+    return entry;
+  }
+}
+
+const MODEL_PREFIX = '/v1/models/';
+
+/** One entry of `/v1/models`, in OpenAI's shape. */
+interface ModelEntry {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+}
+
+/**
+ * A hint for a path one slip away from an endpoint (`/v1/chat/completion`,
+ * `/chat/completions`), so a 404 says what to send instead.
+ */
+export function routeHint(path: string): string {
+  const p = path.replace(/\/+$/, '');
+  for (const e of [...ENDPOINTS, '/v1/models']) {
+    if (p === e || p === e.slice(3) || p === e.slice(0, -1) || p === `${e}s` || p === `/v1${e}`) return `; did you mean ${e}?`;
+  }
+  return '';
 }

@@ -4,7 +4,7 @@ import type { CatalogView } from '../controller/controller.js';
 import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import { DomainError } from '../errors.js';
 
-/** The OpenAI endpoints the gateway forwards; everything else but /healthz and /v1/models is a 404. */
+/** The OpenAI endpoints the gateway forwards; everything else but /health(z) and /v1/models[/{id}] is a 404. */
 export const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 
 
