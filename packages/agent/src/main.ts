@@ -3,11 +3,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
-import { LOG_REDACT, splitServerList } from '@llmgw/shared';
+import { LOG_REDACT, flagOrEnv, splitServerList } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
-import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSize, parseSwitch } from './settings.js';
+import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSize } from './settings.js';
 import { ModelCache } from './files/cache.js';
 import { parseSourceHeaders } from './files/headers.js';
 import { ModelFiles } from './files/store.js';
@@ -44,7 +44,7 @@ program
   .description('join the server and run assigned engines (the default command)')
   .addOption(opt('--server <url,...>', SERVER_HELP, 'LLMGW_SERVER', 'https://127.0.0.1:8081'))
   .addOption(opt('--ca <file>', "the server's CA (PEM); needed when the join token is only the secret, checked against its pin otherwise", 'LLMGW_CA'))
-  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
+  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS) (or LLMGW_INSECURE_HTTP=1; 0/false/no/off is off)'))
   .addOption(opt('--node-id <id>', 'stable node id (default: the hostname)', 'LLMGW_NODE_ID'))
   .addOption(opt('--labels <k=v,...>', 'labels for node_selector matching', 'LLMGW_LABELS', ''))
   .addOption(opt('--pool <name>', 'pool for sharded placement (nodes that share a fabric)', 'LLMGW_POOL'))
@@ -71,7 +71,7 @@ program
   .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
   .addOption(new Option('--allow-command-engine', 'run `engine: command` profiles, whose argv the server names (off: such shards are reported failed; like Nomad\'s raw_exec). Env LLMGW_ALLOW_COMMAND_ENGINE=1'))
   .addOption(opt('--engine-user <name>', `account engines run as when the agent is root (default: ${DEFAULT_ENGINE_USER}; not root: engines run as the agent's own user)`, 'LLMGW_ENGINE_USER'))
-  .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)').env('LLMGW_STOP_ENGINES_ON_EXIT'))
+  .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades; or LLMGW_STOP_ENGINES_ON_EXIT=1)'))
   .addHelpText(
     'after',
     "\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps). The full token (llmgw-server join-token)\npins the server's CA: the agent checks the CA against it before it sends anything, then trusts that CA alone." +
@@ -101,7 +101,10 @@ program
     let allowCommandEngine = false;
     let engineUser: EngineUser | undefined;
     try {
-      allowCommandEngine = o.allowCommandEngine === true || parseSwitch('LLMGW_ALLOW_COMMAND_ENGINE', process.env.LLMGW_ALLOW_COMMAND_ENGINE);
+      allowCommandEngine = flagOrEnv(o.allowCommandEngine, 'LLMGW_ALLOW_COMMAND_ENGINE', process.env);
+      // Not commander's .env() for these: it turns a flag on whenever its variable is defined, =0 included.
+      o.insecureHttp = flagOrEnv(o.insecureHttp === true, 'LLMGW_INSECURE_HTTP', process.env);
+      o.stopEnginesOnExit = flagOrEnv(o.stopEnginesOnExit === true, 'LLMGW_STOP_ENGINES_ON_EXIT', process.env);
       engineUser = resolveEngineUser(o.engineUser || undefined);
     } catch (e) {
       fail((e as Error).message);

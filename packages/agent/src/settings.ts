@@ -48,18 +48,6 @@ export function defaultAdvertiseAddr(serverUrl: string): string {
 }
 
 /**
- * An on/off environment variable: `1`/`true`/`yes` on, `0`/`false`/`no`/empty off. Read
- * here rather than by commander, which turns a boolean flag on for any value, `0` too:
- * for a switch that widens what the agent runs, `=0` must mean off.
- */
-export function parseSwitch(name: string, value: string | undefined): boolean {
-  const v = (value ?? '').trim().toLowerCase();
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-  if (['', '0', 'false', 'no', 'off'].includes(v)) return false;
-  throw new Error(`invalid ${name}="${value}": want 1 or 0`);
-}
-
-/**
  * A size such as `50G`, `500MB` or `1.5T` in bytes (binary units, parsed by `bytes`,
  * which wants `GB`: a bare `G` is taken as `GB`, as `du -h` writes it). Throws on anything else.
  */

@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { flagOrEnv } from '@llmgw/shared';
 import type { CatalogStatusView, ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
 import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
@@ -26,7 +27,7 @@ const program = new Command('ctl')
   )
   .addOption(new Option('--token <token>', 'admin token (default: the file $LLMGW_HOME/server/admin-token, LLMGW_HOME defaulting to ~/.llmgw)').env('LLMGW_ADMIN_TOKEN'))
   .addOption(new Option('--ca <file>', "the server's CA (PEM) to verify it with (default: $LLMGW_HOME/server/tls/ca.pem when present, else the system's CAs)").env('LLMGW_CA'))
-  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
+  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS) (or LLMGW_INSECURE_HTTP=1; 0/false/no/off is off)'))
   .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
   // Each command's help lists the connection flags too, with their defaults.
   .configureHelp({ showGlobalOptions: true });
@@ -34,7 +35,14 @@ examples(program, 'ctl nodes', 'LLMGW_SERVER=https://10.0.0.1:8081 ctl replicas 
 
 function globals(): { conn: Connection; json: boolean } {
   const o = program.opts<{ server?: string; token?: string; ca?: string; insecureHttp?: boolean; output: string }>();
-  return { conn: resolveConnection(o, program.getOptionValueSource('server'), program.getOptionValueSource('token')), json: o.output === 'json' };
+  // Not commander's .env(): it turns the flag on whenever the variable is defined, =0 included.
+  let insecureHttp: boolean;
+  try {
+    insecureHttp = flagOrEnv(o.insecureHttp, 'LLMGW_INSECURE_HTTP', process.env);
+  } catch (e) {
+    throw new CtlError((e as Error).message, 'usage');
+  }
+  return { conn: resolveConnection({ ...o, insecureHttp }, program.getOptionValueSource('server'), program.getOptionValueSource('token')), json: o.output === 'json' };
 }
 
 function print(text: string): void {

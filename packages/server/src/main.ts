@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { pino } from 'pino';
-import { LOG_REDACT } from '@llmgw/shared';
+import { LOG_REDACT, flagOrEnv } from '@llmgw/shared';
 import { CatalogError, CatalogWatcher, LoadedCatalog, describeDiff, diffCatalogs } from './catalog/catalog.js';
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
@@ -52,7 +52,7 @@ const program = new Command('llmgw-server')
   .addOption(opt('--tls-cert <file>', "the admin listener's certificate (PEM, chain ending with its CA) instead of the generated one", 'LLMGW_TLS_CERT'))
   .addOption(opt('--tls-key <file>', 'the private key of --tls-cert (PEM)', 'LLMGW_TLS_KEY'))
   .addOption(new Option('--tls-san <name>', 'another name or address the generated certificate must carry (repeat, or comma-separate)').env('LLMGW_TLS_SAN').argParser(collectSans).default([]))
-  .addOption(new Option('--insecure-http', 'serve the admin listener as plain HTTP (only behind a proxy that terminates TLS)').env('LLMGW_INSECURE_HTTP'))
+  .addOption(new Option('--insecure-http', 'serve the admin listener as plain HTTP (only behind a proxy that terminates TLS) (or LLMGW_INSECURE_HTTP=1; 0/false/no/off is off)'))
   .addOption(opt('--client-tls-cert <file>', "the client listener's certificate (PEM); with --client-tls-key it serves HTTPS", 'LLMGW_CLIENT_TLS_CERT'))
   .addOption(opt('--client-tls-key <file>', 'the private key of --client-tls-cert (PEM)', 'LLMGW_CLIENT_TLS_KEY'))
   .addOption(opt('--join-approval <mode>', 'auto: a node that joins takes work at once; manual: it waits as pending-approval until ctl nodes approve', 'LLMGW_JOIN_APPROVAL', 'auto').choices(JOIN_APPROVALS))
@@ -76,6 +76,12 @@ const program = new Command('llmgw-server')
   )
   .action(async (o: Record<string, string | undefined> & { tlsSan: string[]; insecureHttp?: boolean }) => {
     const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-server' }, redact: LOG_REDACT });
+    // Not commander's .env(): it would turn the flag on for LLMGW_INSECURE_HTTP=0.
+    try {
+      o.insecureHttp = flagOrEnv(o.insecureHttp, 'LLMGW_INSECURE_HTTP', process.env);
+    } catch (e) {
+      fail((e as Error).message);
+    }
     const num = (name: string, v: string | undefined) => {
       const n = Number(v);
       if (!(n > 0)) fail(`invalid --${name} "${v}": want a number of seconds > 0`);

@@ -15,3 +15,4 @@ export * from './version.js';
 export * from './status.js';
 export * from './downloads.js';
 export * from './servers.js';
+export * from './switches.js';
