@@ -105,6 +105,8 @@ program
       // Not commander's .env() for these: it turns a flag on whenever its variable is defined, =0 included.
       o.insecureHttp = flagOrEnv(o.insecureHttp === true, 'LLMGW_INSECURE_HTTP', process.env);
       o.stopEnginesOnExit = flagOrEnv(o.stopEnginesOnExit === true, 'LLMGW_STOP_ENGINES_ON_EXIT', process.env);
+      // A mistyped --server is a usage error, named before the machine's own set-up (the engine user) is checked.
+      checkServerList(o.server ?? '', o.insecureHttp);
       engineUser = resolveEngineUser(o.engineUser || undefined);
     } catch (e) {
       fail((e as Error).message);
@@ -113,7 +115,6 @@ program
     // Before anything is sent: a token whose pin the server's CA does not match stops here.
     let trust: Awaited<ReturnType<typeof establishTrust>> = { secret: '' };
     try {
-      checkServerList(o.server ?? '', Boolean(o.insecureHttp));
       trust = await establishTrust({ server: serverList, joinToken, insecureHttp: Boolean(o.insecureHttp), ...(o.ca ? { caFile: path.resolve(o.ca) } : {}) }, log);
     } catch (e) {
       fail((e as Error).message);
