@@ -27,7 +27,8 @@ export interface Shard {
 
 /**
  * What a replica's engines run, copied from its catalog profile when the replica was
- * created: a later catalog edit does not change what an already placed replica runs.
+ * created: a catalog edit reaches it only through a rollout, which replaces the replica
+ * with one of the new revision (`reconcile/rollout.ts`).
  */
 export interface ReplicaSpec {
   engine: string;
@@ -69,6 +70,11 @@ export interface Replica {
   drainBlocked?: string;
   /** Absent only on replicas stored by a server from before specs were frozen. */
   spec?: ReplicaSpec;
+  /**
+   * The model's revision it was planned with (`reconcile/revision.ts`); absent on replicas
+   * stored by a server from before revisions, which count as current (no restart on upgrade).
+   */
+  revision?: string;
   shards: Shard[];
 }
 
@@ -77,3 +83,30 @@ export const ACTIVE_REPLICA_STATES: ReadonlySet<ReplicaState> = new Set(['pendin
 export const HOLDS_RESOURCES: ReadonlySet<ReplicaState> = new Set(['pending', 'starting', 'ready', 'draining']);
 
 export type { NodeReport };
+
+/** One revision of a model as first seen, for `ctl rollout history`. */
+export interface RevisionEntry {
+  revision: string;
+  firstSeenMs: number;
+  /** What changed from the revision before, in one line (`describeChange`). */
+  change: string;
+  /** What the revision is a digest of (`revisionContent`), to describe the next change. */
+  content: Record<string, unknown>;
+}
+
+/**
+ * What is stored of a model's rollouts: the operator's pause and resume, a halt, and the
+ * revisions seen. Where a rollout stands is never stored: it is derived from the replicas
+ * (`rolloutStatus`).
+ */
+export interface RolloutRecord {
+  model: string;
+  /** Set by `ctl rollout pause`, cleared by `resume`. */
+  paused?: boolean;
+  /** The revision `ctl rollout resume` last resumed: `pause_after` does not pause it again, and its halt is lifted. */
+  resumed?: string;
+  /** The revision whose new replicas failed, why, and when: no further old replica is replaced. */
+  halted?: { revision: string; reason: string; atMs: number };
+  /** Revisions in the order first seen, the newest last. */
+  history: RevisionEntry[];
+}

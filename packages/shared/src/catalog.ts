@@ -59,6 +59,26 @@ export const ProfileSchema = Type.Object(
 );
 export type Profile = Static<typeof ProfileSchema>;
 
+/**
+ * How a model's replicas move to a new revision: start-before-stop, like a drain.
+ * Defaults in `ROLLOUT_DEFAULTS`.
+ */
+export const RolloutSchema = Type.Object(
+  {
+    /** Replicas of the new revision that may be starting at once beyond the old ones (default 1). */
+    max_surge: Type.Optional(NonNeg),
+    /** Replicas that may be out of service at once when no node has room for a surge one (default 0). */
+    max_unavailable: Type.Optional(NonNeg),
+    /** A new replica not ready this long halts the rollout (default 600). */
+    progress_deadline_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** Pause once this many replicas run the new revision (a canary), until `ctl rollout resume`. */
+    pause_after: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+export type RolloutSettings = Static<typeof RolloutSchema>;
+export const ROLLOUT_DEFAULTS = { max_surge: 1, max_unavailable: 0, progress_deadline_s: 600 } as const;
+
 export const ModelSchema = Type.Object(
   {
     name: Name,
@@ -88,6 +108,8 @@ export const ModelSchema = Type.Object(
     /** The routing policy (`RoutingPolicies`); `cache-aware` when absent. */
     routing: Type.Optional(Type.Union(RoutingPolicies.map((r) => Type.Literal(r)))),
     profiles: Type.Array(ProfileSchema, { minItems: 1 }),
+    /** How a change of what the replicas run (a new revision) replaces them; see `RolloutSettings`. */
+    rollout: Type.Optional(RolloutSchema),
   },
   { additionalProperties: false },
 );

@@ -73,6 +73,15 @@ export function nodeStateWords(n: Pick<NodeView, 'liveness' | 'state'>): string[
   return parts;
 }
 
+/**
+ * Where a model's rollout to its current revision stands: `complete` (every replica
+ * current and ready), `progressing`, `paused` (`ctl rollout pause`, or `pause_after`),
+ * `waiting` (no room to replace the next replica; `reason` says why) or `halted` (a new
+ * replica failed or was not ready in time; the old revision keeps serving).
+ */
+export const RolloutStates = ['complete', 'progressing', 'paused', 'waiting', 'halted'] as const;
+export type RolloutState = (typeof RolloutStates)[number];
+
 export const ModelViewSchema = Type.Object({
   name: Type.String(),
   aliases: Type.Array(Type.String()),
@@ -87,8 +96,47 @@ export const ModelViewSchema = Type.Object({
   routing: Type.String(),
   /** The last placement attempt's one-line summary, when the model is short of replicas. */
   placement_summary: Type.Optional(Type.String()),
+  /** The catalog's revision of the model, and how many of its replicas run it. */
+  revision: Type.Optional(Type.String()),
+  up_to_date: Type.Optional(Type.Integer()),
+  /** Where its rollout stands (`RolloutStates`). */
+  rollout: Type.Optional(Lit(RolloutStates)),
 });
 export type ModelView = Static<typeof ModelViewSchema>;
+
+
+export const RolloutViewSchema = Type.Object({
+  model: Type.String(),
+  /** The catalog's revision of the model now. */
+  revision: Type.String(),
+  state: Lit(RolloutStates),
+  reason: Type.Optional(Type.String()),
+  /** When it was halted (ISO time). */
+  halted_at: Type.Optional(Type.String()),
+  /** Replicas the model serves with or is starting, replacements left out. */
+  replicas: Type.Integer(),
+  /** Replicas of the current revision, and how many of them are ready. */
+  updated: Type.Integer(),
+  ready: Type.Integer(),
+  /** Replicas of an earlier revision still serving or starting. */
+  outdated: Type.Integer(),
+  max_surge: Type.Integer(),
+  max_unavailable: Type.Integer(),
+  progress_deadline_s: Type.Number(),
+  pause_after: Type.Optional(Type.Integer()),
+  /** Set by `ctl rollout pause`. */
+  paused: Type.Boolean(),
+  /** Revisions as first seen, oldest first. */
+  history: Type.Array(
+    Type.Object({
+      revision: Type.String(),
+      first_seen: Type.String(),
+      change: Type.String(),
+      current: Type.Boolean(),
+    }),
+  ),
+});
+export type RolloutView = Static<typeof RolloutViewSchema>;
 
 export const ReplicaStates = ['pending', 'starting', 'ready', 'draining', 'stopped', 'failed'] as const;
 export type ReplicaState = (typeof ReplicaStates)[number];
@@ -128,6 +176,8 @@ export const ReplicaViewSchema = Type.Object({
   endpoint: Type.Optional(Type.String()),
   age_seconds: Type.Integer(),
   error: Type.Optional(Type.String()),
+  /** The model's revision the replica runs; absent on one from before revisions. */
+  revision: Type.Optional(Type.String()),
   /** The engine's per-replica key; only with `?show_keys=true`, for calling an engine directly. */
   api_key: Type.Optional(Type.String()),
   shards: Type.Array(ShardViewSchema),

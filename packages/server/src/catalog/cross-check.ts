@@ -34,6 +34,12 @@ export function crossCheck(
     if (m.scaling.min > m.scaling.max) {
       fail(`${at}.scaling.min`, `(${m.scaling.min}) is greater than scaling.max (${m.scaling.max})`);
     }
+    // With neither a surge nor an unavailable replica allowed, a rollout could never move.
+    if (m.rollout?.max_surge === 0 && m.rollout.max_unavailable === undefined) {
+      fail(`${at}.rollout.max_surge`, 'is 0 and max_unavailable defaults to 0: a rollout could never replace a replica; allow max_unavailable >= 1');
+    } else if (m.rollout?.max_surge === 0 && m.rollout.max_unavailable === 0) {
+      fail(`${at}.rollout.max_surge`, 'and max_unavailable are both 0: a rollout could never replace a replica; allow one of them >= 1');
+    }
 
     const profileNames = new Map<string, number>();
     m.profiles.forEach((p, j) => {

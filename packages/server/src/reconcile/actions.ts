@@ -19,19 +19,24 @@ export const ACTION_CODES = [
   'drain-not-serving',
   'scaled-down',
   'idle',
+  'outdated-not-serving',
+  'rollout-halted',
   // Creations.
   'scale-up',
   'drain-replacement',
+  'rollout',
   // Updates of an existing replica (`scaled-down` and `idle` too: a ready replica steps down).
   'traffic-moved',
   'drain-blocked',
   'drain-unblocked',
+  'rolled-over',
+  'rollout-in-place',
 ] as const;
 export type ActionCode = (typeof ACTION_CODES)[number];
 
-export type RemoveCode = Extract<ActionCode, 'model-gone' | 'profile-gone' | 'stopped' | 'failed' | 'node-lost' | 'node-unknown' | 'drained' | 'drain-forced' | 'drain-deadline' | 'drain-not-serving' | 'scaled-down' | 'idle'>;
-export type CreateCode = Extract<ActionCode, 'scale-up' | 'drain-replacement'>;
-export type UpdateCode = Extract<ActionCode, 'traffic-moved' | 'drain-blocked' | 'drain-unblocked' | 'scaled-down' | 'idle'>;
+export type RemoveCode = Extract<ActionCode, 'model-gone' | 'profile-gone' | 'stopped' | 'failed' | 'node-lost' | 'node-unknown' | 'drained' | 'drain-forced' | 'drain-deadline' | 'drain-not-serving' | 'scaled-down' | 'idle' | 'outdated-not-serving' | 'rollout-halted'>;
+export type CreateCode = Extract<ActionCode, 'scale-up' | 'drain-replacement' | 'rollout'>;
+export type UpdateCode = Extract<ActionCode, 'traffic-moved' | 'drain-blocked' | 'drain-unblocked' | 'scaled-down' | 'idle' | 'rolled-over' | 'rollout-in-place'>;
 
 /** A shard of a replica the plan creates; its id comes with the replica's. */
 export interface PlannedShard {
@@ -56,6 +61,8 @@ export interface PlannedReplica {
   memoryMb: number;
   replaces?: string;
   spec: ReplicaSpec;
+  /** The model's revision the spec is of (`revision.ts`). */
+  revision?: string;
   shards: PlannedShard[];
 }
 

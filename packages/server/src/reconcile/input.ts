@@ -1,5 +1,5 @@
 import type { Model } from '@llmgw/shared';
-import type { Replica } from '../domain.js';
+import type { Replica, RolloutRecord } from '../domain.js';
 import type { NodeSnapshot } from '../snapshot.js';
 
 export interface ReconcilePolicy {
@@ -44,6 +44,10 @@ export interface ReconcileInput {
   lowSince: ReadonlyMap<string, number>;
   /** Models not to place this pass (their memory estimate is on its way). */
   defer?: ReadonlySet<string>;
+  /** Each model's revision now (`revisionOf` its catalog entry); a model missing here is not rolled. */
+  revisions?: ReadonlyMap<string, string>;
+  /** What is stored of each model's rollouts (pause, resume, halt); a model missing here has none. */
+  rollouts?: ReadonlyMap<string, RolloutRecord>;
 }
 
 export const NO_LOAD: ModelLoad = { inFlight: 0, waiting: 0 };

@@ -1,5 +1,6 @@
 import type { Model } from '@llmgw/shared';
 import { placeOnFleet, prepareFleet, reservationsFor, reservationsOf, reservedMemoryMb, reserve, type Fleet } from '../placement/index.js';
+import type { Replica } from '../domain.js';
 import type { Placement, PlacementOutcome } from '../snapshot.js';
 import type { CreateCode, PlannedReplica } from './actions.js';
 import type { Plan } from './plan.js';
@@ -37,13 +38,27 @@ export function placeReplica(
   const outcome = placeOnFleet(fleet, model, { existingOnNode, avoidNodes: avoid });
   plan.attempts.set(model.name, outcome);
   if (!outcome.placement) return outcome;
-  plan.create(planned(model, outcome.placement, plan.nowMs, why.replaces), why.code, why.reason);
+  const replica = planned(model, outcome.placement, plan.nowMs, why.replaces, plan.input.revisions?.get(model.name));
+  if (plan.halted(model.name)) runAsServing(replica, plan.live());
+  plan.create(replica, why.code, why.reason);
   // The id only tells reservations of different replicas apart; the real one comes when the plan is applied.
   reserve(fleet, reservationsFor(outcome.placement, `planned-${plan.creations().length}`, model.name));
   return outcome;
 }
 
-function planned(model: Model, p: Placement, nowMs: number, replaces: string | undefined): PlannedReplica {
+/**
+ * While a model's rollout is halted, a replica placed for it (a scale-up, a lost node's
+ * replacement) runs what a serving replica of its profile runs, not the failing revision.
+ */
+function runAsServing(replica: PlannedReplica, live: readonly Replica[]): void {
+  const like = live.find((r) => r.model === replica.model && r.profile === replica.profile && r.state === 'ready' && r.spec && r.revision !== replica.revision);
+  if (!like?.spec) return;
+  replica.spec = like.spec;
+  if (like.revision !== undefined) replica.revision = like.revision;
+  else delete replica.revision;
+}
+
+function planned(model: Model, p: Placement, nowMs: number, replaces: string | undefined, revision: string | undefined): PlannedReplica {
   return {
     model: model.name,
     profile: p.profile.name,
@@ -54,6 +69,7 @@ function planned(model: Model, p: Placement, nowMs: number, replaces: string | u
     memoryMb: reservedMemoryMb(p.profile),
     ...(replaces !== undefined ? { replaces } : {}),
     spec: specOf(model, p.profile),
+    ...(revision !== undefined ? { revision } : {}),
     shards: p.shards.map((s) => ({ nodeId: s.nodeId, rank: s.rank, gpuUuids: s.gpuUuids, gpuIndices: s.gpuIndices, state: 'pending' })),
   };
 }

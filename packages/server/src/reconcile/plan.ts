@@ -4,6 +4,7 @@ import type { NodeSnapshot, PlacementOutcome } from '../snapshot.js';
 import type { CreateCode, PlannedAction, PlannedReplica, RemoveCode, UpdateCode } from './actions.js';
 import type { ReconcileInput } from './input.js';
 import type { Fleet } from './placement.js';
+import type { RolloutHalt } from './rollout.js';
 
 /**
  * One pass's picture of the world as its steps change it: the snapshot it started from
@@ -22,6 +23,10 @@ export class Plan {
   paused?: string;
   /** Nodes where a replica of each model failed and is removed in this pass: not straight back there. */
   readonly failedOn = new Map<string, string[]>();
+  /** Rollouts this pass found failing, for the caller to store (`rollout.ts`). */
+  readonly halts: RolloutHalt[] = [];
+  /** Why a model's rollout cannot replace its next replica now. */
+  readonly rolloutBlocked = new Map<string, string>();
   /** Resources of the replicas left after the removals; set by the pipeline before drains place anything. */
   fleet?: Fleet;
   readonly models: ReadonlyMap<string, Model>;
@@ -45,6 +50,15 @@ export class Plan {
   live(): Replica[] {
     this.liveCache ??= this.input.replicas.filter((r) => !this.removed.has(r.id)).map((r) => this.updated.get(r.id) ?? r);
     return this.liveCache;
+  }
+
+  /**
+   * Whether the rollout of `model` to its current revision is halted (stored, or found
+   * this pass): new replicas then run what the serving ones run, not the failing revision.
+   */
+  halted(model: string): boolean {
+    const revision = this.input.revisions?.get(model);
+    return revision !== undefined && (this.input.rollouts?.get(model)?.halted?.revision === revision || this.halts.some((h) => h.model === model));
   }
 
   /** Replicas this pass creates, so far. */
