@@ -87,26 +87,31 @@ export type { NodeReport };
 /** One revision of a model as first seen, for `ctl rollout history`. */
 export interface RevisionEntry {
   revision: string;
-  firstSeenMs: number;
+  /** When it became current (again, for a reverted file). */
+  sinceMs: number;
   /** What changed from the revision before, in one line (`describeChange`). */
   change: string;
   /** What the revision is a digest of (`revisionContent`), to describe the next change. */
   content: Record<string, unknown>;
 }
 
-/**
- * What is stored of a model's rollouts: the operator's pause and resume, a halt, and the
- * revisions seen. Where a rollout stands is never stored: it is derived from the replicas
- * (`rolloutStatus`).
- */
-export interface RolloutRecord {
-  model: string;
-  /** Set by `ctl rollout pause`, cleared by `resume`. */
+/** The operator's say over a model's rollout (`ctl rollout pause|resume`); written by the instance the request reached. */
+export interface RolloutControl {
   paused?: boolean;
-  /** The revision `ctl rollout resume` last resumed: `pause_after` does not pause it again, and its halt is lifted. */
-  resumed?: string;
+  /** The last `ctl rollout resume`: it lifts an earlier halt of that revision, and `pause_after` does not pause it again. */
+  resumed?: { revision: string; atMs: number };
+}
+
+/** What the planning instance records of a model's rollouts. */
+export interface RolloutHistory {
   /** The revision whose new replicas failed, why, and when: no further old replica is replaced. */
   halted?: { revision: string; reason: string; atMs: number };
-  /** Revisions in the order first seen, the newest last. */
+  /** Revisions in the order they became current, the current one last. */
   history: RevisionEntry[];
 }
+
+/**
+ * What is stored of a model's rollouts. Where a rollout stands is never stored: it is
+ * derived from the replicas (`rolloutStatus`).
+ */
+export type RolloutRecord = { model: string } & RolloutControl & RolloutHistory;

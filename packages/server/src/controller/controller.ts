@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import type { Logger } from 'pino';
-import type { Replica } from '../domain.js';
+import type { Replica, RolloutRecord } from '../domain.js';
 import type { Decision } from '../events/decisions.js';
 import type { Inventory } from '../inventory.js';
 import { placementModels, sourcesToEstimate, type FetchedEstimates } from '../estimates.js';
@@ -16,6 +16,7 @@ import { applyShardReports, maskKey } from './replica-status.js';
 import { Downloads } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
+import { RolloutBook, type RolloutChange } from './rollout-book.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
 export type { RouteTarget };
@@ -93,6 +94,11 @@ export class Controller {
   private nextMasterPort: number = MASTER_PORTS.first;
   private estimates?: { models: readonly Model[]; sources: string[] };
   private readonly feed: AssignmentFeed;
+  /** Revisions, rollout records and where each rollout stands (`ctl rollout`). */
+  readonly rollouts: RolloutBook;
+  /** New revisions seen by the pass being planned, then every rollout change of the pass, for its events. */
+  private newRevisions: RolloutChange[] = [];
+  private rolloutChanges: RolloutChange[] = [];
   readonly now: () => number;
   readonly startedAtMs: number;
   protected readonly engineKey: EngineKeyOf;
@@ -104,8 +110,10 @@ export class Controller {
     protected readonly opts: ControllerOptions,
     protected readonly log: Logger,
     stored: readonly StoredReplica[] = [],
+    rollouts: readonly RolloutRecord[] = [],
   ) {
     this.now = opts.now ?? Date.now;
+    this.rollouts = new RolloutBook(store, log, rollouts);
     this.passes = new PassSchedule(() => this.reconcileNow(), opts.reportPassMs ?? 100);
     this.feed = new AssignmentFeed(this.events, (id) => this.assignmentsFor(id), this.now());
     this.startedAtMs = this.now();
@@ -122,7 +130,7 @@ export class Controller {
 
   /** A controller over the replicas the store holds. */
   static async load(inventory: Inventory, store: Store, catalog: CatalogView, opts: ControllerOptions, log: Logger): Promise<Controller> {
-    return new Controller(inventory, store, catalog, opts, log, await store.loadReplicas());
+    return new Controller(inventory, store, catalog, opts, log, await store.loadReplicas(), await store.loadRollouts());
   }
 
   start(): void {
@@ -284,6 +292,7 @@ export class Controller {
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
     const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
     const load = this.loadSource.loadSnapshot();
+    this.newRevisions = this.rollouts.observe(this.catalog.models, nowMs);
     return reconcile({
       models,
       defer,
@@ -301,6 +310,8 @@ export class Controller {
       load: load.models,
       failures: new Map(this.failuresByModel),
       lowSince: this.lowSince,
+      revisions: this.rollouts.revisions(this.catalog.models),
+      rollouts: this.rollouts.all(),
     });
   }
 
@@ -313,8 +324,16 @@ export class Controller {
     }
   }
 
+  /** The events of a plan once it stands: its decisions, and the rollouts it moved. */
   protected emitDecided(decided: Decision[]): void {
     if (decided.length) this.events.emit('decided', decided);
+    if (this.rolloutChanges.length) this.events.emit('rollouts', this.rolloutChanges);
+    this.rolloutChanges = [];
+  }
+
+  /** The stored rollout record of `model`, as the store has it now on a shared store. */
+  async rolloutRecord(model: string): Promise<RolloutRecord | undefined> {
+    return this.rollouts.get(model);
   }
 
   /**
@@ -331,6 +350,8 @@ export class Controller {
       this.paused = plan.paused;
     }
     for (const [model, outcome] of plan.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
+    this.rolloutChanges = [...this.newRevisions, ...this.rollouts.afterPass(plan.rollouts, plan.halts, nowMs)];
+    this.newRevisions = [];
     // For the events (`decided`): each action with its replica as created, removed or updated.
     const touched = new Map<unknown, Replica>();
     for (const { id, reason } of plan.remove) {

@@ -1,6 +1,7 @@
 import type { Heartbeat, HeartbeatReply } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Inventory } from '../inventory.js';
+import type { RolloutRecord } from '../domain.js';
 import type { Fence, Store, StoredNode, StoredReplica } from '../store/store.js';
 import { latestRead } from '../store/serial.js';
 import { frozen, withSpec } from './apply.js';
@@ -37,12 +38,18 @@ export class SharedController extends Controller {
     log: Logger,
     private readonly leadership: Leadership,
     stored: readonly StoredReplica[] = [],
+    rollouts: readonly RolloutRecord[] = [],
   ) {
-    super(inventory, store, catalog, opts, log, stored);
+    super(inventory, store, catalog, opts, log, stored, rollouts);
   }
 
   static async loadShared(inventory: Inventory, store: Store, catalog: CatalogView, opts: ControllerOptions, log: Logger, leadership: Leadership): Promise<SharedController> {
-    return new SharedController(inventory, store, catalog, opts, log, leadership, await store.loadReplicas());
+    return new SharedController(inventory, store, catalog, opts, log, leadership, await store.loadReplicas(), await store.loadRollouts());
+  }
+
+  /** Another instance may have paused, resumed or halted it: the store's record, not this one's memory. */
+  override async rolloutRecord(model: string): Promise<RolloutRecord | undefined> {
+    return (await this.store.loadRollouts()).find((r) => r.model === model);
   }
 
   override heartbeat(hb: Heartbeat): HeartbeatReply {
@@ -91,6 +98,13 @@ export class SharedController extends Controller {
             this.log.warn({ err: (err as Error).message }, `new leader could not read the replicas, so it does not plan yet: ${(err as Error).message}`);
             continue;
           }
+        }
+        // A pause or resume may have come through another instance.
+        try {
+          await this.rollouts.settled();
+          this.rollouts.replace(await this.store.loadRollouts());
+        } catch (err) {
+          this.log.warn({ err: (err as Error).message }, `rollout records not read, so this pass plans with the last ones: ${(err as Error).message}`);
         }
         const planAt = this.now();
         const plan = this.plan(planAt);

@@ -4,7 +4,7 @@ import type { NodeSnapshot, PlacementOutcome } from '../snapshot.js';
 import type { CreateCode, PlannedAction, PlannedReplica, RemoveCode, UpdateCode } from './actions.js';
 import type { ReconcileInput } from './input.js';
 import type { Fleet } from './placement.js';
-import type { RolloutHalt } from './rollout.js';
+import { isHalted, type RolloutHalt } from './rollout.js';
 
 /**
  * One pass's picture of the world as its steps change it: the snapshot it started from
@@ -58,7 +58,7 @@ export class Plan {
    */
   halted(model: string): boolean {
     const revision = this.input.revisions?.get(model);
-    return revision !== undefined && (this.input.rollouts?.get(model)?.halted?.revision === revision || this.halts.some((h) => h.model === model));
+    return revision !== undefined && (isHalted(this.input.rollouts?.get(model), revision) || this.halts.some((h) => h.model === model));
   }
 
   /** Replicas this pass creates, so far. */

@@ -107,6 +107,9 @@ describe('rollouts', () => {
     const later = pass({ model: { ...two, scaling: { min: 3, max: 3 } }, record, replicas: serving.map((r) => ({ ...r, spec })) });
     expect(codes(later)).toEqual(['scale-up']);
     expect(later.create[0]).toMatchObject({ revision: OLD, spec });
+    // A resume after the halt lifts it: the rollout goes on.
+    const resumed = pass({ record: { ...record, resumed: { revision: NEW, atMs: 2 } } });
+    expect(codes(resumed)).toEqual(['rollout']);
   });
 
   it('halt when a new replica is not ready by progress_deadline_s, and remove it', () => {
@@ -125,7 +128,7 @@ describe('rollouts', () => {
     const held = pass({ model, replicas: [serving[0]!, canary] });
     expect(codes(held)).toEqual([]);
     expect(held.rollouts.get(two.name)).toMatchObject({ state: 'paused', reason: expect.stringContaining('pause_after') });
-    const resumed = pass({ model, replicas: [serving[0]!, canary], record: { model: two.name, history: [], resumed: NEW } });
+    const resumed = pass({ model, replicas: [serving[0]!, canary], record: { model: two.name, history: [], resumed: { revision: NEW, atMs: 1 } } });
     expect(codes(resumed)).toEqual(['rollout']);
   });
 

@@ -35,6 +35,12 @@ export function isCurrent(r: { revision?: string }, revision: string): boolean {
   return (r.revision ?? revision) === revision;
 }
 
+/** Whether the stored record halts the rollout to `revision`: halted, and not resumed since. */
+export function isHalted(record: RolloutRecord | undefined, revision: string): boolean {
+  const h = record?.halted;
+  return h !== undefined && h.revision === revision && !(record?.resumed?.revision === revision && record.resumed.atMs >= h.atMs);
+}
+
 /**
  * Where the rollout of `model` to `revision` stands, from its replicas (existing and, in
  * a pass, planned) and what is stored of it. Shared by the reconcile step and the views,
@@ -53,11 +59,11 @@ export function rolloutStatus(model: Model, revision: string, replicas: readonly
     ready: current.filter((r) => r.state === 'ready').length,
     outdated,
   };
-  if (record?.halted?.revision === revision) return { ...counts, state: 'halted', reason: record.halted.reason };
+  if (isHalted(record, revision)) return { ...counts, state: 'halted', reason: record!.halted!.reason };
   if (outdated === 0) return counts.updated > counts.ready ? { ...counts, state: 'progressing' } : { ...counts, state: 'complete' };
   if (record?.paused) return { ...counts, state: 'paused', reason: 'paused by ctl rollout pause' };
   const pauseAfter = model.rollout?.pause_after;
-  if (pauseAfter !== undefined && record?.resumed !== revision && counts.ready >= pauseAfter) {
+  if (pauseAfter !== undefined && record?.resumed?.revision !== revision && counts.ready >= pauseAfter) {
     return { ...counts, state: 'paused', reason: `pause_after: ${counts.ready} of ${counts.replicas} replicas run revision ${revision}; ctl rollout resume ${model.name} to go on` };
   }
   if (blocked) return { ...counts, state: 'waiting', reason: blocked };
@@ -91,7 +97,7 @@ export function rollouts(plan: Plan): void {
     const serving = mine().filter((r) => !isCurrent(r, revision) && r.state === 'ready');
     if (!serving.length) continue;
 
-    if (record?.halted?.revision !== revision) {
+    if (!isHalted(record, revision)) {
       // The whole snapshot: a failed replica past its backoff was removed by an earlier step.
       const halt = haltOf(plan, plan.input.replicas.filter((r) => r.model === model.name), mine(), revision, settings.progress_deadline_s * 1000);
       if (halt) {

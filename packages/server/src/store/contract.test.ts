@@ -88,6 +88,20 @@ describeEach('the store contract', (open, kind) => {
     expect(await b.loadNodes()).toEqual([{ id: 'n1', admin: { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' } }]);
   }));
 
+  it('keeps rollout records across a reopen: history and control written apart never undo each other', withStore(open, async ({ store, reopen }) => {
+    const entry = { revision: 'abc123abc123', sinceMs: T0, change: 'first revision', content: { source: 's' } };
+    await store.saveRolloutHistory('m', { history: [entry] });
+    await store.saveRolloutControl('m', { paused: true });
+    await store.saveRolloutHistory('m', { history: [entry], halted: { revision: 'abc123abc123', reason: 'r-1 failed', atMs: T0 + 1 } });
+    await store.saveRolloutControl('only-control', { resumed: { revision: 'def', atMs: T0 } });
+    await store.close();
+    const b = await reopen();
+    expect(await b.loadRollouts()).toEqual([
+      { model: 'm', history: [entry], halted: { revision: 'abc123abc123', reason: 'r-1 failed', atMs: T0 + 1 }, paused: true },
+      { model: 'only-control', history: [], resumed: { revision: 'def', atMs: T0 } },
+    ]);
+  }));
+
   it('a saved key is updated in place: revocation and limits change, hash, prefix and creation do not', withStore(open, async ({ store }) => {
     await store.saveKey(key);
     await store.saveKey({ ...key, hash: 'other', prefix: 'other', createdAt: '2030-01-01T00:00:00.000Z', name: 'ci2', models: ['a', 'b'], rpm: undefined, maxConcurrent: 2, revokedAt: '2026-02-01T00:00:00.000Z' });

@@ -1,4 +1,4 @@
-import type { AdminState, Replica } from '../domain.js';
+import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
 /** The failures a disk gives, as Node reports them. */
@@ -91,6 +91,15 @@ export class FaultyStore implements Store {
   }
   addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
     return this.write(() => this.inner.addEvents(events, keep));
+  }
+  loadRollouts(): Promise<RolloutRecord[]> {
+    return this.read(() => this.inner.loadRollouts());
+  }
+  saveRolloutHistory(model: string, h: RolloutHistory): Promise<void> {
+    return this.write(() => this.inner.saveRolloutHistory(model, h));
+  }
+  saveRolloutControl(model: string, c: RolloutControl): Promise<void> {
+    return this.write(() => this.inner.saveRolloutControl(model, c));
   }
   probe(): Promise<void> {
     return this.write(() => this.inner.probe());

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AdminState, Replica } from '../domain.js';
+import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import { DomainError } from '../errors.js';
 import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
 
@@ -101,6 +101,15 @@ export class GuardedStore implements Store {
   }
   addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
     return this.write('addEvents', () => this.inner.addEvents(events, keep));
+  }
+  loadRollouts(): Promise<RolloutRecord[]> {
+    return this.read('loadRollouts', () => this.inner.loadRollouts());
+  }
+  saveRolloutHistory(model: string, h: RolloutHistory): Promise<void> {
+    return this.write('saveRolloutHistory', () => this.inner.saveRolloutHistory(model, h));
+  }
+  saveRolloutControl(model: string, c: RolloutControl): Promise<void> {
+    return this.write('saveRolloutControl', () => this.inner.saveRolloutControl(model, c));
   }
   probe(): Promise<void> {
     return this.write('probe', () => this.inner.probe());

@@ -180,8 +180,8 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     await s.close();
     // The store as the server before events left it.
     const raw = new Database(path.join(old, 'llmgw.db'));
-    raw.exec('DROP TABLE events');
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.exec('DROP TABLE events; DROP TABLE rollouts');
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
     raw.pragma('wal_checkpoint(TRUNCATE)');
     raw.close();
     const bytes = fs.readFileSync(path.join(old, 'llmgw.db'));

@@ -7,6 +7,7 @@ import { openReadOnly, StoreOpenError } from './open.js';
 import { describeUrl } from './pg-open.js';
 import { DB_MS } from './pg-schema.js';
 import { CHANNEL, PostgresStore, type Topic } from './postgres.js';
+import type { RolloutRecord } from '../domain.js';
 import { SqliteStore } from './sqlite.js';
 import type { StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage } from './store.js';
 
@@ -19,6 +20,8 @@ export interface SqliteSnapshot {
   usage: StoredUsage[];
   tokens: StoredToken[];
   events: StoredEvent[];
+  /** Revisions, halts and pauses of rollouts (not in the summary: they are history, not the fleet). */
+  rollouts: RolloutRecord[];
   /** By their name in the `secrets` table; a secret the data directory lacks is absent. */
   secrets: Partial<Record<SecretName, string>>;
 }
@@ -58,6 +61,7 @@ export async function readSqlite(file: string): Promise<SqliteSnapshot> {
         usage: await copy.loadUsage(),
         tokens: await copy.loadTokens(),
         events: await copy.loadEvents(ALL_EVENTS),
+        rollouts: await copy.loadRollouts(),
         secrets,
       };
     } finally {
@@ -182,6 +186,10 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
      SELECT id, name, role, hash, prefix, created_at, revoked_at FROM jsonb_to_recordset($1::jsonb)
        AS x(id text, name text, role text, hash text, prefix text, created_at text, revoked_at text)`,
     snap.tokens.map((t) => ({ id: t.id, name: t.name, role: t.role, hash: t.hash, prefix: t.prefix, created_at: t.createdAt, revoked_at: t.revokedAt ?? null })),
+  );
+  await insert(
+    `INSERT INTO rollouts (model, history, control) SELECT model, history, control FROM jsonb_to_recordset($1::jsonb) AS x(model text, history jsonb, control jsonb)`,
+    snap.rollouts.map(({ model, paused, resumed, ...history }) => ({ model, history, control: { ...(paused ? { paused } : {}), ...(resumed ? { resumed } : {}) } })),
   );
   if (snap.events.length) {
     await insert(

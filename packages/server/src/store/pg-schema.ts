@@ -104,6 +104,12 @@ const MIGRATIONS = [
      seen_ms bigint NOT NULL,
      PRIMARY KEY (instance, key_id)
    );`,
+  // Issue 24: each model's rollout record (schema.ts has the same step).
+  `CREATE TABLE rollouts (
+     model text PRIMARY KEY,
+     history jsonb,
+     control jsonb
+   );`,
 ];
 
 /** The newest schema version this server knows (the number of steps). */

@@ -1,13 +1,13 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { EventViewSchema, validate } from '@llmgw/shared';
-import type { AdminState, Replica } from '../domain.js';
+import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import { DomainError } from '../errors.js';
 import { StoreOpenError } from './open.js';
 import { connectError, describeUrl } from './pg-open.js';
 import { DB_MS, migratePostgres, PG_SCHEMA_VERSION } from './pg-schema.js';
 import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
-import { keyFromRow, toNode, type KeyRow, type NodeRow } from './rows.js';
+import { keyFromRow, rolloutFromRow, toNode, type KeyRow, type NodeRow } from './rows.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
 export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader' | 'join-token';
@@ -360,6 +360,19 @@ export class PostgresStore implements Store {
   }
 
   /** A write that changes nothing: it fails exactly when writes fail (unreachable, read-only standby). */
+  async loadRollouts(): Promise<RolloutRecord[]> {
+    const { rows } = await this.pool.query<{ model: string; history: unknown; control: unknown }>('SELECT model, history, control FROM rollouts ORDER BY model COLLATE "C"');
+    return rows.map((r) => rolloutFromRow(r.model, r.history, r.control));
+  }
+
+  async saveRolloutHistory(model: string, h: RolloutHistory): Promise<void> {
+    await this.pool.query('INSERT INTO rollouts (model, history) VALUES ($1, $2) ON CONFLICT (model) DO UPDATE SET history = excluded.history', [model, JSON.stringify(h)]);
+  }
+
+  async saveRolloutControl(model: string, c: RolloutControl): Promise<void> {
+    await this.pool.query('INSERT INTO rollouts (model, control) VALUES ($1, $2) ON CONFLICT (model) DO UPDATE SET control = excluded.control', [model, JSON.stringify(c)]);
+  }
+
   async probe(): Promise<void> {
     await this.pool.query('UPDATE schema_version SET version = version WHERE version = (SELECT max(version) FROM schema_version)');
   }

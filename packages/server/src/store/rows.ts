@@ -1,5 +1,5 @@
 import { NodeAdminStates, NodeReportSchema, ShardStatusSchema, validate, type NodeReport, type ShardStatus } from '@llmgw/shared';
-import type { AdminState } from '../domain.js';
+import type { AdminState, RevisionEntry, RolloutRecord } from '../domain.js';
 import type { StoredKey, StoredNode } from './store.js';
 
 /** An `api_keys` row as both stores hold it (`models` already parsed from SQLite's JSON text). */
@@ -65,3 +65,30 @@ function isAdmin(v: unknown): v is AdminState {
   return typeof a === 'object' && a !== null && (NodeAdminStates as readonly unknown[]).includes(a.state) && (a.reason === undefined || typeof a.reason === 'string') && (a.changedAt === undefined || typeof a.changedAt === 'string');
 }
 
+
+/** The number of revisions kept per model: `ctl rollout history` is for the recent past. */
+export const ROLLOUT_HISTORY_KEPT = 20;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A `rollouts` row as the server uses it, from its two JSON documents. The database is
+ * input like any other: an entry of the wrong shape (a hand edit, a bug of another
+ * version) is dropped, never thrown, so one bad row cannot stop a pass.
+ */
+export function rolloutFromRow(model: string, history: unknown, control: unknown): RolloutRecord {
+  const h = isObject(history) ? history : {};
+  const c = isObject(control) ? control : {};
+  const entries = (Array.isArray(h.history) ? h.history : []).filter(
+    (e): e is RevisionEntry => isObject(e) && typeof e.revision === 'string' && typeof e.sinceMs === 'number' && typeof e.change === 'string' && isObject(e.content),
+  );
+  const halted = isObject(h.halted) && typeof h.halted.revision === 'string' && typeof h.halted.reason === 'string' && typeof h.halted.atMs === 'number' ? (h.halted as RolloutRecord['halted']) : undefined;
+  const resumed = isObject(c.resumed) && typeof c.resumed.revision === 'string' && typeof c.resumed.atMs === 'number' ? (c.resumed as RolloutRecord['resumed']) : undefined;
+  return {
+    model,
+    history: entries.slice(-ROLLOUT_HISTORY_KEPT),
+    ...(halted ? { halted } : {}),
+    ...(c.paused === true ? { paused: true } : {}),
+    ...(resumed ? { resumed } : {}),
+  };
+}

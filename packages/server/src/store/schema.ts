@@ -69,6 +69,13 @@ const MIGRATIONS = [
      data TEXT NOT NULL
    );
    CREATE INDEX events_time ON events (time_ms);`,
+  // Issue 24: each model's rollout record, as two JSON documents written apart: the
+  // planning server's revisions and halt, and the operator's pause and resume.
+  `CREATE TABLE rollouts (
+     model TEXT PRIMARY KEY,
+     history TEXT,
+     control TEXT
+   );`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
@@ -76,6 +83,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** The version from which `admin_tokens` exists: the number of the step that creates it. */
 const ADMIN_TOKENS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE admin_tokens')) + 1;
+/** The version from which `rollouts` exists. */
+const ROLLOUTS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE rollouts')) + 1;
 /** The version from which `events` exists. */
 const EVENTS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE events')) + 1;
 
@@ -89,6 +98,7 @@ export function tablesAt(version: number): string[] {
     // The step that creates admin_tokens (and drops stored engine keys) is the sixth.
     ...(version >= ADMIN_TOKENS_SINCE ? ['admin_tokens'] : []),
     ...(version >= EVENTS_SINCE ? ['events'] : []),
+    ...(version >= ROLLOUTS_SINCE ? ['rollouts'] : []),
   ];
 }
 

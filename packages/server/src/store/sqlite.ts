@@ -1,11 +1,11 @@
 import type Database from 'better-sqlite3';
 import path from 'node:path';
 import { EventViewSchema, validate, type NodeReport } from '@llmgw/shared';
-import type { AdminState, Replica } from '../domain.js';
+import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import { openDatabase } from './open.js';
 import { secureDataDir } from './modes.js';
 import type { EventRetention, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
-import { keyFromRow, type KeyRow } from './rows.js';
+import { keyFromRow, rolloutFromRow, type KeyRow } from './rows.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -208,6 +208,19 @@ export class SqliteStore implements Store {
     });
   }
 
+  async loadRollouts(): Promise<RolloutRecord[]> {
+    const rows = this.db.prepare('SELECT model, history, control FROM rollouts ORDER BY model').all() as { model: string; history: string | null; control: string | null }[];
+    return rows.map((r) => rolloutFromRow(r.model, parseJson(r.history), parseJson(r.control)));
+  }
+
+  async saveRolloutHistory(model: string, h: RolloutHistory): Promise<void> {
+    this.db.prepare('INSERT INTO rollouts (model, history) VALUES (?, ?) ON CONFLICT(model) DO UPDATE SET history = excluded.history').run(model, JSON.stringify(h));
+  }
+
+  async saveRolloutControl(model: string, c: RolloutControl): Promise<void> {
+    this.db.prepare('INSERT INTO rollouts (model, control) VALUES (?, ?) ON CONFLICT(model) DO UPDATE SET control = excluded.control').run(model, JSON.stringify(c));
+  }
+
   async probe(): Promise<void> {
     // Rewriting the schema version commits a page like any write does, so it fails
     // exactly when a real write would, and changes nothing.
@@ -217,5 +230,15 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     this.db.close();
+  }
+}
+
+/** JSON text from a column, or undefined when it is missing or not JSON (see `rolloutFromRow`). */
+function parseJson(text: string | null): unknown {
+  if (text === null) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
 }

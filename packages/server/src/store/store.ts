@@ -1,5 +1,5 @@
 import type { EventView, NodeReport, ShardStatus, TokenRole } from '@llmgw/shared';
-import type { AdminState, Replica } from '../domain.js';
+import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 
 /** A client API key as stored: the secret only as its SHA-256. */
 export interface StoredKey {
@@ -132,6 +132,12 @@ export interface Store {
   addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]>;
   /** The newest `limit` events kept, oldest first; with `afterId`, only those with a larger id. */
   loadEvents(limit: number, afterId?: number): Promise<StoredEvent[]>;
+  /** What is stored of each model's rollouts (`ctl rollout`): control and history, merged. */
+  loadRollouts(): Promise<RolloutRecord[]>;
+  /** The planning instance's part of a model's rollout record: its revisions and a halt. */
+  saveRolloutHistory(model: string, h: RolloutHistory): Promise<void>;
+  /** The operator's part (`ctl rollout pause|resume`), written apart so neither undoes the other. */
+  saveRolloutControl(model: string, c: RolloutControl): Promise<void>;
   /** A write that changes nothing, to learn whether writes work again after a failure. */
   probe(): Promise<void>;
   close(): Promise<void>;
