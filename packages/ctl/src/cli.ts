@@ -14,6 +14,7 @@ import { CTL_VERSION, addVersionCommand } from './version-cmd.js';
 import { addEventsCommand } from './events-cmd.js';
 import { addFilesCommand } from './files-cmd.js';
 import { addStatusCommand } from './status-cmd.js';
+import { addRolloutCommands } from './rollout-cmd.js';
 import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
 
 const program = new Command('ctl')
@@ -75,7 +76,7 @@ addNodeStateCommands(program, io);
 
 program
   .command('models')
-  .description('list the catalog: ready/total replicas, scaling, profiles, aliases, fallbacks, routing policy; a failed reload of the catalog file is the line above')
+  .description('list the catalog: ready/total replicas, replicas at the current revision (UP-TO-DATE; ctl rollout status), scaling, profiles, aliases, fallbacks, routing policy, revision; a failed reload of the catalog file is the line above')
   .addHelpText('after', examplesText('ctl models', 'ctl models -o json'))
   .action(async () => {
     const { conn, json } = globals();
@@ -181,6 +182,7 @@ addVersionCommand(program, io);
 addStatusCommand(program, io);
 addEventsCommand(program, io);
 addFilesCommand(program, io);
+addRolloutCommands(program, io);
 
 program
   .command('usage')

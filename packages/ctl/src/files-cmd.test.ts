@@ -11,7 +11,7 @@ const replica = (o: Partial<ReplicaView> = {}): ReplicaView => ({ id: 'r-1', mod
 
 describe('a model file coming, in ctl', () => {
   it('replicas: the ERROR column says how far the download got', () => {
-    expect(replicasTable([replica()], plain).split('\n')[1]).toMatch(/^r-1\s+m\s+cpu\s+starting\s+cpu-a\s+-\s+7s\s+downloading 45% \(210 of 466 MB, 30 MB\/s, 9 s left\)$/);
+    expect(replicasTable([replica()], plain).split('\n')[1]).toMatch(/^r-1\s+m\s+cpu\s+starting\s+cpu-a\s+-\s+-\s+7s\s+downloading 45% \(210 of 466 MB, 30 MB\/s, 9 s left\)$/);
     // One line per replica: every shard whose file comes, by node; an error wins.
     const two = replica({ shards: [shard({ download: progress }), shard({ id: 'r-1-1', node: 'cpu-b', rank: 1, download: { done_bytes: 0, bytes_per_s: 0 } })] });
     expect(replicasTable([two], plain)).toContain('cpu-a: downloading 45% (210 of 466 MB, 30 MB/s, 9 s left); cpu-b: downloading 0 MB (stalled)');

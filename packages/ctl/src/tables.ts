@@ -53,16 +53,19 @@ export function nodeDetails(nodes: NodeView[]): string {
 export function modelsTable(models: ModelView[], c: ChalkInstance): string {
   if (models.length === 0) return 'The catalog has no models. Start the server with --catalog FILE.';
   return table(
-    ['NAME', 'READY', 'MIN', 'MAX', 'PROFILES', 'ALIASES', 'FALLBACKS', 'ROUTING'],
+    ['NAME', 'READY', 'UP-TO-DATE', 'MIN', 'MAX', 'PROFILES', 'ALIASES', 'FALLBACKS', 'ROUTING', 'REVISION'],
     models.map((m) => [
       m.name,
       m.ready_replicas >= m.min_replicas ? `${m.ready_replicas}/${m.total_replicas}` : c.yellow(`${m.ready_replicas}/${m.total_replicas}`),
+      // A rollout that is not moving says so in the column operators watch.
+      m.rollout === 'halted' || m.rollout === 'waiting' || m.rollout === 'paused' ? c.yellow(`${m.up_to_date ?? 0} (${m.rollout})`) : (m.up_to_date ?? '-'),
       m.min_replicas,
       m.max_replicas,
       m.profiles.join(','),
       m.aliases.join(',') || '-',
       m.fallbacks.join(',') || '-',
       m.routing,
+      m.revision ?? '-',
     ]),
   );
 }
@@ -70,7 +73,7 @@ export function modelsTable(models: ModelView[], c: ChalkInstance): string {
 export function replicasTable(replicas: ReplicaView[], c: ChalkInstance): string {
   if (replicas.length === 0) return 'No replicas.';
   return table(
-    ['ID', 'MODEL', 'PROFILE', 'STATE', 'NODES', 'ENDPOINT', 'AGE', 'ERROR'],
+    ['ID', 'MODEL', 'PROFILE', 'STATE', 'NODES', 'ENDPOINT', 'REVISION', 'AGE', 'ERROR'],
     replicas.map((r) => [
       r.id,
       r.model,
@@ -78,6 +81,7 @@ export function replicasTable(replicas: ReplicaView[], c: ChalkInstance): string
       r.state === 'ready' ? c.green(r.state) : r.state === 'failed' ? c.red(r.state) : r.state,
       r.shards.map((s) => (s.gpus.length ? `${s.node}[${s.gpus.join(',')}]` : s.node)).join(' '),
       r.endpoint ?? '-',
+      r.revision ?? '-',
       age(r.age_seconds),
       oneLine(r.error ?? coming(r) ?? '-', 100),
     ]),

@@ -5,6 +5,7 @@ import express from 'express';
 import type { Logger } from 'pino';
 import { adminApi } from './api/admin.js';
 import { catalogApi } from './api/catalog-api.js';
+import { rolloutsApi } from './api/rollouts-api.js';
 import type { CatalogStatusSource } from './api/views.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
@@ -238,7 +239,7 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const access = await AccessTokens.load(store, settings.adminToken);
   // Filled in once the listeners (and, on PostgreSQL, the registry) are up.
   let status: () => Promise<StatusView> = () => Promise.reject(new DomainError('store_unavailable', 'starting'));
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), statusApi({ status: () => status() }), nodeFilesApi(controller));
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), rolloutsApi(controller), statusApi({ status: () => status() }), nodeFilesApi(controller));
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);

@@ -130,7 +130,8 @@ export const RolloutViewSchema = Type.Object({
   history: Type.Array(
     Type.Object({
       revision: Type.String(),
-      first_seen: Type.String(),
+      /** When it became current (again, for a reverted file). */
+      since: Type.String(),
       change: Type.String(),
       current: Type.Boolean(),
     }),

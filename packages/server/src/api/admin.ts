@@ -1,10 +1,10 @@
 import express, { type Router } from 'express';
 import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema, type NodeStateReply, type VersionView } from '@llmgw/shared';
-import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import type { Controller } from '../controller/controller.js';
-import { DomainError, badRequest, echo, notFound } from '../errors.js';
+import { badRequest, echo, notFound } from '../errors.js';
 import { forbidden, principalOf } from './access.js';
 import { jsonBody, methodNotAllowed, parseBody } from './http.js';
+import { resolveModel } from './models.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
 import { SERVER_VERSION } from '../version.js';
@@ -102,16 +102,4 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
   }).all(methodNotAllowed);
 
   return r;
-}
-
-/** A name over MAX_MODEL_NAME is never a model: no lookup, and no suggestion (edit distance grows with the name). */
-function resolveModel(ctl: Controller, nameOrAlias: string): string {
-  const m = nameOrAlias.length <= MAX_MODEL_NAME ? ctl.catalogView.resolve(nameOrAlias) : undefined;
-  if (m) return m.name;
-  const close = nameOrAlias.length <= MAX_MODEL_NAME ? ctl.catalogView.suggest(nameOrAlias) : [];
-  throw new DomainError(
-    'model_not_found',
-    `model "${echo(nameOrAlias)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}`,
-    { field: 'model' },
-  );
 }

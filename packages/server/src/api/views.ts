@@ -4,6 +4,7 @@ import type { Controller } from '../controller/controller.js';
 import type { CatalogError } from '../catalog/errors.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
 import { indexReservations, reservationsOf } from '../placement/index.js';
+import { rolloutStatus } from '../reconcile/rollout.js';
 
 /** States in which a replica has an engine running, as far as the server knows. */
 const LIVE_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'ready', 'draining']);
@@ -76,8 +77,12 @@ export function modelViews(ctl: Controller): ModelView[] {
     if (r.state === 'ready') ready.set(r.model, (ready.get(r.model) ?? 0) + 1);
     if (ACTIVE_REPLICA_STATES.has(r.state)) active.set(r.model, (active.get(r.model) ?? 0) + 1);
   }
+  const revisions = ctl.rollouts.revisions(ctl.models);
+  const replicas = ctl.listReplicas();
   return ctl.models.map((m) => {
     const min = m.scaling?.min ?? 1;
+    const revision = revisions.get(m.name)!;
+    const rollout = rolloutStatus(m, revision, replicas, ctl.rollouts.get(m.name));
     const attempt = ctl.lastAttempt(m.name);
     const activeCount = active.get(m.name) ?? 0;
     return {
@@ -92,6 +97,9 @@ export function modelViews(ctl: Controller): ModelView[] {
       profiles: m.profiles.map((p) => p.name),
       routing: m.routing ?? DEFAULT_ROUTING,
       ...(attempt && activeCount < min ? { placement_summary: attempt.outcome.summary } : {}),
+      revision,
+      up_to_date: rollout.updated,
+      rollout: rollout.state,
     };
   });
 }
@@ -119,6 +127,7 @@ export function replicaView(
     ...(r.endpoint ? { endpoint: r.endpoint } : {}),
     age_seconds: Math.max(0, Math.floor((nowMs - r.createdAtMs) / 1000)),
     ...(error ? { error } : {}),
+    ...(r.revision ? { revision: r.revision } : {}),
     ...(showKeys ? { api_key: r.apiKey } : {}),
     shards: r.shards.map((s) => ({
       id: s.id,

@@ -1,20 +1,12 @@
 import type { Model } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { RolloutControl, RolloutRecord } from '../domain.js';
-import type { RolloutHalt, RolloutStatus } from '../reconcile/reconcile.js';
+import type { RolloutChange, RolloutHalt, RolloutStatus } from '../reconcile/reconcile.js';
+
+export type { RolloutChange };
 import { describeChange, revisionContent, revisionOf } from '../reconcile/revision.js';
 import { ROLLOUT_HISTORY_KEPT } from '../store/rows.js';
 import type { Store } from '../store/store.js';
-
-/** A rollout that changed state in a pass, for the events (`ctl events`). */
-export interface RolloutChange {
-  model: string;
-  revision: string;
-  state: RolloutStatus['state'];
-  reason?: string;
-  /** For a new revision: what changed, in one line. */
-  change?: string;
-}
 
 /**
  * The controller's memory of rollouts: each model's revision under the catalog in force,

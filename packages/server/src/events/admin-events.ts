@@ -45,6 +45,8 @@ const ACTIONS: [method: string, path: RegExp, describe: Describe][] = [
     const k = sub(d.reply.key);
     return { reason: 'key-create', object: `key/${String(k.id)}`, what: 'created', detail: `for "${String(k.name)}"` };
   }],
+  ['POST', /^\/models\/([^/]+)\/rollout\/pause$/, (m) => ({ reason: 'rollout-pause', object: `model/${seg(m)}`, model: seg(m), what: 'rollout paused' })],
+  ['POST', /^\/models\/([^/]+)\/rollout\/resume$/, (m, d) => ({ reason: 'rollout-resume', object: `model/${seg(m)}`, model: seg(m), what: 'rollout resumed', detail: `revision ${String(d.reply.revision)}` })],
   ['DELETE', /^\/keys\/([^/]+)$/, (m, d) => ({ reason: 'key-revoke', object: `key/${str(d.reply.id) ?? seg(m)}`, what: 'revoked', detail: `"${String(d.reply.name)}"` })],
 ];
 

@@ -1,3 +1,4 @@
+import type { RolloutChange } from '../reconcile/reconcile.js';
 import type { Replica } from '../domain.js';
 import type { NewEvent } from './event-log.js';
 
@@ -44,6 +45,26 @@ export function decisionEvent(d: Decision, nodesOf: (replicaId: string) => strin
     object: `replica/${id}`,
     nodes,
     ...(r ? { model: r.model } : {}),
+    message,
+  };
+}
+
+/**
+ * A rollout that began (a new revision), completed, paused, waits for room or halted, as
+ * an event about its model: `rollout-started`, `rollout-complete`, `rollout-halted`, …
+ */
+export function rolloutEvent(r: RolloutChange): NewEvent {
+  const started = r.change !== undefined;
+  const message = started
+    ? `revision ${r.revision}: ${r.change}`
+    : `rollout to revision ${r.revision} ${r.state === 'complete' ? 'complete' : r.state}${r.reason ? `: ${r.reason}` : ''}`;
+  return {
+    type: r.state === 'halted' || r.state === 'waiting' ? 'Warning' : 'Normal',
+    source: 'reconciler',
+    reason: started ? 'rollout-started' : `rollout-${r.state}`,
+    object: `model/${r.model}`,
+    nodes: [],
+    model: r.model,
     message,
   };
 }

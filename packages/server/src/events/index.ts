@@ -4,7 +4,8 @@ import type { Controller } from '../controller/controller.js';
 import type { Store } from '../store/store.js';
 import { nodeStateEvent, recordAdmin, recordAdminActions } from './admin-events.js';
 import type { DownloadChange } from '../controller/downloads.js';
-import { decisionEvent, type Decision } from './decisions.js';
+import type { RolloutChange } from '../reconcile/reconcile.js';
+import { decisionEvent, rolloutEvent, type Decision } from './decisions.js';
 import { downloadEvent } from './downloads.js';
 import { EventLog } from './event-log.js';
 import { eventsApi } from './events-api.js';
@@ -23,6 +24,9 @@ export async function fleetEvents(store: Store, controller: Controller, log: Log
   const nodesOf = (id: string) => controller.listReplicas().find((r) => r.id === id)?.shards.map((s) => s.nodeId) ?? [];
   controller.events.on('decided', (ds: Decision[]) => {
     for (const d of ds) events.record(decisionEvent(d, nodesOf));
+  });
+  controller.events.on('rollouts', (rs: RolloutChange[]) => {
+    for (const r of rs) events.record(rolloutEvent(r));
   });
   controller.events.on('downloads', (ds: DownloadChange[]) => {
     for (const d of ds) events.record(downloadEvent(d));

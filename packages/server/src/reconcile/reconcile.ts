@@ -14,7 +14,7 @@ import { scaling } from './scaling.js';
 export type { ModelLoad, ReconcileInput, ReconcilePolicy } from './input.js';
 export type { ActionCode, PlannedAction, PlannedReplica } from './actions.js';
 export { ACTION_CODES } from './actions.js';
-export type { RolloutHalt, RolloutStatus } from './rollout.js';
+export type { RolloutChange, RolloutHalt, RolloutStatus } from './rollout.js';
 
 export interface ReconcileResult {
   /** Every decision of the pass, in order, each with its code and reason. */

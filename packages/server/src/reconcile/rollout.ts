@@ -21,6 +21,16 @@ export interface RolloutStatus {
   outdated: number;
 }
 
+/** A rollout that changed state in a pass, for the events (`ctl events`). */
+export interface RolloutChange {
+  model: string;
+  revision: string;
+  state: RolloutState;
+  reason?: string;
+  /** For a new revision: what changed, in one line. */
+  change?: string;
+}
+
 /** A halt a pass found: the controller stores it, so it holds until a resume or a new revision. */
 export interface RolloutHalt {
   model: string;
