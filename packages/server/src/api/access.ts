@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { TokenCreateRequest, TokenRole, TokenView } from '@llmgw/shared';
+import { findBySecret, newHashedSecret, sameSecret, type TokenCreateRequest, type TokenRole, type TokenView } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import { findBySecret, newSecret } from '../gateway/keys.js';
 import type { Store, StoredToken } from '../store/store.js';
-import { bearerToken, secretEquals } from './tokens.js';
+import { bearerToken } from './tokens.js';
 import { latestRead } from '../store/serial.js';
 
 /** Who a request on the admin listener comes from. `tokenId` is absent for the bootstrap admin token. */
@@ -61,7 +60,7 @@ export class AccessTokens {
   async create(req: TokenCreateRequest): Promise<{ token: TokenView; secret: string }> {
     const name = req.name.trim();
     if (!name) throw new DomainError('invalid_request', 'name must not be blank', { field: 'name' });
-    const { secret, hash, prefix } = newSecret(`llmgw-${req.role}-`);
+    const { secret, hash, prefix } = newHashedSecret(`llmgw-${req.role}-`);
     const t: StoredToken = { id: `tok-${randomBytes(4).toString('hex')}`, name, role: req.role, hash, prefix, createdAt: new Date(this.now()).toISOString() };
     await this.store.saveToken(t);
     this.remember(t);
@@ -87,7 +86,7 @@ export class AccessTokens {
   /** Who `secret` is: the bootstrap admin, a live token, or nobody. */
   resolve(secret: string | undefined): Resolved {
     if (!secret) return { ok: false, reason: 'missing' };
-    if (secretEquals(secret, this.bootstrapAdmin)) return { ok: true, who: { role: 'admin', name: 'admin token' } };
+    if (sameSecret(secret, this.bootstrapAdmin)) return { ok: true, who: { role: 'admin', name: 'admin token' } };
     const t = findBySecret(this.byHash, secret);
     if (!t) return { ok: false, reason: 'invalid' };
     if (t.revokedAt) return { ok: false, reason: 'revoked' };

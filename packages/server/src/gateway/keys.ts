@@ -1,28 +1,8 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
+import { randomBytes } from 'node:crypto';
+import { findBySecret, newHashedSecret, type KeyCreateRequest, type KeyView, type UsageRow } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import { latestRead, serialWrites } from '../store/serial.js';
 import type { Store, StoredKey, StoredUsage, UsageDelta } from '../store/store.js';
-
-/** How a secret llmgw hands out (client key, admin-listener token) is stored: its SHA-256 only. */
-export const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
-
-/** A new secret with its stored forms: the hash, and a prefix to tell secrets apart in lists. */
-export function newSecret(prefix: string): { secret: string; hash: string; prefix: string } {
-  const secret = `${prefix}${randomBytes(24).toString('base64url')}`;
-  return { secret, hash: hashSecret(secret), prefix: secret.slice(0, prefix.length + 4) };
-}
-
-/**
- * The record in `byHash` that `secret` is, in constant time once found. The lookup is by
- * hash, which an attacker cannot steer byte by byte; the explicit comparison keeps it
- * that way if the lookup ever changes.
- */
-export function findBySecret<T extends { hash: string }>(byHash: ReadonlyMap<string, T>, secret: string): T | undefined {
-  const hash = hashSecret(secret);
-  const found = byHash.get(hash);
-  return found && timingSafeEqual(Buffer.from(found.hash, 'hex'), Buffer.from(hash, 'hex')) ? found : undefined;
-}
 
 export type AuthResult =
   | { ok: true; key: StoredKey }
@@ -108,7 +88,7 @@ export class KeyRing {
       if (!name) throw new DomainError('invalid_request', `models[${i}] "${m}" is not a model in the catalog`, { field: `models[${i}]` });
       return name;
     });
-    const { secret, hash, prefix } = newSecret('sk-llmgw-');
+    const { secret, hash, prefix } = newHashedSecret('sk-llmgw-');
     const key: StoredKey = {
       id: `key-${randomBytes(4).toString('hex')}`,
       name: req.name,
