@@ -1,5 +1,5 @@
-import { createHmac, randomBytes } from 'node:crypto';
-import { sameSecret } from '@llmgw/shared';
+import { createHmac } from 'node:crypto';
+import { newSecret, sameSecret } from '@llmgw/shared';
 
 /** The dashboard's cookie. Not `__Host-`: that prefix demands Secure, and the admin listener is plain http by default. */
 export const SESSION_COOKIE = 'llmgw_session';
@@ -47,7 +47,7 @@ export class Sessions {
    * up on every request, so revoking the token ends its sessions.
    */
   issue(tokenId?: string): string {
-    const base = `${this.nowS() + SESSION_TTL_S}.${b64(randomBytes(16))}`;
+    const base = `${this.nowS() + SESSION_TTL_S}.${newSecret('', 16)}`;
     const body = tokenId === undefined ? `v1.${base}` : `v2.${base}.${tokenId}`;
     return `${body}.${this.mac(body)}`;
   }
