@@ -2,10 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { HTTPError } from 'got';
 import type { Logger } from 'pino';
-import { JoinReplySchema, formatFailure, validate } from '@llmgw/shared';
+import { JoinReplySchema, formatFailure, validate, writePrivateFile } from '@llmgw/shared';
 import { ServerPool } from './servers.js';
 import { serverClient } from './trust.js';
-import { writePrivateFile } from './private-file.js';
 
 /** How the agent authenticates its heartbeats and long-polls (see `NodeCredential`). */
 export interface AgentAuth {

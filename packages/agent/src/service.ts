@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { writePrivateFile } from '@llmgw/shared';
 import { DEFAULT_ENGINE_USER } from './engine-user.js';
 
 export interface ServiceOptions {
@@ -131,8 +132,8 @@ export function installService(o: InstallOptions): { unitPath: string; envPath: 
   const envPath = path.join(o.root, envFile);
   fs.mkdirSync(path.dirname(unitPath), { recursive: true });
   fs.mkdirSync(path.dirname(envPath), { recursive: true, mode: 0o755 });
-  fs.writeFileSync(envPath, renderEnv(o.env), { mode: 0o600 });
-  fs.chmodSync(envPath, 0o600);
+  // It holds the join token: 0600 also over an older, looser file.
+  writePrivateFile(envPath, renderEnv(o.env));
   fs.writeFileSync(unitPath, renderUnit({ node: o.node, main: o.main, envFile, stateDir: STATE_DIR }));
   if (path.resolve(o.root) === '/') createEngineUser(o.env.LLMGW_ENGINE_USER ?? DEFAULT_ENGINE_USER);
   if (o.enable) {

@@ -8,7 +8,8 @@ import { CatalogError, CatalogWatcher, LoadedCatalog, describeDiff, diffCatalogs
 import { CONNECTION_DEFAULTS, startServer } from './server.js';
 import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
-import { collectSans, listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
+import { collectSans, listenersTls } from './tls/index.js';
+import { prepareJoinToken, readJoinToken } from './credentials/join-token.js';
 import { MIGRATE_HELP, migrateSqliteToPostgres } from './store/migrate.js';
 import { PostgresStore } from './store/postgres.js';
 import { shareSecrets } from './cluster/secrets.js';

@@ -18,7 +18,7 @@ import { SERVER_VERSION } from './version.js';
 import { soloStatus, statusApi } from './api/status-api.js';
 import { readClusterStatus } from './cluster/status.js';
 import { catalogInfo } from './catalog/info.js';
-import type { StatusView } from '@llmgw/shared';
+import { renderJoinToken, type StatusView } from '@llmgw/shared';
 import { engineKeys } from './controller/engine-keys.js';
 import { tokenFor } from './api/tokens.js';
 import { membershipApi } from './credentials/admin-routes.js';
@@ -40,7 +40,6 @@ import { Metrics } from './metrics.js';
 import { GuardedStore } from './store/guard.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/store.js';
-import { renderJoinToken } from './tls/join-token.js';
 
 export interface ServerSettings {
   clientAddr: string;

@@ -1,4 +1,4 @@
-import { hashCredential } from '../src/credentials/node-credentials.js';
+import { hashSecret } from '@llmgw/shared';
 import type { Store } from '../src/store/store.js';
 
 /**
@@ -11,5 +11,5 @@ export const NODE_CREDENTIAL = 'llmgw-node-test-credential-0123456789';
 export const nodeAuth = { authorization: `Bearer ${NODE_CREDENTIAL}` };
 
 export function seedCredential(store: Store, nodeId: string, secret = NODE_CREDENTIAL): Promise<void> {
-  return store.saveCredential({ nodeId, hash: hashCredential(secret), createdAt: new Date().toISOString() });
+  return store.saveCredential({ nodeId, hash: hashSecret(secret), createdAt: new Date().toISOString() });
 }

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { CachedFile } from '@llmgw/shared';
-import { writePrivateFile } from '../private-file.js';
+import { writePrivateFile, type CachedFile } from '@llmgw/shared';
 
 /** One verified file in the index. */
 interface Entry {

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { ShardAssignment } from '@llmgw/shared';
-import { writePrivateFile } from '../private-file.js';
+import { writePrivateFile, type ShardAssignment } from '@llmgw/shared';
 
 /**
  * `shards.json`: what survives an agent restart. Engines outlive the agent (an upgrade

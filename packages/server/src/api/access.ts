@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { TokenCreateRequest, TokenRole, TokenView } from '@llmgw/shared';
+import { newHashedSecret, sameSecret, type TokenCreateRequest, type TokenRole, type TokenView } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import { findBySecret, newSecret } from '../gateway/keys.js';
 import type { Store, StoredToken } from '../store/store.js';
-import { bearerToken, secretEquals } from './tokens.js';
+import { bearerToken } from './tokens.js';
+import { IssuedSecrets } from '../store/issued.js';
 import { latestRead } from '../store/serial.js';
 
 /** Who a request on the admin listener comes from. `tokenId` is absent for the bootstrap admin token. */
@@ -24,8 +24,8 @@ export type Resolved = { ok: true; who: Principal } | { ok: false; reason: 'miss
  * changes, so one the store refuses (503) leaves the tokens as they were.
  */
 export class AccessTokens {
-  private byHash = new Map<string, StoredToken>();
-  private readonly byId = new Map<string, StoredToken>();
+  private readonly tokens: IssuedSecrets<StoredToken>;
+  private readonly save = (t: StoredToken) => this.store.saveToken(t);
 
   constructor(
     private readonly store: Store,
@@ -33,7 +33,7 @@ export class AccessTokens {
     private readonly now: () => number = Date.now,
     stored: readonly StoredToken[] = [],
   ) {
-    for (const t of stored) this.remember(t);
+    this.tokens = new IssuedSecrets(stored);
   }
 
   /** The tokens the store holds, beside the bootstrap admin. */
@@ -44,51 +44,34 @@ export class AccessTokens {
   /** Replaces what memory holds with the store's tokens (another instance created or revoked one); the newest read wins. */
   readonly reload = latestRead(
     () => this.store.loadTokens(),
-    (stored) => {
-      this.byHash = new Map();
-      this.byId.clear();
-      for (const t of stored) this.remember(t);
-    },
+    (stored) => this.tokens.replace(stored),
   );
-
-  private remember(t: StoredToken): void {
-    const before = this.byId.get(t.id);
-    if (before) this.byHash.delete(before.hash);
-    this.byId.set(t.id, t);
-    this.byHash.set(t.hash, t);
-  }
 
   async create(req: TokenCreateRequest): Promise<{ token: TokenView; secret: string }> {
     const name = req.name.trim();
     if (!name) throw new DomainError('invalid_request', 'name must not be blank', { field: 'name' });
-    const { secret, hash, prefix } = newSecret(`llmgw-${req.role}-`);
+    const { secret, hash, prefix } = newHashedSecret(`llmgw-${req.role}-`);
     const t: StoredToken = { id: `tok-${randomBytes(4).toString('hex')}`, name, role: req.role, hash, prefix, createdAt: new Date(this.now()).toISOString() };
-    await this.store.saveToken(t);
-    this.remember(t);
+    await this.tokens.put(t, this.save);
     return { token: tokenView(t), secret };
   }
 
   list(): TokenView[] {
-    return [...this.byId.values()].map(tokenView);
+    return this.tokens.all().map(tokenView);
   }
 
   /** Revokes by id (or by the name of a live token); it stops working at once, dashboard sessions included. */
   async revoke(idOrName: string): Promise<TokenView> {
-    const t = this.byId.get(idOrName) ?? [...this.byId.values()].find((x) => x.name === idOrName && !x.revokedAt);
+    const t = await this.tokens.revoke(idOrName, new Date(this.now()).toISOString(), this.save);
     if (!t) throw new DomainError('not_found', `no token "${idOrName}" (see ctl tokens list)`);
-    if (!t.revokedAt) {
-      const revoked = { ...t, revokedAt: new Date(this.now()).toISOString() };
-      await this.store.saveToken(revoked);
-      this.remember(revoked);
-    }
-    return tokenView(this.byId.get(t.id)!);
+    return tokenView(t);
   }
 
   /** Who `secret` is: the bootstrap admin, a live token, or nobody. */
   resolve(secret: string | undefined): Resolved {
     if (!secret) return { ok: false, reason: 'missing' };
-    if (secretEquals(secret, this.bootstrapAdmin)) return { ok: true, who: { role: 'admin', name: 'admin token' } };
-    const t = findBySecret(this.byHash, secret);
+    if (sameSecret(secret, this.bootstrapAdmin)) return { ok: true, who: { role: 'admin', name: 'admin token' } };
+    const t = this.tokens.find(secret);
     if (!t) return { ok: false, reason: 'invalid' };
     if (t.revokedAt) return { ok: false, reason: 'revoked' };
     return { ok: true, who: principal(t) };
@@ -96,7 +79,7 @@ export class AccessTokens {
 
   /** The live token with this id (a dashboard session names it), or undefined once revoked. */
   live(id: string): Principal | undefined {
-    const t = this.byId.get(id);
+    const t = this.tokens.get(id);
     return t && !t.revokedAt ? principal(t) : undefined;
   }
 }

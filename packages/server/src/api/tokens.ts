@@ -1,7 +1,7 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SECRET_FILE_MODE, secureDataDir, tighten, writeSecretFile } from '../store/modes.js';
+import { SECRET_FILE_MODE, newSecret, writePrivateFile } from '@llmgw/shared';
+import { secureDataDir, tighten } from '../store/modes.js';
 
 /**
  * Returns the token from the environment, or the one kept in `<dataDir>/<name>`,
@@ -21,13 +21,16 @@ export function tokenFor(fromEnv: string | undefined, dataDir: string, name: str
   }
   secureDataDir(dataDir);
   const token = newToken(name);
-  writeSecretFile(file, `${token}\n`);
+  writePrivateFile(file, `${token}\n`);
   return { token, file };
 }
 
-/** A fresh secret for the file `name`: `llmgw-admin-…` for admin-token, `llmgw-engine-key-secret-…`. */
+/**
+ * A fresh secret for the file `name`: `llmgw-admin-…` for admin-token, `llmgw-join-…`
+ * for join-token (also what a rotation draws), `llmgw-engine-key-secret-…`.
+ */
 export function newToken(name: string): string {
-  return `llmgw-${name.replace(/-token$/, '')}-${randomBytes(24).toString('base64url')}`;
+  return newSecret(`llmgw-${name.replace(/-token$/, '')}-`);
 }
 
 const BEARER = /^Bearer\s+(.+)$/i;
@@ -36,11 +39,4 @@ const BEARER = /^Bearer\s+(.+)$/i;
 export function bearerToken(authorization: string | undefined): string | undefined {
   const m = authorization ? BEARER.exec(authorization) : null;
   return m?.[1]?.trim();
-}
-
-/** Compares secrets in constant time; hashing first makes the lengths equal. */
-export function secretEquals(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
 }

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { parseJoinToken } from '@llmgw/shared';
+import { SECRET_FILE_MODE, parseJoinToken, sameSecret, writePrivateFile } from '@llmgw/shared';
 import { newToken } from '../api/tokens.js';
-import { SECRET_FILE_MODE, secureDataDir, tighten, writeSecretFile } from '../store/modes.js';
+import { secureDataDir, tighten } from '../store/modes.js';
 import { createCa } from '../tls/certs.js';
 import { readPair, tlsFiles } from '../tls/tls.js';
 
@@ -81,12 +81,12 @@ async function shareToken(db: SharedSecrets, dataDir: string, name: Exclude<Secr
   const file = path.join(dataDir, name);
   const local = localSecret(dataDir, name);
   const shared = await db.sharedSecret(name, () => local ?? newToken(name));
-  if (shared === local) {
+  if (local !== undefined && sameSecret(shared, local)) {
     tighten(file, SECRET_FILE_MODE);
     return;
   }
   // The join token file gets the bare secret here; prepareJoinToken rewrites it with the CA pin.
-  writeSecretFile(file, `${shared}\n`);
+  writePrivateFile(file, `${shared}\n`);
   if (local !== undefined) log.warn({ file }, `${name} in this data directory differs from the one the instances on this database share: replaced the file with the shared one`);
 }
 
@@ -96,11 +96,11 @@ async function shareCa(db: SharedSecrets, dataDir: string, log: Logger): Promise
   // Made before asking (making one is async, the fallback is not); a few ms, and only without a CA of its own.
   const fallback = local ?? JSON.stringify(await createCa('llmgw CA'));
   const shared = await db.sharedSecret('tls/ca', () => fallback);
-  if (shared === local) return;
+  if (local !== undefined && sameSecret(shared, local)) return;
   const ca = parseCa(shared);
   fs.mkdirSync(files.dir, { recursive: true, mode: 0o700 });
-  writeSecretFile(files.caKey, ca.key);
-  writeSecretFile(files.ca, ca.cert);
+  writePrivateFile(files.caKey, ca.key);
+  writePrivateFile(files.ca, ca.cert);
   // The CA certificate is public: readable like the one adminTls writes.
   fs.chmodSync(files.ca, 0o644);
   if (local !== undefined) log.warn({ file: files.ca }, 'the CA in this data directory differs from the one the instances on this database share: replaced it (join tokens pinning the old CA must be handed out again)');

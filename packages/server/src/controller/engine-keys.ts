@@ -1,4 +1,5 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { newSecret } from '@llmgw/shared';
 
 /** Gives each replica its engine key. */
 export type EngineKeyOf = (replicaId: string) => string;
@@ -15,5 +16,5 @@ export function engineKeys(secret: string): EngineKeyOf {
 
 /** A secret for one process only (tests, and servers built without a data directory's secret). */
 export function ephemeralEngineKeys(): EngineKeyOf {
-  return engineKeys(randomBytes(32).toString('base64url'));
+  return engineKeys(newSecret('', 32));
 }

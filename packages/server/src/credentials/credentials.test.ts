@@ -2,11 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
+import { caFingerprint, hashSecret, parseJoinToken } from '@llmgw/shared';
 import { makeModel, makeReport, makeServerSettings } from '../../test/factories.js';
 import { startServer } from '../server.js';
 import { SqliteStore } from '../store/sqlite.js';
-import { JoinToken } from './join-token.js';
-import { NodeCredentials, hashCredential } from './node-credentials.js';
+import { adminTls } from '../tls/index.js';
+import { JoinToken, prepareJoinToken, readJoinToken } from './join-token.js';
+import { NodeCredentials } from './node-credentials.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 
 /**
@@ -39,7 +41,7 @@ describe('NodeCredentials', () => {
     const creds = await NodeCredentials.load(store);
     const secret = await creds.issue('a', new Date());
     expect(secret).toMatch(/^llmgw-node-[A-Za-z0-9_-]{43}$/);
-    expect(await store.loadCredentials()).toEqual([{ nodeId: 'a', hash: hashCredential(secret), createdAt: expect.any(String) }]);
+    expect(await store.loadCredentials()).toEqual([{ nodeId: 'a', hash: hashSecret(secret), createdAt: expect.any(String) }]);
     expect(fs.readFileSync(store.file).includes(secret)).toBe(false);
     await expect(creds.issue('a', new Date())).rejects.toThrow(/node "a" has already joined .*ctl nodes delete a/);
     // A restart finds it again; the forgotten one is forgotten.
@@ -90,6 +92,21 @@ describe('JoinToken', () => {
     // Another instance rotated: this one takes its secret, file first.
     t.adopt('llmgw-join-from-b');
     expect([t.matches(next), t.matches('llmgw-join-from-b'), fs.readFileSync(file, 'utf8')]).toEqual([false, true, 'llmgw-join-from-b\n']);
+  });
+});
+
+describe('the join token file', () => {
+  it('holds the full token, 0600, also when LLMGW_JOIN_TOKEN gives the secret; the server checks the secret', async () => {
+    const dataDir = tmp();
+    const { caPem } = await adminTls({ dataDir, listenHost: '127.0.0.1', extraSans: [] }, pino({ level: 'silent' }));
+    const { secret, file } = prepareJoinToken('from-env', dataDir, caPem);
+    expect(secret).toBe('from-env');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(parseJoinToken(readJoinToken(dataDir))).toEqual({ secret: 'from-env', caHash: caFingerprint(caPem) });
+    // Generated once, kept: a restart reads the secret back out of the full token.
+    const gen = prepareJoinToken(undefined, tmp(), caPem);
+    expect(prepareJoinToken(undefined, path.dirname(gen.file), caPem).secret).toBe(gen.secret);
+    expect(() => readJoinToken(tmp())).toThrow(/start llmgw-server once/);
   });
 });
 

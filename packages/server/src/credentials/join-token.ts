@@ -1,12 +1,46 @@
-import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseJoinToken, renderJoinToken, sameSecret, writePrivateFile } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import { parseJoinToken } from '@llmgw/shared';
-import { secretEquals } from '../api/tokens.js';
-import { writeSecretFile } from '../store/modes.js';
+import { newToken, tokenFor } from '../api/tokens.js';
 
-/** A fresh join secret, in the format `tokenFor` generates on first start. */
-export function newJoinSecret(): string {
-  return `llmgw-join-${randomBytes(24).toString('base64url')}`;
+/**
+ * The server's join token: the secret it accepts now, where it is kept, and how it is
+ * rotated. Its format (the full token pinning the CA, or the bare secret) is
+ * `@llmgw/shared`'s, the agent's too.
+ */
+
+/** Where the full join token is kept for the operator (and `llmgw-server join-token`). */
+export function joinTokenFile(dataDir: string): string {
+  return path.join(dataDir, 'join-token');
+}
+
+/**
+ * The join secret (what agents send), from `LLMGW_JOIN_TOKEN` (a bare secret or a full
+ * token) or the data directory, generated on first start; then `<data-dir>/join-token`
+ * is (re)written, mode 0600, with the full token pinning `caPem`, so it is right also
+ * when the secret came from the environment or the CA changed. Without a CA
+ * (`--insecure-http`) the file holds the bare secret.
+ */
+export function prepareJoinToken(fromEnv: string | undefined, dataDir: string, caPem: string | undefined): { secret: string; file: string } {
+  const { token } = tokenFor(fromEnv, dataDir, 'join-token');
+  const secret = parseJoinToken(token).secret;
+  const file = joinTokenFile(dataDir);
+  writePrivateFile(file, `${renderJoinToken(secret, caPem)}\n`);
+  return { secret, file };
+}
+
+/** `llmgw-server join-token`: the token agents need, as the server last wrote it. */
+export function readJoinToken(dataDir: string): string {
+  const file = joinTokenFile(dataDir);
+  let text = '';
+  try {
+    text = fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    /* reported below */
+  }
+  if (!text) throw new Error(`no join token in ${file}: start llmgw-server once with --data-dir ${dataDir}, which writes it`);
+  return text;
 }
 
 /**
@@ -27,7 +61,7 @@ export class JoinToken {
     private readonly file?: string,
     /**
      * The token people and `<data-dir>/join-token` get for a secret: the full token
-     * pinning the admin listener's CA (`fullJoinToken`), or the secret alone without TLS.
+     * pinning the admin listener's CA (`renderJoinToken`), or the secret alone without TLS.
      */
     private readonly render: (secret: string) => string = (secret) => secret,
     /**
@@ -39,11 +73,11 @@ export class JoinToken {
 
   /** True for the secret, alone or inside a full token (agents send the secret alone). */
   matches(given: string): boolean {
-    return secretEquals(parseJoinToken(given).secret, this.secret);
+    return sameSecret(parseJoinToken(given).secret, this.secret);
   }
 
   /** Replaces the secret; returns the new token as `render` renders it. */
-  async rotate(next: string = newJoinSecret()): Promise<string> {
+  async rotate(next: string = newToken('join-token')): Promise<string> {
     if (!this.file) {
       throw new DomainError(
         'conflict',
@@ -63,10 +97,10 @@ export class JoinToken {
   /** Takes a secret another instance rotated to (or this one just stored): the file, then memory. */
   adopt(next: string): string {
     const token = this.render(next);
-    if (next === this.secret) return token;
+    if (sameSecret(next, this.secret)) return token;
     if (this.file) {
       try {
-        writeSecretFile(this.file, `${token}\n`);
+        writePrivateFile(this.file, `${token}\n`);
       } catch (err) {
         throw new DomainError('store_unavailable', `cannot write the new join token to ${this.file}: ${(err as Error).message}; the old token still joins`);
       }

@@ -1,28 +1,18 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { findBySecret, hashSecret, newSecret } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import type { Store, StoredCredential } from '../store/store.js';
 import { latestRead } from '../store/serial.js';
-
-/** How a credential is kept: its SHA-256 in hex, never the secret itself. */
-export function hashCredential(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
-}
-
-/** A fresh node credential: 256 random bits, prefixed so a leaked one is recognisable. */
-export function newCredential(): string {
-  return `llmgw-node-${randomBytes(32).toString('base64url')}`;
-}
 
 /**
  * Each node's own credential (DESIGN §11), issued once when it joins and bound to its
  * id: whoever holds it may report and read that node only. The store keeps the hashes;
  * memory keeps a map by hash, so a heartbeat is authenticated without touching the
- * database, and still while the store is degraded. Looking a secret up by its hash
- * needs no constant-time compare: timing can reveal at most a prefix of a hash, which
- * says nothing about a 256-bit secret.
+ * database, and still while the store is degraded. A credential is 256 random bits
+ * (`llmgw-node-…`), kept as `hashSecret` of it and found with `findBySecret`, like
+ * every other secret llmgw issues.
  */
 export class NodeCredentials {
-  private readonly byHash = new Map<string, string>();
+  private readonly byHash = new Map<string, { nodeId: string; hash: string }>();
   private readonly byNode = new Map<string, string>();
 
   constructor(
@@ -65,8 +55,8 @@ export class NodeCredentials {
           `if this machine replaces it, free the name with: ctl nodes delete ${nodeId} (or start this agent with another --node-id)`,
       );
     }
-    const secret = newCredential();
-    const hash = hashCredential(secret);
+    const secret = newSecret('llmgw-node-', 32);
+    const hash = hashSecret(secret);
     await this.store.saveCredential({ nodeId, hash, createdAt: now.toISOString() });
     this.remember(nodeId, hash);
     return secret;
@@ -74,7 +64,7 @@ export class NodeCredentials {
 
   /** The node a credential belongs to; undefined for anything else (a join token included). */
   nodeOf(secret: string): string | undefined {
-    return this.byHash.get(hashCredential(secret));
+    return findBySecret(this.byHash, secret)?.nodeId;
   }
 
   /** Drops a node's credential from memory; the store's row goes with the node (`Store.deleteNode`). */
@@ -85,7 +75,7 @@ export class NodeCredentials {
   }
 
   private remember(nodeId: string, hash: string): void {
-    this.byHash.set(hash, nodeId);
+    this.byHash.set(hash, { nodeId, hash });
     this.byNode.set(nodeId, hash);
   }
 }

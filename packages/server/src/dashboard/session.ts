@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { newSecret, sameSecret } from '@llmgw/shared';
 
 /** The dashboard's cookie. Not `__Host-`: that prefix demands Secure, and the admin listener is plain http by default. */
 export const SESSION_COOKIE = 'llmgw_session';
@@ -16,12 +17,6 @@ export interface Session {
 }
 
 const b64 = (buf: Buffer) => buf.toString('base64url');
-
-function macEquals(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 /**
  * Stateless sessions signed with a key derived from the admin token: the cookie holds
@@ -52,7 +47,7 @@ export class Sessions {
    * up on every request, so revoking the token ends its sessions.
    */
   issue(tokenId?: string): string {
-    const base = `${this.nowS() + SESSION_TTL_S}.${b64(randomBytes(16))}`;
+    const base = `${this.nowS() + SESSION_TTL_S}.${newSecret('', 16)}`;
     const body = tokenId === undefined ? `v1.${base}` : `v2.${base}.${tokenId}`;
     return `${body}.${this.mac(body)}`;
   }
@@ -65,7 +60,7 @@ export class Sessions {
     if (!v1 && !(parts.length === 5 && parts[0] === 'v2')) return undefined;
     const mac = parts.pop()!;
     const [, exp = '', nonce = '', tokenId] = parts;
-    if (!macEquals(mac, this.mac(parts.join('.')))) return undefined;
+    if (!sameSecret(mac, this.mac(parts.join('.')))) return undefined;
     const expiresAtS = Number(exp);
     if (!Number.isInteger(expiresAtS) || expiresAtS <= this.nowS()) return undefined;
     if (this.revoked.has(nonce)) return undefined;
@@ -74,7 +69,7 @@ export class Sessions {
 
   /** Whether `given` is the CSRF token of `session`, in constant time. */
   csrfOk(session: Session, given: unknown): boolean {
-    return typeof given === 'string' && macEquals(given, session.csrf);
+    return typeof given === 'string' && sameSecret(given, session.csrf);
   }
 
   revoke(session: Session): void {

@@ -1,28 +1,9 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { KeyCreateRequest, KeyView, UsageRow } from '@llmgw/shared';
+import { randomBytes } from 'node:crypto';
+import { newHashedSecret, type KeyCreateRequest, type KeyView, type UsageRow } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
+import { IssuedSecrets } from '../store/issued.js';
 import { latestRead, serialWrites } from '../store/serial.js';
 import type { Store, StoredKey, StoredUsage, UsageDelta } from '../store/store.js';
-
-/** How a secret llmgw hands out (client key, admin-listener token) is stored: its SHA-256 only. */
-export const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
-
-/** A new secret with its stored forms: the hash, and a prefix to tell secrets apart in lists. */
-export function newSecret(prefix: string): { secret: string; hash: string; prefix: string } {
-  const secret = `${prefix}${randomBytes(24).toString('base64url')}`;
-  return { secret, hash: hashSecret(secret), prefix: secret.slice(0, prefix.length + 4) };
-}
-
-/**
- * The record in `byHash` that `secret` is, in constant time once found. The lookup is by
- * hash, which an attacker cannot steer byte by byte; the explicit comparison keeps it
- * that way if the lookup ever changes.
- */
-export function findBySecret<T extends { hash: string }>(byHash: ReadonlyMap<string, T>, secret: string): T | undefined {
-  const hash = hashSecret(secret);
-  const found = byHash.get(hash);
-  return found && timingSafeEqual(Buffer.from(found.hash, 'hex'), Buffer.from(hash, 'hex')) ? found : undefined;
-}
 
 export type AuthResult =
   | { ok: true; key: StoredKey }
@@ -45,8 +26,7 @@ export type Admission = { ok: true; release: () => void } | { ok: false; reason:
  * store is down.
  */
 export class KeyRing {
-  private byHash = new Map<string, StoredKey>();
-  private byId = new Map<string, StoredKey>();
+  private readonly keys = new IssuedSecrets<StoredKey>();
   /** Start times of recent requests per key, oldest first (only for keys with an rpm). */
   private readonly recent = new Map<string, number[]>();
   private readonly inFlight = new Map<string, number>();
@@ -61,7 +41,7 @@ export class KeyRing {
     private readonly now: () => number = Date.now,
     stored: { keys: readonly StoredKey[]; usage: readonly StoredUsage[] } = { keys: [], usage: [] },
   ) {
-    this.setKeys(stored.keys);
+    this.keys.replace(stored.keys);
     for (const u of stored.usage) {
       const { keyId, model, requests, errors, cancelled, promptTokens, completionTokens } = u;
       this.totals.set(usageId(keyId, model), { keyId, model, requests, errors, cancelled, promptTokens, completionTokens });
@@ -78,22 +58,10 @@ export class KeyRing {
   /** Replaces the keys in memory with the store's (another instance created or revoked one); the newest read wins. */
   readonly reloadKeys = latestRead(
     () => this.store.loadKeys(),
-    (keys) => this.setKeys(keys),
+    (keys) => this.keys.replace(keys),
   );
 
-  private setKeys(keys: readonly StoredKey[]): void {
-    this.byHash = new Map(keys.map((k) => [k.hash, k]));
-    this.byId = new Map(keys.map((k) => [k.id, k]));
-  }
-
-  /** Writes a key, then (only once the store took it) puts it in the maps. */
-  private async save(key: StoredKey): Promise<void> {
-    await this.store.saveKey(key);
-    const before = this.byId.get(key.id);
-    if (before) this.byHash.delete(before.hash);
-    this.byId.set(key.id, key);
-    this.byHash.set(key.hash, key);
-  }
+  private readonly save = (key: StoredKey) => this.store.saveKey(key);
 
   async create(req: KeyCreateRequest, resolveModel: (name: string) => string | undefined): Promise<{ key: KeyView; secret: string }> {
     let expiresAt: string | undefined;
@@ -108,7 +76,7 @@ export class KeyRing {
       if (!name) throw new DomainError('invalid_request', `models[${i}] "${m}" is not a model in the catalog`, { field: `models[${i}]` });
       return name;
     });
-    const { secret, hash, prefix } = newSecret('sk-llmgw-');
+    const { secret, hash, prefix } = newHashedSecret('sk-llmgw-');
     const key: StoredKey = {
       id: `key-${randomBytes(4).toString('hex')}`,
       name: req.name,
@@ -120,26 +88,23 @@ export class KeyRing {
       ...(expiresAt ? { expiresAt } : {}),
       createdAt: new Date(this.now()).toISOString(),
     };
-    await this.save(key);
+    await this.keys.put(key, this.save);
     return { key: keyView(key), secret };
   }
 
   list(): KeyView[] {
-    return [...this.byId.values()].map(keyView);
+    return this.keys.all().map(keyView);
   }
 
   async revoke(idOrName: string): Promise<KeyView> {
-    const key = this.byId.get(idOrName) ?? [...this.byId.values()].find((k) => k.name === idOrName && !k.revokedAt);
+    const key = await this.keys.revoke(idOrName, new Date(this.now()).toISOString(), this.save);
     if (!key) throw new DomainError('not_found', `no key "${idOrName}" (see ctl keys list)`);
-    if (!key.revokedAt) {
-      await this.save({ ...key, revokedAt: new Date(this.now()).toISOString() });
-    }
-    return keyView(this.byId.get(key.id)!);
+    return keyView(key);
   }
 
   authenticate(secret: string | undefined): AuthResult {
     if (!secret) return { ok: false, reason: 'missing' };
-    const key = findBySecret(this.byHash, secret);
+    const key = this.keys.find(secret);
     if (!key) return { ok: false, reason: 'invalid' };
     if (key.revokedAt) return { ok: false, reason: 'revoked' };
     if (key.expiresAt && Date.parse(key.expiresAt) <= this.now()) return { ok: false, reason: 'expired' };
@@ -248,7 +213,7 @@ export class KeyRing {
   usageRows(): UsageRow[] {
     const rows = [...this.totals.values()].map((u) => ({
       key_id: u.keyId,
-      key_name: this.byId.get(u.keyId)?.name ?? u.keyId,
+      key_name: this.keys.get(u.keyId)?.name ?? u.keyId,
       model: u.model,
       requests: u.requests,
       errors: u.errors,

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import path from 'node:path';
+import { SECRET_FILE_MODE } from '@llmgw/shared';
 
 /**
  * Who may read what the server keeps: the data directory is 0700 and every file in it
@@ -8,7 +8,6 @@ import path from 'node:path';
  * maps the fleet, and its -wal file holds recent writes in full.
  */
 export const DIR_MODE = 0o700;
-export const SECRET_FILE_MODE = 0o600;
 
 /**
  * Creates the data directory as 0700, or tightens an existing one that is looser.
@@ -40,21 +39,6 @@ export function tighten(file: string, mode: number): number | undefined {
  */
 export function secureDatabaseFiles(file: string): void {
   for (const f of [file, `${file}-wal`, `${file}-shm`]) tighten(f, SECRET_FILE_MODE);
-}
-
-/**
- * Writes a secret file (a token, a key) whole or not at all, mode 0600 whatever mode an
- * earlier file had: the text goes to a temporary file beside it, renamed over it.
- */
-export function writeSecretFile(file: string, text: string): void {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  try {
-    fs.writeFileSync(tmp, text, { mode: SECRET_FILE_MODE });
-    fs.renameSync(tmp, file);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
 }
 
 /** `0o755` as `0755`, the way ls and chmod say it. */

@@ -3,7 +3,6 @@ import { parseAddr, type ListenerTls } from '../server.js';
 import { adminTls, operatorPair, type AdminTls } from './tls.js';
 
 export { adminTls, operatorPair, wantedSans, type AdminTls } from './tls.js';
-export { prepareJoinToken, readJoinToken, joinTokenFile, renderJoinToken } from './join-token.js';
 
 /** The TLS flags of `llmgw-server`, as commander hands them over. */
 export interface TlsFlags {

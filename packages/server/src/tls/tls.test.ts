@@ -7,9 +7,9 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
-import { caFingerprint, parseJoinToken } from '@llmgw/shared';
+import { caFingerprint } from '@llmgw/shared';
 import { createCa, issueServerCert, reissueReason, san, sansOf } from './certs.js';
-import { adminTls, prepareJoinToken, readJoinToken, wantedSans } from './index.js';
+import { adminTls, wantedSans } from './index.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 
 const log = pino({ level: 'silent' });
@@ -96,20 +96,5 @@ describe('wantedSans', () => {
     const sans = wantedSans('0.0.0.0', ['gw.example.com', '10.0.0.5'], 'box1', ifaces).map((s) => s.value);
     expect(sans).toEqual(['127.0.0.1', '::1', 'localhost', 'box1', '10.0.0.5', 'fe80::1', 'gw.example.com']);
     expect(wantedSans('192.0.2.1', [], 'box1', {}).map((s) => s.value)).toContain('192.0.2.1');
-  });
-});
-
-describe('the join token file', () => {
-  it('holds the full token, 0600, also when LLMGW_JOIN_TOKEN gives the secret; the server checks the secret', async () => {
-    const dataDir = tmp();
-    const { caPem } = await adminTls({ dataDir, listenHost: '127.0.0.1', extraSans: [] }, log);
-    const { secret, file } = prepareJoinToken('from-env', dataDir, caPem);
-    expect(secret).toBe('from-env');
-    expect(mode(file)).toBe(0o600);
-    expect(parseJoinToken(readJoinToken(dataDir))).toEqual({ secret: 'from-env', caHash: caFingerprint(caPem) });
-    // Generated once, kept: a restart reads the secret back out of the full token.
-    const gen = prepareJoinToken(undefined, tmp(), caPem);
-    expect(prepareJoinToken(undefined, path.dirname(gen.file), caPem).secret).toBe(gen.secret);
-    expect(() => readJoinToken(tmp())).toThrow(/start llmgw-server once/);
   });
 });

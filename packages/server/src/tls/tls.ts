@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { writePrivateFile } from '@llmgw/shared';
 import { createCa, issueServerCert, pemCertificates, reissueReason, san, type KeyPair, type San } from './certs.js';
-import { writeSecretFile } from '../store/modes.js';
 
 /** What the admin listener serves TLS with, and the CA agents pin. */
 export interface AdminTls extends KeyPair {
@@ -102,7 +102,7 @@ export async function adminTls(s: AdminTlsSettings, log: Logger): Promise<AdminT
       throw new Error(`${dir} has only one of ca.pem and ca-key.pem: restore the other, or remove both to make a new CA (every join token must then be handed out again)`);
     }
     ca = await createCa('llmgw CA');
-    writeSecretFile(files.caKey, ca.key);
+    writePrivateFile(files.caKey, ca.key);
     fs.writeFileSync(files.ca, ca.cert, { mode: 0o644 });
     log.info({ file: files.ca }, 'created the CA that agents pin (its fingerprint is in the join token)');
   }
@@ -111,7 +111,7 @@ export async function adminTls(s: AdminTlsSettings, log: Logger): Promise<AdminT
   const why = kept ? reissueReason(kept, ca, wanted) : 'there is none';
   if (!why && kept) return { ...kept, caPem: ca.cert, caFile: files.ca };
   const server = await issueServerCert(ca, wanted);
-  writeSecretFile(files.key, server.key);
+  writePrivateFile(files.key, server.key);
   fs.writeFileSync(files.cert, server.cert, { mode: 0o644 });
   log.info({ file: files.cert, sans: wanted.map((x) => x.value) }, `issued the server certificate because ${why}`);
   return { ...server, caPem: ca.cert, caFile: files.ca };
