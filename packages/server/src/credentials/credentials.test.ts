@@ -109,7 +109,7 @@ describe('the agent API with node credentials', () => {
 
   it('lets the join token join and nothing else', async () => {
     const hb = await srv.beat('join', { node_id: 'node-a', mgmt_addr: '10.9.9.9' });
-    expect(hb).toEqual({ status: 401, body: { error: expect.stringMatching(/^the join token only joins: .*POST \/agent\/v1\/join/) } });
+    expect(hb).toEqual({ status: 401, body: { error: expect.stringMatching(/^the join token only joins: .*POST \/agent\/v1\/join/), code: 'unauthenticated' } });
     const poll = await srv.call('GET', '/agent/v1/nodes/node-a/assignments?wait_ms=0', bearer('join'));
     expect(poll.status).toBe(401);
     expect((await srv.join('node-c', 'wrong')).status).toBe(401);
@@ -120,7 +120,7 @@ describe('the agent API with node credentials', () => {
 
   it('lets a credential report and read its own node only', async () => {
     const asA = await srv.beat(b, { node_id: 'node-a', mgmt_addr: '10.9.9.9' });
-    expect(asA).toEqual({ status: 403, body: { error: 'this credential belongs to node node-b: it may report and read that node only, not "node-a"', field: 'report.node_id' } });
+    expect(asA).toEqual({ status: 403, body: { error: 'this credential belongs to node node-b: it may report and read that node only, not "node-a"', code: 'forbidden', field: 'report.node_id' } });
     expect((await srv.call('GET', '/agent/v1/nodes/node-a/assignments?wait_ms=0', bearer(b))).status).toBe(403);
     const own = await srv.call('GET', '/agent/v1/nodes/node-b/assignments?wait_ms=0', bearer(b));
     expect(own).toEqual({ status: 200, body: expect.objectContaining({ node_id: 'node-b' }) });
@@ -165,7 +165,7 @@ describe('membership', () => {
       const node = ((await srv.admin('GET', '/nodes')).body as unknown as { id: string; state: string }[])[0];
       expect(node).toMatchObject({ id: 'big', state: 'pending-approval' });
       const uncordon = await srv.call('POST', '/api/v1/nodes/big/state', bearer('admin'), { state: 'uncordon' });
-      expect(uncordon).toEqual({ status: 409, body: { error: 'node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big' } });
+      expect(uncordon).toEqual({ status: 409, body: { error: 'node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big', code: 'conflict' } });
       expect(await srv.admin('POST', '/nodes/big/approve')).toEqual({ status: 200, body: { id: 'big', state: 'ready' } });
       expect((await srv.admin('POST', '/nodes/big/approve')).status).toBe(409);
       for (let i = 0; i < 50 && ((await srv.admin('GET', '/replicas')).body as unknown as unknown[]).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
