@@ -14,7 +14,7 @@ export function newCredential(): string {
 }
 
 /**
- * Each node's own credential (DESIGN §11), issued once when it joins and bound to its
+ * Each node's own credential (this directory's README.md), issued once when it joins and bound to its
  * id: whoever holds it may report and read that node only. The store keeps the hashes;
  * memory keeps a map by hash, so a heartbeat is authenticated without touching the
  * database, and still while the store is degraded. Looking a secret up by its hash
