@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
+import type { EventList } from '@llmgw/shared';
 import { makeModel, makeReport, makeServerSettings } from '../../test/factories.js';
 import { startServer } from '../server.js';
 import { SqliteStore } from '../store/sqlite.js';
@@ -30,7 +31,10 @@ async function serve(dir: string, extra: Parameters<typeof makeServerSettings>[1
   const beat = (auth: string, report: Record<string, unknown>, shards: unknown[] = []) =>
     call('POST', '/agent/v1/heartbeat', bearer(auth), { report: makeReport({ mgmt_addr: '127.0.0.1', memory_total_mb: 8192, ...report }), shards });
   const admin = (method: string, p: string) => call(method, `/api/v1${p}`, bearer('admin'));
-  return { s, call, join, beat, admin };
+  /** The admin actions recorded so far, as [reason, message]: a refused one is none. */
+  const adminEvents = async () =>
+    ((await admin('GET', '/events')).body as unknown as EventList).events.filter((e) => e.source === 'admin').map((e) => [e.reason, e.message]);
+  return { s, call, join, beat, admin, adminEvents };
 }
 
 describe('NodeCredentials', () => {
@@ -149,6 +153,7 @@ describe('the agent API with node credentials', () => {
     expect((await srv.beat(holder === 'node-a' ? a : b, { node_id: holder })).body.error).toMatch(/^unknown node credential/);
     expect((await srv.join(holder)).status).toBe(200);
     expect((await srv.admin('DELETE', '/nodes/nobody')).status).toBe(404);
+    expect(await srv.adminEvents()).toEqual([['node-delete', 'deleted (--force) by "admin token"']]);
   });
 });
 
@@ -168,6 +173,7 @@ describe('membership', () => {
       expect(uncordon).toEqual({ status: 409, body: { error: 'node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big', code: 'conflict' } });
       expect(await srv.admin('POST', '/nodes/big/approve')).toEqual({ status: 200, body: { id: 'big', state: 'ready' } });
       expect((await srv.admin('POST', '/nodes/big/approve')).status).toBe(409);
+      expect(await srv.adminEvents()).toEqual([['node-approve', 'approved by "admin token"']]);
       for (let i = 0; i < 50 && ((await srv.admin('GET', '/replicas')).body as unknown as unknown[]).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
       expect((await srv.admin('GET', '/replicas')).body).toEqual([expect.objectContaining({ shards: [expect.objectContaining({ node: 'big' })] })]);
     } finally {
@@ -201,6 +207,7 @@ describe('membership', () => {
       const token = String(rotated.body.token);
       expect([(await srv.join('n2')).status, (await srv.join('n2', token)).status]).toEqual([401, 200]);
       expect((await srv.beat(cred, { node_id: 'n1' })).status).toBe(200);
+      expect(await srv.adminEvents()).toEqual([['join-token-rotate', 'rotated by "admin token": the old token no longer joins']]);
     } finally {
       await srv.s.close();
     }
