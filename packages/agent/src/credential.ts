@@ -41,7 +41,7 @@ interface Saved {
 }
 
 /**
- * This node's credential (DESIGN §11). The join token is sent once, to `/agent/v1/join`,
+ * This node's credential (README.md, "Joining: the node credential"). The join token is sent once, to `/agent/v1/join`,
  * and traded for a credential bound to the node id, kept in the state directory (0600)
  * so a restarted agent does not join again; every heartbeat and long-poll carries the
  * credential. A credential saved for another node id is not used (the agent joins under

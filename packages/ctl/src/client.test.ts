@@ -115,6 +115,24 @@ describe('misleading setups, each named with its fix', () => {
       answer = { status: 404, body: '{"error":"no replica \\"r-1\\""}' };
       await expect(call(resolveConnection({ server: url, token: 't' }), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({ message: 'no replica "r-1"', status: 404 });
     });
+
+    it("takes the failure from the answer's code, and from the status only without one", async () => {
+      const conn = () => resolveConnection({ server: url, token: 't' }, 'cli');
+      answer = { status: 404, body: '{"error":"no replica \\"r-1\\"","code":"not_found"}' };
+      await expect(call(conn(), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({ message: 'no replica "r-1"', failure: 'failed', status: 404, code: 'not_found' });
+      // llmgw's own 503 is a refusal: the server answered.
+      answer = { status: 503, body: '{"error":"store unavailable: ENOSPC","code":"store_unavailable"}' };
+      await expect(call(conn(), 'POST', '/keys', {})).rejects.toMatchObject({ failure: 'failed', code: 'store_unavailable' });
+      // A proxy's page: llmgw behind it did not answer.
+      answer = { status: 502, body: '<html>Bad Gateway</html>' };
+      await expect(call(conn(), 'GET', '/nodes')).rejects.toMatchObject({
+        failure: 'unreachable',
+        message: `${url} answered 502 to GET /api/v1/nodes without llmgw's error body: a proxy in front of a server that does not answer, or not llmgw's admin address? (address set by --server)`,
+      });
+      // A code that is not ours is no code.
+      answer = { status: 503, body: '{"error":"busy","code":"overloaded"}' };
+      await expect(call(conn(), 'GET', '/nodes')).rejects.toMatchObject({ message: 'busy', failure: 'unreachable', code: undefined });
+    });
   });
 });
 

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import got, { HTTPError, RequestError } from 'got';
-import { ServerRotation, instanceDown, splitServerList, tlsFailureHint, withFailover } from '@llmgw/shared';
-import { CtlError, asCtlError } from './failure.js';
+import { ServerRotation, instanceDown, isErrorCode, splitServerList, tlsFailureHint, withFailover, type ErrorCode } from '@llmgw/shared';
+import { CtlError, answerFailure, asCtlError, refusedWith } from './failure.js';
 
 export interface Connection {
   /**
@@ -159,18 +159,23 @@ export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE
     // Said so the operator checks before running it again: it may have been applied.
     if (method !== 'GET' && conn.servers.urls.length > 1 && isDown(err) && !sentNothing(err)) {
       const at = tried.at(-1)?.url ?? conn.servers.current;
-      throw new CtlError(`${e.message} (not repeated on another server: ${at} may have applied it; check before running it again)`, e.failure, e.status);
+      throw new CtlError(`${e.message} (not repeated on another server: ${at} may have applied it; check before running it again)`, e.failure, e.status, e.code);
     }
     throw e;
   }
 }
 
-/** The `error` of an answer: a string from llmgw's admin API, an object from an OpenAI-compatible API. */
-function errorOf(body: unknown): unknown {
+/**
+ * The `error` and `code` of an answer: `error` a string from llmgw's admin API (with our
+ * `code` beside it), an object from an OpenAI-compatible API; a code that is not one of
+ * ours (a newer server's, another program's) is as good as none.
+ */
+function errorOf(body: unknown): { error: unknown; code?: ErrorCode } {
   try {
-    return (JSON.parse(String(body)) as { error?: unknown } | null)?.error;
+    const b = JSON.parse(String(body)) as { error?: unknown; code?: unknown } | null;
+    return { error: b?.error, ...(isErrorCode(b?.code) ? { code: b.code } : {}) };
   } catch {
-    return undefined;
+    return { error: undefined };
   }
 }
 
@@ -178,18 +183,21 @@ function toCtlError(err: unknown, conn: Connection, what: string, tried: readonl
   const server = tried.at(-1)?.url ?? conn.servers.current;
   if (err instanceof HTTPError) {
     const status = err.response.statusCode;
-    const error = errorOf(err.response.body);
+    const { error, code } = errorOf(err.response.body);
     if (error !== null && typeof error === 'object') {
       // OpenAI's error shape: --server is the client listener, which knows no admin token.
       return new CtlError(`${server} is llmgw's client (OpenAI-compatible) address, not its admin API: point --server or LLMGW_SERVER at the admin address (https://127.0.0.1:8081 by default; the server logs both as "llmgw-server listening")`);
     }
+    const failure = answerFailure(code, status);
     if (typeof error !== 'string' || !error) {
-      return new CtlError(`${server} answered ${status} to ${what} without llmgw's error body: is it llmgw's admin address? (address ${conn.serverFrom})`);
+      const guess = failure === 'unreachable' ? 'a proxy in front of a server that does not answer, or not' : 'is it';
+      return new CtlError(`${server} answered ${status} to ${what} without llmgw's error body: ${guess} llmgw's admin address? (address ${conn.serverFrom})`, failure, status);
     }
-    if (status === 401) {
-      return new CtlError(`${server} rejected the admin token${conn.tokenFrom ? ` ${conn.tokenFrom}` : ''} (${error}): set --token or LLMGW_ADMIN_TOKEN to the server's admin token`);
+    const refused = new CtlError(error, failure, status, code);
+    if (refusedWith(refused, 'unauthenticated', 401)) {
+      return new CtlError(`${server} rejected the admin token${conn.tokenFrom ? ` ${conn.tokenFrom}` : ''} (${error}): set --token or LLMGW_ADMIN_TOKEN to the server's admin token`, failure, status, code);
     }
-    return new CtlError(error, 'failed', status);
+    return refused;
   }
   const tls = err instanceof RequestError ? tlsFailureHint(err.code, server, `--ca FILE (LLMGW_CA; default ${defaultCaFile()})`) : undefined;
   if (tls) return new CtlError(tls);

@@ -73,12 +73,12 @@ async function instance(shared: Shared): Promise<Instance> {
     let body = '';
     req.on('data', (c: Buffer) => (body += String(c)));
     req.on('end', () => {
-      if (inst.failWith) return json(inst.failWith, { error: 'the store is unavailable' });
+      if (inst.failWith) return json(inst.failWith, { error: 'the store is unavailable', code: 'store_unavailable' });
       if (req.method === 'GET' && url.pathname === '/api/v1/nodes') return json(200, shared.nodes);
       const state = /^\/api\/v1\/nodes\/([^/]+)\/state$/.exec(url.pathname);
       if (req.method === 'POST' && state) {
         const n = shared.nodes.find((x) => x.id === state[1]);
-        if (!n) return json(404, { error: 'no such node' });
+        if (!n) return json(404, { error: 'no such node', code: 'not_found' });
         const want = (JSON.parse(body) as { state: string }).state;
         n.state = want === 'cordon' ? 'cordoned' : want === 'drain' ? 'draining' : 'ready';
         return json(200, { id: n.id, state: n.state, already: false });
@@ -96,7 +96,7 @@ async function instance(shared: Shared): Promise<Instance> {
         return;
       }
       if (req.method === 'POST' && url.pathname === '/api/v1/keys') return json(200, { key: { id: 'key-1', name: 'ci' }, secret: 'sk-llmgw-x' });
-      json(404, { error: `no route ${url.pathname}` });
+      json(404, { error: `no route ${url.pathname}`, code: 'no_route' });
     });
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { CtlError, FAILURES, asCtlError, exitCode } from './failure.js';
+import { ERROR_CODES } from '@llmgw/shared';
+import { CtlError, FAILURES, answerFailure, asCtlError, exitCode, refusedWith } from './failure.js';
 import { parseExpiry } from './tables.js';
 
 describe('exit codes', () => {
@@ -22,5 +23,32 @@ describe('exit codes', () => {
     expect(asCtlError(new TypeError('x'))).toMatchObject({ message: 'x', failure: 'failed' });
     const own = new CtlError('gone', 'unreachable');
     expect(asCtlError(own)).toBe(own);
+  });
+});
+
+describe('error answers', () => {
+  it("are judged by their code, whatever the status: every code of ours is the server refusing", () => {
+    expect(new Set(ERROR_CODES.map((c) => answerFailure(c, 503)))).toEqual(new Set(['failed']));
+    expect(answerFailure('store_unavailable', 503)).toBe('failed');
+  });
+
+  it('without a code, by the status: a gateway error is a proxy that could not reach llmgw', () => {
+    expect([502, 503, 504, 404, 500, 401].map((s) => [s, answerFailure(undefined, s)])).toEqual([
+      [502, 'unreachable'],
+      [503, 'unreachable'],
+      [504, 'unreachable'],
+      [404, 'failed'],
+      [500, 'failed'],
+      [401, 'failed'],
+    ]);
+  });
+
+  it('refusedWith takes the code over the status, and the status only when there is no code', () => {
+    expect(refusedWith(new CtlError('no node', 'failed', 404, 'not_found'), 'not_found', 404)).toBe(true);
+    // A missing route is a 404 too, but not a missing replica.
+    expect(refusedWith(new CtlError('no route', 'failed', 404, 'no_route'), 'not_found', 404)).toBe(false);
+    expect(refusedWith(new CtlError('not found', 'failed', 404), 'not_found', 404)).toBe(true);
+    expect(refusedWith(new CtlError('bad', 'failed', 400), 'not_found', 404)).toBe(false);
+    expect(refusedWith(new Error('x'), 'not_found', 404)).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { call } from './client.js';
-import { CtlError } from './failure.js';
+import { refusedWith } from './failure.js';
 import type { Io } from './tokens-cmd.js';
 import { examples } from './usage.js';
 
@@ -68,7 +68,7 @@ export function addLogsCommand(program: Command, io: Io): void {
             next = await get();
           } catch (e) {
             // kubectl logs -f ends when its container does: a replaced or removed replica is the end.
-            if (e instanceof CtlError && e.status === 404) {
+            if (refusedWith(e, 'not_found', 404)) {
               process.stderr.write(`replica ${replica} is gone (replaced or removed): see ctl replicas\n`);
               return;
             }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { lastSeenText, type StatusInstance, type StatusView } from '@llmgw/shared';
 import { call } from './client.js';
-import { CtlError } from './failure.js';
+import { CtlError, refusedWith } from './failure.js';
 import { table } from './render.js';
 import { age } from './tables.js';
 import type { Io } from './tokens-cmd.js';
@@ -81,7 +81,7 @@ export function addStatusCommand(program: Command, io: Io): void {
           v = await call<StatusView>(conn, 'GET', '/status');
         } catch (e) {
           // A server older than GET /api/v1/status still answers everything else.
-          if (e instanceof CtlError && e.status === 404) throw new CtlError(`${conn.servers.current} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)`, 'failed', 404);
+          if (refusedWith(e, 'no_route', 404)) throw new CtlError(`${conn.servers.current} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)`, 'failed', 404, 'no_route');
           throw e;
         }
         if (json) return io.printJson(v);

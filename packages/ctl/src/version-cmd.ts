@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import type { VersionView } from '@llmgw/shared';
 import { call } from './client.js';
-import { CtlError } from './failure.js';
+import { refusedWith } from './failure.js';
 import type { Io } from './tokens-cmd.js';
 import { examples } from './usage.js';
 
@@ -30,7 +30,7 @@ export function addVersionCommand(program: Command, io: Io): void {
           server = await call<VersionView>(conn, 'GET', '/version');
         } catch (e) {
           // A server older than GET /api/v1/version still answers everything else.
-          if (!(e instanceof CtlError && e.status === 404)) throw e;
+          if (!refusedWith(e, 'no_route', 404)) throw e;
         }
         if (json) return io.printJson({ client, ...(server ? { server } : {}) });
         io.print(server ? `Server Version: ${server.version} (Node.js ${server.node}) at ${conn.servers.current}` : `Server Version: unknown (${conn.servers.current} predates GET /api/v1/version)`);

@@ -250,7 +250,7 @@ async function nodeState(id: string): Promise<string> {
     expect(consoleErrors.filter((e) => !/status of 40[13]/.test(e))).toEqual([]);
     const res = await adminFetch(`${url}/nope`);
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: 'no route GET /nope' });
+    expect(await res.json()).toEqual({ error: 'no route GET /nope', code: 'no_route' });
   });
 
   it('logs out, and the old cookie no longer opens anything', async () => {

@@ -41,7 +41,7 @@ export interface ReplicaSpec {
   file?: { url: string; sha256: string };
 }
 
-/** One running copy of a model, made of one or more shards (DESIGN §2). */
+/** One running copy of a model, made of one or more shards (one per node it spans). */
 export interface Replica {
   id: string;
   model: string;

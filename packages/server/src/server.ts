@@ -33,6 +33,7 @@ import { Gateway } from './gateway/gateway.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './api/http.js';
 import { tokensApi } from './api/tokens-api.js';
+import { requireAudited } from './api/routes.js';
 import { DomainError } from './errors.js';
 import { Inventory } from './inventory.js';
 import { KeyRing } from './gateway/keys.js';
@@ -238,7 +239,10 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const access = await AccessTokens.load(store, settings.adminToken);
   // Filled in once the listeners (and, on PostgreSQL, the registry) are up.
   let status: () => Promise<StatusView> = () => Promise.reject(new DomainError('store_unavailable', 'starting'));
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminActions, events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), rolloutsApi(controller), statusApi({ status: () => status() }), nodeFilesApi(controller));
+  const api = [events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), rolloutsApi(controller), statusApi({ status: () => status() }), nodeFilesApi(controller)];
+  // A write that succeeds unrecorded is a bug in how it was registered: the server does not start with one.
+  requireAudited(api);
+  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminAudit, ...api);
   admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   }).all(methodNotAllowed);

@@ -42,6 +42,23 @@ describe('GET /api/v1/events', () => {
     expect((await events('?node=node-a')).events.map((e) => e.reason)).toEqual(['cordon', 'uncordon']);
   });
 
+  it('records revocations of keys and tokens, naming what was revoked', async () => {
+    const { cursor } = await events();
+    const made = JSON.parse((await post('/api/v1/tokens', { name: 'ci-bot', role: 'viewer' })).body) as { token: { id: string } };
+    const key = JSON.parse((await post('/api/v1/keys', { name: 'temp' })).body) as { key: { id: string } };
+    const del = (path: string) => send(live.admin, { method: 'DELETE', path, headers: adminAuth });
+    expect((await del(`/api/v1/tokens/${made.token.id}`)).status).toBe(200);
+    expect((await del(`/api/v1/keys/${key.key.id}`)).status).toBe(200);
+    // Refused: nothing to revoke, so nothing recorded.
+    expect((await del('/api/v1/keys/nope')).status).toBe(404);
+    expect((await events(`?since=${cursor}`)).events.map((e) => [e.reason, e.object, e.message])).toEqual([
+      ['token-create', `token/${made.token.id}`, 'created by "admin token": for "ci-bot", role viewer'],
+      ['key-create', `key/${key.key.id}`, 'created by "admin token": for "temp"'],
+      ['token-revoke', `token/${made.token.id}`, 'revoked by "admin token": "ci-bot"'],
+      ['key-revoke', `key/${key.key.id}`, 'revoked by "admin token": "temp"'],
+    ]);
+  });
+
   it('a dashboard cordon is recorded too, with the session\'s token', async () => {
     const { cookie, csrf } = await live.login();
     const r = await send(live.admin, { method: 'POST', path: '/nodes/node-a/state', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${csrf}&action=cordon&reason=rack%20move` });

@@ -21,6 +21,7 @@ describe('mgmt_addr from an agent', () => {
     expect(r.status).toBe(400);
     expect(JSON.parse(r.body)).toEqual({
       error: 'report.mgmt_addr must be an IP address or a host name, without scheme, port or path (e.g. 10.0.0.5, fd00::5 or gpu-1.lan)',
+      code: 'invalid_request',
       field: 'report.mgmt_addr',
     });
     const nodes = JSON.parse((await send(live.admin, { path: '/api/v1/nodes', headers: adminAuth })).body) as { id: string; mgmt_addr?: string }[];

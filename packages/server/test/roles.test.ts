@@ -33,6 +33,7 @@ describe('tokens with roles', () => {
     expect(refused.status).toBe(403);
     expect(JSON.parse(refused.body)).toEqual({
       error: 'viewer token "viewer-1" may only read; POST /api/v1/nodes/node-a/state needs an admin token (ctl tokens create --role admin)',
+      code: 'forbidden',
     });
     expect((await create('admin', 'escalate', bearer(viewer.secret))).status).toBe(403);
     expect((await send(live.admin, { path: '/api/v1/replicas?show_keys=true', headers: bearer(viewer.secret) })).status).toBe(403);
@@ -46,7 +47,7 @@ describe('tokens with roles', () => {
     expect(scrape.body).toContain('llmgw_');
     const nodes = await send(live.admin, { path: '/api/v1/nodes', headers: bearer(metrics.secret) });
     expect(nodes.status).toBe(403);
-    expect(JSON.parse(nodes.body)).toEqual({ error: 'metrics token "metrics-1" may only scrape /metrics; GET /api/v1/nodes needs an admin token (ctl tokens create --role admin)' });
+    expect(JSON.parse(nodes.body)).toEqual({ error: 'metrics token "metrics-1" may only scrape /metrics; GET /api/v1/nodes needs an admin token (ctl tokens create --role admin)', code: 'forbidden' });
     expect((await send(live.admin, { path: '/metrics' })).status).toBe(401);
   });
 
@@ -56,7 +57,7 @@ describe('tokens with roles', () => {
     const revoked = await send(live.admin, { method: 'DELETE', path: `/api/v1/tokens/${admin.id}`, headers: adminAuth });
     expect(JSON.parse(revoked.body)).toMatchObject({ id: admin.id, revoked_at: expect.any(String) });
     const after = await cordon(bearer(admin.secret));
-    expect([after.status, JSON.parse(after.body)]).toEqual([401, { error: 'the token was revoked' }]);
+    expect([after.status, JSON.parse(after.body)]).toEqual([401, { error: 'the token was revoked', code: 'unauthenticated' }]);
     await send(live.admin, { method: 'POST', path: '/api/v1/nodes/node-a/state', headers: { ...adminAuth, ...jsonHeaders }, body: '{"state":"uncordon"}' });
   });
 

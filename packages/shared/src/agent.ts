@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 /**
- * The agent protocol (DESIGN §5). The agent sends a heartbeat every few seconds with
+ * The agent protocol (drawn in packages/agent/README.md, "Pipeline"). The agent sends a heartbeat every few seconds with
  * its node report and the status of every shard it runs, and the server acknowledges it;
  * a long-poll next to it receives the full set of shards the node should run. Unknown fields are allowed so that an older server can
  * talk to a newer agent; known fields must have the right type.
@@ -208,7 +208,7 @@ export type AssignmentsReply = Static<typeof AssignmentsReplySchema>;
 /**
  * The one call the join token is good for (`POST /agent/v1/join`): a node asks to join
  * under its id and gets a credential bound to that id, which every later heartbeat and
- * long-poll carries instead of the join token (DESIGN §11).
+ * long-poll carries instead of the join token (packages/server/src/credentials/README.md).
  */
 export const JoinRequestSchema = Type.Object({
   node_id: Id,

@@ -60,9 +60,14 @@ export function isErrorCode(v: unknown): v is ErrorCode {
   return typeof v === 'string' && CODES.has(v);
 }
 
-/** The admin API's error body. `field` names the input at fault when there is one. */
+/**
+ * The error body of the admin listener (admin API, agent API, the dashboard's JSON
+ * answers): `error` is the line to show, `code` what went wrong for a program to branch
+ * on, `field` the input at fault when there is one.
+ */
 export const ErrorBodySchema = Type.Object({
   error: Type.String(),
+  code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c))),
   field: Type.Optional(Type.String()),
 });
 export type ErrorBody = Static<typeof ErrorBodySchema>;

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { DownloadProgressSchema } from './agent.js';
 
 /**
- * Admin API views (DESIGN §6). Field names follow the original system's admin API so
+ * Admin API views: what `GET /api/v1/...` answers (packages/server/src/api). Field names follow the original system's admin API so
  * that scripts written against it keep working.
  */
 

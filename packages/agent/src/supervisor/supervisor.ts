@@ -19,7 +19,8 @@ import { killGroupQuietly, stopGroup } from './stop.js';
 const HUB_TAIL_BYTES = 64 * 1024;
 
 /**
- * Runs the shards assigned to this node as supervised engine processes (DESIGN §5).
+ * Runs the shards assigned to this node as supervised engine processes ("supervise" in
+ * the agent's README.md).
  * The rules live in the steps it composes: `state-machine` (restarts, backoff, health,
  * deadlines), `converge` (what to start and stop), `ports`, `spawn`/`stop` (process
  * groups), `health` (readiness probes), `logs` (bounded files) and `state-file`

@@ -7,6 +7,8 @@ import { jsonBody, methodNotAllowed, parseBody } from './http.js';
 import { resolveModel } from './models.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
+import { adminRoute } from './routes.js';
+import { ADMIN_EVENTS } from '../events/admin-events.js';
 import { SERVER_VERSION } from '../version.js';
 
 /**
@@ -17,7 +19,8 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
   const r = express.Router();
 
   // Each path is one route ending in `methodNotAllowed`, so any other method is a 405
-  // with `Allow` rather than a 404.
+  // with `Allow` rather than a 404; a path with a write is an `adminRoute`, which adds
+  // it and the write's event.
   r.route('/version').get((_req, res) => {
     const v: VersionView = { version: SERVER_VERSION, node: process.version };
     res.json(v);
@@ -62,40 +65,56 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
 
   // One endpoint rather than three verbs: cordon, drain and uncordon are the same
   // operation with different targets.
-  r.route('/nodes/:id/state').post(...jsonBody('64kb'), async (req, res) => {
-    const body = parseBody(NodeStateRequestSchema, req.body);
-    // Own keys only: `constructor` or `__proto__` must not find something inherited.
-    const state = Object.hasOwn(NodeStateAliases, body.state) ? NodeStateAliases[body.state] : undefined;
-    if (!state) {
-      throw badRequest(
-        `unknown state "${echo(body.state)}" (want ready, cordoned or draining; or uncordon, cordon, drain)`,
-        'state',
-      );
-    }
-    const id = String(req.params.id);
-    const reason = body.reason?.trim() || undefined;
-    if ((body.deadline_s !== undefined || body.force) && state !== 'draining') {
-      throw badRequest('deadline_s and force apply only to drain', body.force ? 'force' : 'deadline_s');
-    }
-    const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
-    const before = ctl.inventory.get(id)?.admin.state;
-    if (!(await ctl.setNodeState(id, state, reason, drain))) throw notFound(`no node "${echo(id)}"`);
-    // The reason in force, which a repeated cordon without one keeps (Inventory.setAdmin).
-    const kept = ctl.inventory.get(id)?.admin.reason;
-    const reply: NodeStateReply = { id, state, ...(kept ? { reason: kept } : {}), ...(before === state ? { already: true } : {}) };
-    res.json(reply);
-  }).all(methodNotAllowed);
+  adminRoute(r, '/nodes/:id/state', {
+    post: {
+      audit: ADMIN_EVENTS.nodeState,
+      handle: [...jsonBody('64kb'), async (req, res) => {
+        const body = parseBody(NodeStateRequestSchema, req.body);
+        // Own keys only: `constructor` or `__proto__` must not find something inherited.
+        const state = Object.hasOwn(NodeStateAliases, body.state) ? NodeStateAliases[body.state] : undefined;
+        if (!state) {
+          throw badRequest(
+            `unknown state "${echo(body.state)}" (want ready, cordoned or draining; or uncordon, cordon, drain)`,
+            'state',
+          );
+        }
+        const id = String(req.params.id);
+        const reason = body.reason?.trim() || undefined;
+        if ((body.deadline_s !== undefined || body.force) && state !== 'draining') {
+          throw badRequest('deadline_s and force apply only to drain', body.force ? 'force' : 'deadline_s');
+        }
+        const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
+        const before = ctl.inventory.get(id)?.admin.state;
+        if (!(await ctl.setNodeState(id, state, reason, drain))) throw notFound(`no node "${echo(id)}"`);
+        // The reason in force, which a repeated cordon without one keeps (Inventory.setAdmin).
+        const kept = ctl.inventory.get(id)?.admin.reason;
+        const reply: NodeStateReply = { id, state, ...(kept ? { reason: kept } : {}), ...(before === state ? { already: true } : {}) };
+        res.json(reply);
+      }],
+    },
+  });
 
-  r.route('/keys').get((_req, res) => {
-    res.json(keys.list());
-  }).post(...jsonBody('64kb'), async (req, res) => {
-    const body = parseBody(KeyCreateRequestSchema, req.body);
-    res.status(201).json(await keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/keys', {
+    get: (_req, res) => {
+      res.json(keys.list());
+    },
+    post: {
+      audit: ADMIN_EVENTS.keyCreate,
+      handle: [...jsonBody('64kb'), async (req, res) => {
+        const body = parseBody(KeyCreateRequestSchema, req.body);
+        res.status(201).json(await keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
+      }],
+    },
+  });
 
-  r.route('/keys/:id').delete(async (req, res) => {
-    res.json(await keys.revoke(String(req.params.id)));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/keys/:id', {
+    delete: {
+      audit: ADMIN_EVENTS.keyRevoke,
+      handle: async (req, res) => {
+        res.json(await keys.revoke(String(req.params.id)));
+      },
+    },
+  });
 
   r.route('/usage').get((_req, res) => {
     res.json(keys.usageRows());

@@ -11,7 +11,7 @@ import { jsonBody, methodNotAllowed, parseBody, sendJson } from './http.js';
 const MAX_WAIT_MS = 30_000;
 
 /**
- * What agents call (DESIGN §5, §11). The join token is good for `/join` only, which
+ * What agents call (packages/agent/README.md; credentials/README.md). The join token is good for `/join` only, which
  * trades it for the node's credential; every other call carries that credential and
  * may speak for its own node only (403 otherwise). A heartbeat is validated in full
  * before anything in the inventory changes, so a bad report leaves no trace.
@@ -34,7 +34,7 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
     sendJson(res, ctl.heartbeat(hb));
   }).all(methodNotAllowed);
 
-  // Model files of `llmgw://` sources, for any node with a credential (DESIGN §14).
+  // Model files of `llmgw://` sources, for any node with a credential (files/README.md).
   r.use(filesApi(modelsDir));
 
   // Long-poll, the one channel for assignments: answers as soon as the node's assignments

@@ -1,5 +1,5 @@
 import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
-import type { Static, TSchema } from '@llmgw/shared';
+import type { ErrorBody, Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
 import { DomainError, badRequest, echo, httpStatus, toDomainError } from '../errors.js';
 
@@ -71,8 +71,13 @@ export function parseBody<S extends TSchema>(schema: S, body: unknown, root = ''
   return r.value;
 }
 
-/** Answers any error in the admin API's `{"error": "...", "field"?: "..."}` body, with the code's status. */
+/**
+ * Answers any error in the admin listener's body (`ErrorBody`: the message, its code,
+ * the field at fault), with the code's status. The code is what a client branches on
+ * (ctl's exit code): the status alone cannot tell a missing node from a missing route.
+ */
 export const adminErrors: ErrorRequestHandler = (err, _req, res, _next) => {
   const e = toDomainError(err);
-  res.status(httpStatus(e.code)).json({ error: e.message, ...(e.field ? { field: e.field } : {}) });
+  const body: ErrorBody = { error: e.message, code: e.code, ...(e.field ? { field: e.field } : {}) };
+  res.status(httpStatus(e.code)).json(body);
 };

@@ -5,6 +5,8 @@ import type { RolloutRecord } from '../domain.js';
 import { rolloutStatus } from '../reconcile/rollout.js';
 import { methodNotAllowed, sendJson } from './http.js';
 import { resolveModel } from './models.js';
+import { adminRoute } from './routes.js';
+import { ADMIN_EVENTS } from '../events/admin-events.js';
 
 /**
  * `GET /api/v1/models/{name}/rollout` (`ctl rollout status|history`) and its `pause` and
@@ -18,21 +20,31 @@ export function rolloutsApi(ctl: Controller): Router {
     res.json(rolloutView(ctl, model, await ctl.rolloutRecord(model.name)));
   }).all(methodNotAllowed);
 
-  r.route('/models/:name/rollout/pause').post(async (req, res) => {
-    const model = modelOf(ctl, String(req.params.name));
-    const record = await ctl.rolloutRecord(model.name);
-    const next = await ctl.rollouts.control(model.name, { paused: true, ...(record?.resumed ? { resumed: record.resumed } : {}) });
-    ctl.notify();
-    sendJson(res, rolloutView(ctl, model, next));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/models/:name/rollout/pause', {
+    post: {
+      audit: ADMIN_EVENTS.rolloutPause,
+      handle: async (req, res) => {
+        const model = modelOf(ctl, String(req.params.name));
+        const record = await ctl.rolloutRecord(model.name);
+        const next = await ctl.rollouts.control(model.name, { paused: true, ...(record?.resumed ? { resumed: record.resumed } : {}) });
+        ctl.notify();
+        sendJson(res, rolloutView(ctl, model, next));
+      },
+    },
+  });
 
-  r.route('/models/:name/rollout/resume').post(async (req, res) => {
-    const model = modelOf(ctl, String(req.params.name));
-    const revision = ctl.rollouts.revisions(ctl.models).get(model.name)!;
-    const next = await ctl.rollouts.control(model.name, { resumed: { revision, atMs: ctl.now() } });
-    ctl.notify();
-    sendJson(res, rolloutView(ctl, model, next));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/models/:name/rollout/resume', {
+    post: {
+      audit: ADMIN_EVENTS.rolloutResume,
+      handle: async (req, res) => {
+        const model = modelOf(ctl, String(req.params.name));
+        const revision = ctl.rollouts.revisions(ctl.models).get(model.name)!;
+        const next = await ctl.rollouts.control(model.name, { resumed: { revision, atMs: ctl.now() } });
+        ctl.notify();
+        sendJson(res, rolloutView(ctl, model, next));
+      },
+    },
+  });
   return r;
 }
 

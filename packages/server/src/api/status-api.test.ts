@@ -68,6 +68,6 @@ describe('GET /api/v1/status on a real HTTP server', () => {
   it("answers a source's failure with its code's status and message", async () => {
     view = new DomainError('store_unavailable', 'the database does not answer');
     const r = await fetch(base);
-    expect({ status: r.status, body: (await r.json()) as unknown }).toEqual({ status: 503, body: { error: 'the database does not answer' } });
+    expect({ status: r.status, body: (await r.json()) as unknown }).toEqual({ status: 503, body: { error: 'the database does not answer', code: 'store_unavailable' } });
   });
 });

@@ -1,7 +1,9 @@
 import express, { type Router } from 'express';
 import { TokenCreateRequestSchema } from '@llmgw/shared';
 import type { AccessTokens } from './access.js';
-import { jsonBody, methodNotAllowed, parseBody } from './http.js';
+import { ADMIN_EVENTS } from '../events/admin-events.js';
+import { jsonBody, parseBody } from './http.js';
+import { adminRoute } from './routes.js';
 
 /**
  * `/api/v1/tokens`: tokens of the admin listener with a role (`ctl tokens`). Mounted
@@ -10,14 +12,25 @@ import { jsonBody, methodNotAllowed, parseBody } from './http.js';
  */
 export function tokensApi(tokens: AccessTokens): Router {
   const r = express.Router();
-  r.route('/tokens').get((_req, res) => {
-    res.json(tokens.list());
-  }).post(...jsonBody('64kb'), async (req, res) => {
-    res.status(201).json(await tokens.create(parseBody(TokenCreateRequestSchema, req.body)));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/tokens', {
+    get: (_req, res) => {
+      res.json(tokens.list());
+    },
+    post: {
+      audit: ADMIN_EVENTS.tokenCreate,
+      handle: [...jsonBody('64kb'), async (req, res) => {
+        res.status(201).json(await tokens.create(parseBody(TokenCreateRequestSchema, req.body)));
+      }],
+    },
+  });
 
-  r.route('/tokens/:id').delete(async (req, res) => {
-    res.json(await tokens.revoke(String(req.params.id)));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/tokens/:id', {
+    delete: {
+      audit: ADMIN_EVENTS.tokenRevoke,
+      handle: async (req, res) => {
+        res.json(await tokens.revoke(String(req.params.id)));
+      },
+    },
+  });
   return r;
 }

@@ -55,7 +55,7 @@ export function crossCheck(
       if (p.engine !== 'command' && p.command) {
         fail(`${pat}.command`, `is only used with engine command, not ${p.engine}`);
       }
-      // Placement needs every shard of a replica on one interconnect (DESIGN §3).
+      // Placement puts every shard of a replica on nodes of one interconnect, the profile's fabric.
       if (p.shards > 1 && !p.fabric) fail(`${pat}.fabric`, `is required when shards > 1 (shards: ${p.shards})`);
       // Without gpus the profile is placed on CPU and these would be silently ignored.
       if (p.gpus === 0 && p.gpu_class) fail(`${pat}.gpu_class`, 'needs gpus > 0 (with gpus 0 the profile runs on CPU)');

@@ -10,7 +10,7 @@ export interface CatalogRules {
 const NEEDS_DIGEST = 'is required with an http(s):// or llmgw:// source: the SHA-256 agents verify the file against (sha256sum FILE prints it)';
 
 /**
- * The rules of sources agents fetch (DESIGN §14): such a source needs its `sha256`
+ * The rules of sources agents fetch (files/README.md): such a source needs its `sha256`
  * (a file is never served unverified), a `sha256` needs such a source (else it would
  * be silently ignored), and `llmgw://FILE` needs `--models-dir` and a plain file name.
  */

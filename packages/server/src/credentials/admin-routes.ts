@@ -1,5 +1,6 @@
 import express, { type Router } from 'express';
-import { methodNotAllowed } from '../api/http.js';
+import { adminRoute } from '../api/routes.js';
+import { ADMIN_EVENTS } from '../events/admin-events.js';
 import type { Membership } from './membership.js';
 
 /**
@@ -9,17 +10,32 @@ import type { Membership } from './membership.js';
 export function membershipApi(m: Membership): Router {
   const r = express.Router();
 
-  r.route('/nodes/:id').delete(async (req, res) => {
-    res.json(await m.delete(String(req.params.id), req.query.force === 'true'));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/nodes/:id', {
+    delete: {
+      audit: ADMIN_EVENTS.nodeDelete,
+      handle: async (req, res) => {
+        res.json(await m.delete(String(req.params.id), req.query.force === 'true'));
+      },
+    },
+  });
 
-  r.route('/nodes/:id/approve').post(async (req, res) => {
-    res.json(await m.approve(String(req.params.id)));
-  }).all(methodNotAllowed);
+  adminRoute(r, '/nodes/:id/approve', {
+    post: {
+      audit: ADMIN_EVENTS.nodeApprove,
+      handle: async (req, res) => {
+        res.json(await m.approve(String(req.params.id)));
+      },
+    },
+  });
 
-  r.route('/join-token/rotate').post(async (_req, res) => {
-    res.json(await m.rotateJoinToken());
-  }).all(methodNotAllowed);
+  adminRoute(r, '/join-token/rotate', {
+    post: {
+      audit: ADMIN_EVENTS.joinTokenRotate,
+      handle: async (_req, res) => {
+        res.json(await m.rotateJoinToken());
+      },
+    },
+  });
 
   return r;
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
 import { caFingerprint, hashSecret, parseJoinToken } from '@llmgw/shared';
+import type { EventList } from '@llmgw/shared';
 import { makeModel, makeReport, makeServerSettings } from '../../test/factories.js';
 import { startServer } from '../server.js';
 import { SqliteStore } from '../store/sqlite.js';
@@ -32,7 +33,10 @@ async function serve(dir: string, extra: Parameters<typeof makeServerSettings>[1
   const beat = (auth: string, report: Record<string, unknown>, shards: unknown[] = []) =>
     call('POST', '/agent/v1/heartbeat', bearer(auth), { report: makeReport({ mgmt_addr: '127.0.0.1', memory_total_mb: 8192, ...report }), shards });
   const admin = (method: string, p: string) => call(method, `/api/v1${p}`, bearer('admin'));
-  return { s, call, join, beat, admin };
+  /** The admin actions recorded so far, as [reason, message]: a refused one is none. */
+  const adminEvents = async () =>
+    ((await admin('GET', '/events')).body as unknown as EventList).events.filter((e) => e.source === 'admin').map((e) => [e.reason, e.message]);
+  return { s, call, join, beat, admin, adminEvents };
 }
 
 describe('NodeCredentials', () => {
@@ -126,7 +130,7 @@ describe('the agent API with node credentials', () => {
 
   it('lets the join token join and nothing else', async () => {
     const hb = await srv.beat('join', { node_id: 'node-a', mgmt_addr: '10.9.9.9' });
-    expect(hb).toEqual({ status: 401, body: { error: expect.stringMatching(/^the join token only joins: .*POST \/agent\/v1\/join/) } });
+    expect(hb).toEqual({ status: 401, body: { error: expect.stringMatching(/^the join token only joins: .*POST \/agent\/v1\/join/), code: 'unauthenticated' } });
     const poll = await srv.call('GET', '/agent/v1/nodes/node-a/assignments?wait_ms=0', bearer('join'));
     expect(poll.status).toBe(401);
     expect((await srv.join('node-c', 'wrong')).status).toBe(401);
@@ -137,7 +141,7 @@ describe('the agent API with node credentials', () => {
 
   it('lets a credential report and read its own node only', async () => {
     const asA = await srv.beat(b, { node_id: 'node-a', mgmt_addr: '10.9.9.9' });
-    expect(asA).toEqual({ status: 403, body: { error: 'this credential belongs to node node-b: it may report and read that node only, not "node-a"', field: 'report.node_id' } });
+    expect(asA).toEqual({ status: 403, body: { error: 'this credential belongs to node node-b: it may report and read that node only, not "node-a"', code: 'forbidden', field: 'report.node_id' } });
     expect((await srv.call('GET', '/agent/v1/nodes/node-a/assignments?wait_ms=0', bearer(b))).status).toBe(403);
     const own = await srv.call('GET', '/agent/v1/nodes/node-b/assignments?wait_ms=0', bearer(b));
     expect(own).toEqual({ status: 200, body: expect.objectContaining({ node_id: 'node-b' }) });
@@ -166,6 +170,7 @@ describe('the agent API with node credentials', () => {
     expect((await srv.beat(holder === 'node-a' ? a : b, { node_id: holder })).body.error).toMatch(/^unknown node credential/);
     expect((await srv.join(holder)).status).toBe(200);
     expect((await srv.admin('DELETE', '/nodes/nobody')).status).toBe(404);
+    expect(await srv.adminEvents()).toEqual([['node-delete', 'deleted (--force) by "admin token"']]);
   });
 });
 
@@ -182,9 +187,10 @@ describe('membership', () => {
       const node = ((await srv.admin('GET', '/nodes')).body as unknown as { id: string; state: string }[])[0];
       expect(node).toMatchObject({ id: 'big', state: 'pending-approval' });
       const uncordon = await srv.call('POST', '/api/v1/nodes/big/state', bearer('admin'), { state: 'uncordon' });
-      expect(uncordon).toEqual({ status: 409, body: { error: 'node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big' } });
+      expect(uncordon).toEqual({ status: 409, body: { error: 'node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big', code: 'conflict' } });
       expect(await srv.admin('POST', '/nodes/big/approve')).toEqual({ status: 200, body: { id: 'big', state: 'ready' } });
       expect((await srv.admin('POST', '/nodes/big/approve')).status).toBe(409);
+      expect(await srv.adminEvents()).toEqual([['node-approve', 'approved by "admin token"']]);
       for (let i = 0; i < 50 && ((await srv.admin('GET', '/replicas')).body as unknown as unknown[]).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
       expect((await srv.admin('GET', '/replicas')).body).toEqual([expect.objectContaining({ shards: [expect.objectContaining({ node: 'big' })] })]);
     } finally {
@@ -218,6 +224,7 @@ describe('membership', () => {
       const token = String(rotated.body.token);
       expect([(await srv.join('n2')).status, (await srv.join('n2', token)).status]).toEqual([401, 200]);
       expect((await srv.beat(cred, { node_id: 'n1' })).status).toBe(200);
+      expect(await srv.adminEvents()).toEqual([['join-token-rotate', 'rotated by "admin token": the old token no longer joins']]);
     } finally {
       await srv.s.close();
     }

@@ -4,7 +4,7 @@ import type { Store, StoredCredential } from '../store/store.js';
 import { latestRead } from '../store/serial.js';
 
 /**
- * Each node's own credential (DESIGN §11), issued once when it joins and bound to its
+ * Each node's own credential (this directory's README.md), issued once when it joins and bound to its
  * id: whoever holds it may report and read that node only. The store keeps the hashes;
  * memory keeps a map by hash, so a heartbeat is authenticated without touching the
  * database, and still while the store is degraded. A credential is 256 random bits

@@ -1,7 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { newSecret, sameSecret } from '@llmgw/shared';
 
-/** The dashboard's cookie. Not `__Host-`: that prefix demands Secure, and the admin listener is plain http by default. */
+/**
+ * The dashboard's cookie. Not `__Host-`: that prefix demands Secure, and the admin
+ * listener is HTTPS by default but plain http under `--insecure-http` (a proxy in front
+ * terminating TLS, or none), where the cookie is set without Secure (`isHttps` in
+ * dashboard.ts).
+ */
 export const SESSION_COOKIE = 'llmgw_session';
 
 /** How long a login lasts. Long enough for a shift, short enough that a lost laptop's cookie dies. */

@@ -2,7 +2,7 @@ import type { NodeAdminState } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Controller } from '../controller/controller.js';
 import type { Store } from '../store/store.js';
-import { nodeStateEvent, recordAdmin, recordAdminActions } from './admin-events.js';
+import { adminAudit, nodeStateEvent, recordAdmin } from './admin-events.js';
 import type { DownloadChange } from '../controller/downloads.js';
 import type { RolloutChange } from '../reconcile/reconcile.js';
 import { decisionEvent, rolloutEvent, type Decision } from './decisions.js';
@@ -15,9 +15,10 @@ export { EventLog, type Decision };
 /**
  * The fleet's events, wired to their sources: the controller's decisions (its
  * `decided` event, once per applied plan and per failed replica report), model files
- * that start, finish or fail to come to a node (its `downloads` event), the admin API
- * (`adminActions`, a middleware after the token check), the dashboard's node buttons
- * (`onNodeState`), and served as `GET /api/v1/events` (`api`).
+ * that start, finish or fail to come to a node (its `downloads` event), the admin API's
+ * writes (`adminAudit`, a middleware after the token check, through which their routes'
+ * audits record), the dashboard's node buttons (`onNodeState`), and served as
+ * `GET /api/v1/events` (`api`).
  */
 export async function fleetEvents(store: Store, controller: Controller, log: Logger) {
   const events = await EventLog.load(store, { log });
@@ -34,7 +35,7 @@ export async function fleetEvents(store: Store, controller: Controller, log: Log
   const admin = (id: string) => controller.inventory.get(id)?.admin;
   return {
     events,
-    adminActions: recordAdminActions(events, admin),
+    adminAudit: adminAudit(events, admin),
     api: eventsApi(events, (m) => controller.catalogView.resolve(m)?.name),
     onNodeState: (who: string, id: string, state: NodeAdminState) => recordAdmin(events, who, nodeStateEvent(id, state, admin(id))),
   };

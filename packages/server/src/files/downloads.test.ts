@@ -87,6 +87,6 @@ describe('a model file on its way to a node', () => {
       { node: 'node-a', sha256: 'cd'.repeat(32), source: 'https://files.example/old.gguf', size_bytes: 5, last_used: new Date(2000).toISOString(), in_use: false },
     ]);
     expect(await admin<NodeFileView[]>('/files?node=node-b')).toEqual([]);
-    await expect(admin('/files?node=nope')).rejects.toThrow('404 {"error":"no node \\"nope\\" (see ctl nodes)"}');
+    await expect(admin('/files?node=nope')).rejects.toThrow('404 {"error":"no node \\"nope\\" (see ctl nodes)","code":"not_found"}');
   });
 });

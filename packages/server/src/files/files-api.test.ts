@@ -60,9 +60,9 @@ describe('the model files agents fetch', () => {
 
   it('refuses a caller without a node credential, and the join token', async () => {
     const none = await get('/agent/v1/files/m.gguf', {});
-    expect([none.status, JSON.parse(none.body)]).toEqual([401, { error: expect.stringMatching(/^missing node credential/) }]);
+    expect([none.status, JSON.parse(none.body)]).toEqual([401, { error: expect.stringMatching(/^missing node credential/), code: 'unauthenticated' }]);
     const join = await get('/agent/v1/files/m.gguf', { authorization: 'Bearer join' });
-    expect([join.status, JSON.parse(join.body)]).toEqual([401, { error: expect.stringMatching(/^the join token only joins/) }]);
+    expect([join.status, JSON.parse(join.body)]).toEqual([401, { error: expect.stringMatching(/^the join token only joins/), code: 'unauthenticated' }]);
   });
 
   it.each([
@@ -90,7 +90,7 @@ describe('the model files agents fetch', () => {
     const { s: bare } = await serve(undefined);
     try {
       const r = await send(bare.adminUrl, { path: '/agent/v1/files/m.gguf', headers: nodeAuth });
-      expect([r.status, JSON.parse(r.body)]).toEqual([404, { error: 'this server serves no model files: start llmgw-server with --models-dir DIR for llmgw:// sources' }]);
+      expect([r.status, JSON.parse(r.body)]).toEqual([404, { error: 'this server serves no model files: start llmgw-server with --models-dir DIR for llmgw:// sources', code: 'not_found' }]);
     } finally {
       await bare.close();
     }

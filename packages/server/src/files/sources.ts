@@ -1,5 +1,5 @@
 /**
- * Sources that name a model file the agent fetches (DESIGN §14), as opposed to a path
+ * Sources that name a model file the agent fetches (README.md here), as opposed to a path
  * on the node or a hub id the engine downloads itself.
  */
 

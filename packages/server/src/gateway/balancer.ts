@@ -24,8 +24,8 @@ export interface AttemptOutcome {
 
 /**
  * A routing policy: which of a model's ready replicas gets the next attempt. An
- * interface so that another policy (cache-aware routing, say) can replace the default
- * without touching the attempt loop. Runs on every attempt, so implementations must not
+ * interface so that each model's `routing:` (`CacheAware`, the default, or `LeastLoaded`)
+ * or a test's own policy plugs in without touching the attempt loop. Runs on every attempt, so implementations must not
  * allocate: they get the candidates as the controller's cached array and ask for each
  * replica's load through the two functions rather than receiving a new list.
  */
@@ -45,8 +45,10 @@ export interface Balancer {
 }
 
 /**
- * The default policy: the eligible replica with the fewest requests in flight, ties
- * broken at random so that idle replicas share the load evenly.
+ * `routing: least-loaded`: the eligible replica with the fewest requests in flight, ties
+ * broken at random so that idle replicas share the load evenly. Not the default
+ * (`cache-aware` is, `DEFAULT_ROUTING`); `CacheAware` falls back to it when no replica
+ * is sticky or a request has no routing text.
  */
 export class LeastLoaded implements Balancer {
   constructor(private readonly random: () => number = Math.random) {}

@@ -9,7 +9,7 @@ import { pickSharded } from './sharded.js';
 import { reasonCounts, summarize, type ProfileTally } from './summary.js';
 
 /**
- * Placement (DESIGN §3): a pure function from an inventory snapshot, the reservations of
+ * Placement: a pure function from an inventory snapshot, the reservations of
  * replicas already placed and a model to a decision, or to the reasons there is none.
  * The steps are drawn in README.md.
  */

@@ -16,7 +16,7 @@ import { serves } from './requirement.js';
  *    goes to CPU machines (or GPU machines that are full) before idle GPU machines;
  * 4. `mem`: best fit on host memory, the least free memory that still suffices (a node
  *    that did not report memory counts as unlimited, so known fits go first);
- * 5. `cached`: for a profile whose source is a file agents fetch (DESIGN §14), a node
+ * 5. `cached`: for a profile whose source is a file agents fetch (files/README.md), a node
  *    whose agent already holds that file (by its SHA-256, from `NodeReport.files`), so
  *    the replica starts without a transfer. After the rules above on purpose: the spread
  *    and the fit keep the fleet healthy, and a download is a delay that ends, so the

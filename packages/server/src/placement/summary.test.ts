@@ -3,7 +3,7 @@ import { reasonCounts, renderRejection, summarize } from './index.js';
 import { GB, makeH100Node, makeNode, placeOne } from '../../test/factories.js';
 
 describe('summarize', () => {
-  it('matches the DESIGN example', () => {
+  it('says why each node cannot run the model, counted by reason', () => {
     const profile = { min_memory_gb: 24, node_selector: { role: 'coding' } };
     const coding = { labels: { role: 'coding' } };
     const out = placeOne(profile, [

@@ -163,7 +163,8 @@ export function rollouts(plan: Plan): void {
 /** A replica of the new revision that failed, or is not ready by the deadline (`stuck`, to remove). */
 function haltOf(plan: Plan, snapshot: readonly Replica[], mine: readonly Replica[], revision: string, deadlineMs: number): { reason: string; stuck?: Replica } | undefined {
   const failed = snapshot.find((r) => isCurrent(r, revision) && r.state === 'failed');
-  if (failed) return { reason: `replica ${failed.id} of revision ${revision} failed: ${failed.error ?? 'its engine failed'}` };
+  // One line: the reason is shown in one line by ctl and in the events; the engine's log lines are joined.
+  if (failed) return { reason: `replica ${failed.id} of revision ${revision} failed: ${(failed.error ?? 'its engine failed').replace(/\s*\n\s*/g, ' | ')}` };
   const stuck = mine.find((r) => isCurrent(r, revision) && (r.state === 'pending' || r.state === 'starting') && plan.nowMs - r.createdAtMs >= deadlineMs);
   if (stuck) return { reason: `replica ${stuck.id} of revision ${revision} was not ready within progress_deadline_s (${deadlineMs / 1000}s)`, stuck };
   return undefined;

@@ -100,10 +100,10 @@ describe('a store that fails', () => {
     store.fault = 'ENOSPC';
     // Writes: 503 with the reason, memory unchanged.
     const key = await api('/api/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'second' }) });
-    expect([key.status, await key.json()]).toEqual([503, { error: 'store unavailable: ENOSPC: no space left on device, write' }]);
+    expect([key.status, await key.json()]).toEqual([503, { error: 'store unavailable: ENOSPC: no space left on device, write', code: 'store_unavailable' }]);
     const cordon = await api('/api/v1/nodes/n1/state', { method: 'POST', body: JSON.stringify({ state: 'cordon', reason: 'x' }) });
     expect(cordon.status).toBe(503);
-    expect((await (await fetch(`${server.adminUrl}/api/v1/keys/app`, { method: 'DELETE', headers: ADMIN })).json()) as object).toEqual({ error: expect.stringMatching(/^store unavailable: ENOSPC/) });
+    expect((await (await fetch(`${server.adminUrl}/api/v1/keys/app`, { method: 'DELETE', headers: ADMIN })).json()) as object).toEqual({ error: expect.stringMatching(/^store unavailable: ENOSPC/), code: 'store_unavailable' });
     // Reads and the gateway keep working, from memory.
     const nodes = (await (await api('/api/v1/nodes')).json()) as { id: string; state: string }[];
     expect(nodes.map((n) => [n.id, n.state])).toEqual([['n1', 'ready']]);
