@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { LOG_REDACT } from '@llmgw/shared';
 import { CatalogError, CatalogWatcher, LoadedCatalog, describeDiff, diffCatalogs } from './catalog/catalog.js';
 import { startServer } from './server.js';
-import { addServerOptions, readServerSettings, settingOption, tuningOf, type ServerConfig } from './settings.js';
+import { addServerOptions, readServerSettings, settingOptionOf, tuningOf, type ServerConfig } from './settings.js';
 import { tokenFor } from './api/tokens.js';
 import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
 import { listenersTls, prepareJoinToken, readJoinToken } from './tls/index.js';
@@ -158,7 +158,7 @@ program
   .command('migrate')
   .description('copy a SQLite store and its secrets into an empty PostgreSQL database (the upgrade to several servers)')
   .requiredOption('--from-sqlite <file>', 'the llmgw.db of the SQLite install (or its data directory); read only')
-  .addOption(settingOption('databaseUrl', 'the empty llmgw database: postgres://user:password@host:port/database'))
+  .addOption(settingOptionOf(program, 'databaseUrl', 'the empty llmgw database: postgres://user:password@host:port/database'))
   .addHelpText('after', MIGRATE_HELP)
   .action(async (o: { fromSqlite: string; databaseUrl?: string }) => {
     // The server's own --database-url, when the lead's main options define it, may take the flag first.

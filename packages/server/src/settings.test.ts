@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Command } from 'commander';
-import { SERVER_SETTINGS, addServerOptions, defaultTuning, envOf, readServerSettings, tuningOf } from './settings.js';
+import { envOf } from '@llmgw/shared';
+import { SERVER_SETTINGS, addServerOptions, defaultTuning, readServerSettings, tuningOf } from './settings.js';
 
 /** The settings as `llmgw-server` would read them from `argv`, with `env` as its environment. */
 function read(argv: string[], env: Record<string, string> = {}) {
@@ -87,7 +88,8 @@ describe('the server settings table', () => {
     expect(() => read([], { LLMGW_INSECURE_HTTP: 'maybe' })).toThrow('invalid LLMGW_INSECURE_HTTP="maybe"');
   });
 
-  it('collects --tls-san from the flag, repeated or comma-separated', () => {
+  it('collects --tls-san from the flag, repeated or comma-separated, or from its variable', () => {
     expect(read(['--tls-san', 'a.example.invalid,b', '--tls-san', '10.0.0.1']).tlsSan).toEqual(['a.example.invalid', 'b', '10.0.0.1']);
+    expect(read([], { LLMGW_TLS_SAN: 'a.example.invalid, b' }).tlsSan).toEqual(['a.example.invalid', 'b']);
   });
 });

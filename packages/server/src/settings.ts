@@ -1,57 +1,9 @@
 import os from 'node:os';
 import path from 'node:path';
-import { Command, Option } from 'commander';
-import { flagOrEnv } from '@llmgw/shared';
+import type { Command, Option } from 'commander';
+import { addSettings, measuredDefaults, measuredOf, readSettings, settingOption, type MeasuredOf, type SettingsOf, type SettingsTable } from '@llmgw/shared';
 import { JOIN_APPROVALS } from './credentials/membership.js';
 import { DEFAULT_PREFIX_CACHE_TOKENS } from './gateway/prefix-index.js';
-import { collectSans } from './tls/index.js';
-
-/**
- * What a measured setting's value is in, on the command line: it names the flag's
- * placeholder in `--help`, the message of a refused value, and (seconds) the conversion
- * to the milliseconds the server runs on.
- */
-export type Unit = 'seconds' | 'count' | 'bytes' | 'tokens' | 'fraction';
-
-/** A number with a unit and bounds; the server gets it in ms when the unit is seconds. */
-interface Measured {
-  unit: Unit;
-  flag: `--${string}`;
-  /** In the unit of the flag (seconds, not ms). */
-  default: number;
-  /** The value must be greater than this; for seconds that may be 0 only where 0 means "not at all". */
-  above?: number;
-  atLeast?: number;
-  atMost?: number;
-  help: string;
-}
-
-/** A string taken as given (an address, a path, a URL), or one of `choices`. */
-interface Text {
-  unit: 'text';
-  flag: `--${string}`;
-  placeholder: string;
-  default?: string;
-  choices?: readonly string[];
-  help: string;
-}
-
-/** On when the flag is given, else as its variable says (strictly: see `parseSwitch`). */
-interface Switch {
-  unit: 'switch';
-  flag: `--${string}`;
-  help: string;
-}
-
-/** Names, repeated or comma-separated, from the flag and the variable together. */
-interface Names {
-  unit: 'names';
-  flag: `--${string}`;
-  placeholder: string;
-  help: string;
-}
-
-type Setting = Measured | Text | Switch | Names;
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 
@@ -102,7 +54,7 @@ export const SERVER_SETTINGS = {
   maxConnections: { unit: 'count', flag: '--max-connections', default: 1024, above: 0, help: 'connections open at once per listener; more are closed as they arrive' },
   tlsCert: { unit: 'text', flag: '--tls-cert', placeholder: 'file', help: "the admin listener's certificate (PEM, chain ending with its CA) instead of the generated one" },
   tlsKey: { unit: 'text', flag: '--tls-key', placeholder: 'file', help: 'the private key of --tls-cert (PEM)' },
-  tlsSan: { unit: 'names', flag: '--tls-san', placeholder: 'name', help: 'another name or address the generated certificate must carry (repeat, or comma-separate)' },
+  tlsSan: { unit: 'list', flag: '--tls-san', placeholder: 'name', commas: true, help: 'another name or address the generated certificate must carry (repeat, or comma-separate)' },
   insecureHttp: { unit: 'switch', flag: '--insecure-http', help: 'serve the admin listener as plain HTTP (only behind a proxy that terminates TLS)' },
   clientTlsCert: { unit: 'text', flag: '--client-tls-cert', placeholder: 'file', help: "the client listener's certificate (PEM); with --client-tls-key it serves HTTPS" },
   clientTlsKey: { unit: 'text', flag: '--client-tls-key', placeholder: 'file', help: 'the private key of --client-tls-cert (PEM)' },
@@ -116,116 +68,39 @@ export const SERVER_SETTINGS = {
   },
   modelsDir: { unit: 'text', flag: '--models-dir', placeholder: 'dir', help: 'serve the model files in this directory to agents (node credential, resumable) as llmgw://FILE sources' },
   logLevel: { unit: 'text', flag: '--log-level', placeholder: 'level', default: 'info', help: 'debug, info, warn or error' },
-} as const satisfies Record<string, Setting>;
+} as const satisfies SettingsTable;
 
 type Table = typeof SERVER_SETTINGS;
 /** A setting's name in {@link ServerConfig}. */
 export type SettingName = keyof Table;
 
-type ValueOf<S> = S extends { unit: 'text'; choices: readonly (infer C)[] }
-  ? C
-  : S extends { unit: 'text'; default: string }
-    ? string
-    : S extends { unit: 'text' }
-      ? string | undefined
-      : S extends { unit: 'switch' }
-        ? boolean
-        : S extends { unit: 'names' }
-          ? string[]
-          : number;
-
 /** Every setting, validated: numbers within their bounds, seconds already in ms. */
-export type ServerConfig = { -readonly [K in SettingName]: ValueOf<Table[K]> };
+export type ServerConfig = SettingsOf<Table>;
 
 /** The measured settings, which `startServer` takes as they are. */
-export type ServerTuning = { -readonly [K in SettingName as Table[K] extends Measured ? K : never]: number };
-
-/** The environment variable of a flag: `--lost-after` → `LLMGW_LOST_AFTER`. */
-export function envOf(flag: string): string {
-  return `LLMGW_${flag.slice(2).toUpperCase().replace(/-/g, '_')}`;
-}
-
-const PLACEHOLDERS: Record<Unit, string> = { seconds: 'seconds', count: 'n', bytes: 'bytes', tokens: 'tokens', fraction: '0..1' };
-
-/** `a number of seconds > 0`: what a measured setting must be, for its message. */
-export function describeBounds(s: Measured): string {
-  const what = { seconds: 'a number of seconds', count: 'a whole number', bytes: 'a whole number of bytes', tokens: 'a whole number of tokens', fraction: 'a fraction' }[s.unit];
-  const bounds = [...(s.above !== undefined ? [`> ${s.above}`] : []), ...(s.atLeast !== undefined ? [`>= ${s.atLeast}`] : []), ...(s.atMost !== undefined ? [`<= ${s.atMost}`] : [])];
-  return `${what} ${bounds.join(' and ')}`;
-}
-
-function optionOf(s: Setting): Option {
-  switch (s.unit) {
-    case 'switch':
-      // Not commander's .env(): it would turn the flag on for LLMGW_INSECURE_HTTP=0.
-      return new Option(s.flag, `${s.help} (or ${envOf(s.flag)}=1; 0/false/no/off is off)`);
-    case 'names':
-      return new Option(`${s.flag} <${s.placeholder}>`, s.help).env(envOf(s.flag)).argParser(collectSans).default([]);
-    case 'text': {
-      const o = new Option(`${s.flag} <${s.placeholder}>`, s.help).env(envOf(s.flag));
-      if (s.choices) o.choices(s.choices);
-      return s.default === undefined ? o : o.default(s.default);
-    }
-    default: {
-      const mib = s.unit === 'bytes' && s.default % 2 ** 20 === 0 ? ` (${s.default / 2 ** 20} MiB)` : '';
-      return new Option(`${s.flag} <${PLACEHOLDERS[s.unit]}>`, s.help).env(envOf(s.flag)).default(String(s.default), `${s.default}${mib}`);
-    }
-  }
-}
+export type ServerTuning = MeasuredOf<Table>;
 
 /** The option of one setting, e.g. for a subcommand that shares it; `help` replaces its text. */
-export function settingOption(name: SettingName, help?: string): Option {
-  const s: Setting = SERVER_SETTINGS[name];
-  return optionOf(help === undefined ? s : { ...s, help });
+export function settingOptionOf(cmd: Command, name: SettingName, help?: string): Option {
+  return settingOption(cmd, SERVER_SETTINGS[name], help) as Option;
 }
 
 /** Adds every setting's option to `cmd`, in the table's order. */
 export function addServerOptions(cmd: Command): Command {
-  for (const s of Object.values(SERVER_SETTINGS)) cmd.addOption(optionOf(s));
-  return cmd;
+  return addSettings(cmd, SERVER_SETTINGS);
 }
 
-/** A measured value as given (a string) in the setting's unit, or the one-line reason it is refused. */
-export function readMeasured(s: Measured, raw: string, from: string = s.flag): number {
-  const n = Number(raw);
-  const whole = s.unit !== 'seconds' && s.unit !== 'fraction';
-  // Number('') is 0, so a blank value would pass as 0 where 0 is allowed.
-  const ok = raw.trim() !== '' && Number.isFinite(n) && (!whole || Number.isInteger(n)) && (s.above === undefined || n > s.above) && (s.atLeast === undefined || n >= s.atLeast) && (s.atMost === undefined || n <= s.atMost);
-  if (!ok) throw new Error(`${from} must be ${describeBounds(s)}, got '${raw}'`);
-  return s.unit === 'seconds' ? n * 1000 : n;
-}
-
-/**
- * Every setting of a parsed `cmd` (see {@link addServerOptions}), validated; throws the
- * first refused one's message, naming the variable when the value came from it.
- */
+/** Every setting of a parsed `cmd` (see {@link addServerOptions}), validated; throws the first refused one's message. */
 export function readServerSettings(cmd: Command, env: Record<string, string | undefined> = process.env): ServerConfig {
-  const values = cmd.opts<Record<string, unknown>>();
-  const out: Record<string, unknown> = {};
-  for (const [name, s] of Object.entries(SERVER_SETTINGS) as [SettingName, Setting][]) {
-    const key = optionOf(s).attributeName();
-    const value = values[key];
-    if (s.unit === 'switch') out[name] = flagOrEnv(value === true ? true : undefined, envOf(s.flag), env);
-    else if (s.unit === 'text' || s.unit === 'names') out[name] = value;
-    else out[name] = readMeasured(s, String(value), cmd.getOptionValueSource(key) === 'env' ? envOf(s.flag) : s.flag);
-  }
-  return out as ServerConfig;
-}
-
-/** Every measured setting at its default, in ms where the flag takes seconds (for in-process servers: tests). */
-export function defaultTuning(): ServerTuning {
-  const out: Record<string, number> = {};
-  for (const [name, s] of Object.entries(SERVER_SETTINGS) as [SettingName, Setting][]) if (isMeasured(s)) out[name] = readMeasured(s, String(s.default));
-  return out as ServerTuning;
+  return readSettings(cmd, SERVER_SETTINGS, env);
 }
 
 /** The measured settings of `config`, which `startServer` takes as they are. */
 export function tuningOf(config: ServerConfig): ServerTuning {
-  const out: Record<string, number> = {};
-  for (const [name, s] of Object.entries(SERVER_SETTINGS) as [SettingName, Setting][]) if (isMeasured(s)) out[name] = config[name] as number;
-  return out as ServerTuning;
+  return measuredOf(SERVER_SETTINGS, config);
 }
 
-function isMeasured(s: Setting): s is Measured {
-  return s.unit !== 'text' && s.unit !== 'switch' && s.unit !== 'names';
+/** Every measured setting at its default, in ms where the flag takes seconds (for in-process servers: tests). */
+export function defaultTuning(): ServerTuning {
+  return measuredDefaults(SERVER_SETTINGS);
 }
