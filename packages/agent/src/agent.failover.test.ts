@@ -65,7 +65,7 @@ async function startAgent(urls: string[], log: Logger, converged: string[][]) {
   const pool = new ServerPool(urls, log);
   const auth = new NodeCredential({ server: pool, joinToken: trust.secret, ...(trust.ca ? { ca: trust.ca } : {}), nodeId: 'n1', stateDir: tmp(), log });
   const agent = new Agent(
-    { server: pool, joinToken: trust.secret, ...(trust.ca ? { ca: trust.ca } : {}), auth, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.1, probeIntervalS: 60 },
+    { server: pool, joinToken: trust.secret, ...(trust.ca ? { ca: trust.ca } : {}), auth, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 100, probeIntervalMs: 60_000 },
     probe,
     { converge: (a) => converged.push(a.map((s) => s.id)), statuses: () => [], onChange: () => {} },
     log,

@@ -81,8 +81,8 @@ describe('Agent', () => {
         nodeId: 'n1',
         labels: {},
         advertiseAddr: '127.0.0.1',
-        heartbeatIntervalS: 60,
-        probeIntervalS: 60,
+        heartbeatIntervalMs: 60_000,
+        probeIntervalMs: 60_000,
       },
       () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
       {
@@ -138,7 +138,7 @@ describe('Agent: one channel for assignments', () => {
     });
     const converged: string[][] = [];
     const agent = new Agent(
-      { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 60, probeIntervalS: 60 },
+      { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 60_000, probeIntervalMs: 60_000 },
       () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
       { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
       pino({ level: 'silent' }),
@@ -184,7 +184,7 @@ describe('Agent: replies are checked before they are acted on', () => {
   function agentFor(url: string, lines: string[], converged: string[][], estimated: string[] = []) {
     const log = pino({ level: 'error' }, { write: (l: string) => void lines.push((JSON.parse(l) as { msg: string }).msg) });
     const agent = new Agent(
-      { server: url, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.05, probeIntervalS: 60 },
+      { server: url, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 50, probeIntervalMs: 60_000 },
       () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
       { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
       log,

@@ -31,7 +31,7 @@ afterEach(() => {
 
 function start(server: string, log: Logger, settings: Partial<ConstructorParameters<typeof Agent>[0]> = {}) {
   const a = new Agent(
-    { server, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.1, probeIntervalS: 10, ...settings },
+    { server, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 100, probeIntervalMs: 10_000, ...settings },
     probe,
     runner,
     log,
@@ -73,7 +73,7 @@ describe('agent heartbeats', () => {
     const port = await freePort();
     const { log, lines } = capture();
     // A 5 s heartbeat: joining within a second of the server listening shows it did not back off.
-    start(`http://127.0.0.1:${port}`, log, { heartbeatIntervalS: 5 });
+    start(`http://127.0.0.1:${port}`, log, { heartbeatIntervalMs: 5000 });
     await new Promise((r) => setTimeout(r, 1200));
     let beats = 0;
     const srv = http.createServer((req, res) => {
@@ -105,7 +105,7 @@ describe('agent heartbeats', () => {
 describe('agent reports', () => {
   it('list the model cache as NodeReport.files, in the shared schema', async () => {
     const file = { sha256: 'ab'.repeat(32), source: 'http://files.example/m.gguf', size_bytes: 1234, last_used_ms: 1700000000000, in_use: true };
-    const a = new Agent({ server: 'http://127.0.0.1:9', joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 1, probeIntervalS: 10, files: () => [file] }, probe, runner, pino({ level: 'silent' }));
+    const a = new Agent({ server: 'http://127.0.0.1:9', joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 1000, probeIntervalMs: 10_000, files: () => [file] }, probe, runner, pino({ level: 'silent' }));
     const report = await a.report();
     expect(report.files).toEqual([file]);
     expect(validate(NodeReportSchema, report).ok).toBe(true);

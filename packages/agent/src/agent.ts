@@ -27,9 +27,9 @@ export interface AgentSettings {
   labels: Record<string, string>;
   pool?: string;
   advertiseAddr: string;
-  heartbeatIntervalS: number;
+  heartbeatIntervalMs: number;
   /** GPUs and memory are probed at most this often; nvidia-smi is not free. */
-  probeIntervalS: number;
+  probeIntervalMs: number;
   /**
    * The node's credential (`NodeCredential`), which main always gives. Without it the
    * join token itself is sent, which today's servers refuse outside `/join`: only unit
@@ -151,7 +151,7 @@ export class Agent {
 
   /** Backs off while the server is unreachable, up to 30 s, so a dead server is not hammered. */
   private nextDelayMs(): number {
-    const base = this.settings.heartbeatIntervalS * 1000;
+    const base = this.settings.heartbeatIntervalMs;
     if (this.outageSince === undefined) return base;
     if (this.waitingForServer) return Math.min(base, START_RETRY_MS);
     const down = Date.now() - this.outageSince;
@@ -160,7 +160,7 @@ export class Agent {
 
   async report(): Promise<NodeReport> {
     const now = Date.now();
-    if (!this.probe || now - this.probedAt >= this.settings.probeIntervalS * 1000) {
+    if (!this.probe || now - this.probedAt >= this.settings.probeIntervalMs) {
       const p = await this.probeMachine();
       for (const w of p.warnings) if (!this.probe?.warnings.includes(w)) this.log.warn(w);
       this.probe = p;
@@ -284,7 +284,7 @@ export class Agent {
     while (!this.stopped) {
       if (await this.poll()) continue;
       if (this.stopped) return;
-      const pause = this.waitingForServer ? START_RETRY_MS : Math.max(1000, this.settings.heartbeatIntervalS * 1000);
+      const pause = this.waitingForServer ? START_RETRY_MS : Math.max(1000, this.settings.heartbeatIntervalMs);
       await new Promise<void>((r) => {
         this.wakePoll = r;
         setTimeout(r, pause);

@@ -91,7 +91,7 @@ describe('Agent with a node credential', () => {
     const dir = stateDir();
     const auth = new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: dir, log: silent });
     const agent = new Agent(
-      { server: s.url, joinToken: 'jt', auth, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.1, probeIntervalS: 10 },
+      { server: s.url, joinToken: 'jt', auth, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 100, probeIntervalMs: 10_000 },
       () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
       { converge: () => {}, statuses: () => [], onChange: () => {} },
       silent,

@@ -1,13 +1,13 @@
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { pino } from 'pino';
-import { LOG_REDACT, flagOrEnv, splitServerList } from '@llmgw/shared';
+import { LOG_REDACT, addSettings, readSettings, splitServerList } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
-import { defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSize } from './settings.js';
+import { RUN_SETTINGS, defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSize, type RunSettings } from './settings.js';
 import { ModelCache } from './files/cache.js';
 import { parseSourceHeaders } from './files/headers.js';
 import { ModelFiles } from './files/store.js';
@@ -22,56 +22,13 @@ import { ServerPool } from './servers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** Every option of `run` is a string but the one boolean switch. */
-type RunOptions = { [k: string]: string | undefined } & { sourceHeader?: string[]; stopEnginesOnExit?: string | boolean; insecureHttp?: string | boolean; allowCommandEngine?: boolean };
-
 const program = new Command('llmgw-agent')
   .description('Runs on each machine: reports it to the llmgw server and runs the engines assigned to it.')
   .version(AGENT_VERSION)
   .addHelpText('after', '\nEvery setting of run (each also an LLMGW_* variable): llmgw-agent run --help');
 
-const SERVER_HELP =
-  "the server's admin address, or several separated by commas (instances of one control plane, e.g. https://a:8081,https://b:8081): " +
-  'when the one in use is unreachable, times out or answers 502/503/504, the agent moves to the next and stays there; the join token\'s CA pin holds for all';
-
-const opt = (flags: string, description: string, env: string, def?: string) => {
-  const o = new Option(flags, description).env(env);
-  return def === undefined ? o : o.default(def);
-};
-
-program
-  .command('run', { isDefault: true })
+const run = addSettings(program.command('run', { isDefault: true }), RUN_SETTINGS)
   .description('join the server and run assigned engines (the default command)')
-  .addOption(opt('--server <url,...>', SERVER_HELP, 'LLMGW_SERVER', 'https://127.0.0.1:8081'))
-  .addOption(opt('--ca <file>', "the server's CA (PEM); needed when the join token is only the secret, checked against its pin otherwise", 'LLMGW_CA'))
-  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS) (or LLMGW_INSECURE_HTTP=1; 0/false/no/off is off)'))
-  .addOption(opt('--node-id <id>', 'stable node id (default: the hostname)', 'LLMGW_NODE_ID'))
-  .addOption(opt('--labels <k=v,...>', 'labels for node_selector matching', 'LLMGW_LABELS', ''))
-  .addOption(opt('--pool <name>', 'pool for sharded placement (nodes that share a fabric)', 'LLMGW_POOL'))
-  .addOption(opt('--fabrics <names>', 'extra interconnect names, comma-separated (InfiniBand/RoCE/NVLink are detected)', 'LLMGW_FABRICS', ''))
-  .addOption(opt('--advertise-addr <host>', 'address the server reaches engines on this node at (default: loopback for a local server, else the first non-internal IPv4)', 'LLMGW_ADVERTISE_ADDR'))
-  .addOption(opt('--engine-host <host>', 'address engines listen on', 'LLMGW_ENGINE_HOST', '0.0.0.0'))
-  .addOption(opt('--nvidia-smi <path>', 'nvidia-smi executable (absent = a CPU node)', 'LLMGW_NVIDIA_SMI', 'nvidia-smi'))
-  .addOption(opt('--proc-root <dir>', 'where to read meminfo and cgroup membership', 'LLMGW_PROC_ROOT', '/proc'))
-  .addOption(opt('--sys-root <dir>', 'where to read cgroup limits and InfiniBand devices', 'LLMGW_SYS_ROOT', '/sys'))
-  .addOption(opt('--state-dir <dir>', 'where the agent keeps what must survive its restart (engine pids, logs, the node credential)', 'LLMGW_STATE_DIR', '.llmgw/agent'))
-  .addOption(opt('--model-cache <dir>', 'where fetched model files (http(s):// and llmgw:// sources) are kept, by SHA-256 (default: <state-dir>/models)', 'LLMGW_MODEL_CACHE'))
-  .addOption(opt('--model-cache-max <size>', 'bound on the model cache, e.g. 50G: least recently used files no shard uses are deleted (default: none)', 'LLMGW_MODEL_CACHE_MAX'))
-  .addOption(
-    new Option('--source-header <host=Name: value>', "a header sent with model file requests to HOST (a private store), repeatable; a value '@FILE' is read from FILE, e.g. 'models.example.com=Authorization: @/etc/llmgw/models-token'")
-      .argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]),
-  )
-  .addOption(opt('--heartbeat-interval <seconds>', 'seconds between heartbeats', 'LLMGW_HEARTBEAT_INTERVAL', '5'))
-  .addOption(opt('--port-range <lo-hi>', 'ports engines may listen on', 'LLMGW_PORT_RANGE', '40000-40999'))
-  .addOption(opt('--vllm-bin <path>', 'vllm executable', 'LLMGW_VLLM_BIN', 'vllm'))
-  .addOption(opt('--sglang-python <path>', 'python with sglang installed', 'LLMGW_SGLANG_PYTHON', 'python3'))
-  .addOption(opt('--llama-server-bin <path>', 'llama.cpp llama-server executable', 'LLMGW_LLAMA_SERVER_BIN', 'llama-server'))
-  .addOption(opt('--max-restarts <n>', 'engine restarts within 10 minutes before a shard is reported failed', 'LLMGW_MAX_RESTARTS', '5'))
-  .addOption(opt('--restart-backoff <seconds>', 'first wait before restarting a crashed engine (doubles each time, up to 30 s)', 'LLMGW_RESTART_BACKOFF', '1'))
-  .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LLMGW_LOG_LEVEL', 'info'))
-  .addOption(new Option('--allow-command-engine', 'run `engine: command` profiles, whose argv the server names (off: such shards are reported failed; like Nomad\'s raw_exec). Env LLMGW_ALLOW_COMMAND_ENGINE=1'))
-  .addOption(opt('--engine-user <name>', `account engines run as when the agent is root (default: ${DEFAULT_ENGINE_USER}; not root: engines run as the agent's own user)`, 'LLMGW_ENGINE_USER'))
-  .addOption(new Option('--stop-engines-on-exit', 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades; or LLMGW_STOP_ENGINES_ON_EXIT=1)'))
   .addHelpText(
     'after',
     "\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps). The full token (llmgw-server join-token)\npins the server's CA: the agent checks the CA against it before it sends anything, then trusts that CA alone." +
@@ -80,48 +37,36 @@ program
       '\nModel files are fetched through LLMGW_HTTP_PROXY when set (model downloads only), else HTTPS_PROXY / HTTP_PROXY / NO_PROXY as usual;' +
       '\nllmgw:// sources come from the server with this node\'s credential, never through a proxy.',
   )
-  .action(async (o: RunOptions) => {
-    const log = pino({ level: o.logLevel ?? 'info', base: { svc: 'llmgw-agent' }, redact: LOG_REDACT });
+  .action(async () => {
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
     if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token (see the server's data directory, file join-token)");
-    const interval = Number(o.heartbeatInterval);
-    if (!(interval > 0)) fail(`invalid --heartbeat-interval "${o.heartbeatInterval}": want a number of seconds > 0`);
+    let o: RunSettings;
     let labels: Record<string, string> = {};
     let portRange: [number, number] = [40000, 40999];
-    try {
-      labels = parseLabels(o.labels ?? '');
-      portRange = parsePortRange(o.portRange ?? '');
-    } catch (e) {
-      fail((e as Error).message);
-    }
-    const maxRestarts = Number(o.maxRestarts);
-    const backoffS = Number(o.restartBackoff);
-    if (!Number.isInteger(maxRestarts) || maxRestarts < 0) fail(`invalid --max-restarts "${o.maxRestarts}": want a whole number >= 0`);
-    if (!(backoffS > 0)) fail(`invalid --restart-backoff "${o.restartBackoff}": want a number of seconds > 0`);
-    let allowCommandEngine = false;
     let engineUser: EngineUser | undefined;
     try {
-      allowCommandEngine = flagOrEnv(o.allowCommandEngine, 'LLMGW_ALLOW_COMMAND_ENGINE', process.env);
-      // Not commander's .env() for these: it turns a flag on whenever its variable is defined, =0 included.
-      o.insecureHttp = flagOrEnv(o.insecureHttp === true, 'LLMGW_INSECURE_HTTP', process.env);
-      o.stopEnginesOnExit = flagOrEnv(o.stopEnginesOnExit === true, 'LLMGW_STOP_ENGINES_ON_EXIT', process.env);
+      o = readSettings(run, RUN_SETTINGS);
+      labels = parseLabels(o.labels);
+      portRange = parsePortRange(o.portRange);
       // A mistyped --server is a usage error, named before the machine's own set-up (the engine user) is checked.
-      checkServerList(o.server ?? '', o.insecureHttp);
+      checkServerList(o.server, o.insecureHttp);
       engineUser = resolveEngineUser(o.engineUser || undefined);
     } catch (e) {
       fail((e as Error).message);
     }
-    const serverList = splitServerList(o.server ?? '');
+    const log = pino({ level: o.logLevel, base: { svc: 'llmgw-agent' }, redact: LOG_REDACT });
+    const { allowCommandEngine } = o;
+    const serverList = splitServerList(o.server);
     // Before anything is sent: a token whose pin the server's CA does not match stops here.
     let trust: Awaited<ReturnType<typeof establishTrust>> = { secret: '' };
     try {
-      trust = await establishTrust({ server: serverList, joinToken, insecureHttp: Boolean(o.insecureHttp), ...(o.ca ? { caFile: path.resolve(o.ca) } : {}) }, log);
+      trust = await establishTrust({ server: serverList, joinToken, insecureHttp: o.insecureHttp, ...(o.ca ? { caFile: path.resolve(o.ca) } : {}) }, log);
     } catch (e) {
       fail((e as Error).message);
     }
     // One pool for every caller, so an instance one of them finds gone is left by all.
     const server = new ServerPool(serverList, log);
-    const stateDir = path.resolve(o.stateDir!);
+    const stateDir = path.resolve(o.stateDir);
     let files: ModelFiles | undefined;
     try {
       const maxBytes = o.modelCacheMax ? parseSize('--model-cache-max', o.modelCacheMax) : undefined;
@@ -131,7 +76,7 @@ program
         server,
         serverClient: serverClient(trust.ca),
         auth: { header: () => auth.header(), rejected: (h) => auth.rejected(h) },
-        headers: parseSourceHeaders(o.sourceHeader ?? []),
+        headers: parseSourceHeaders(o.sourceHeader),
         inUse: () => supervisor.filesInUse(),
         log,
         ...(maxBytes !== undefined ? { maxBytes } : {}),
@@ -143,17 +88,17 @@ program
     const supervisor = new Supervisor({
       stateDir,
       portRange,
-      bindHost: o.engineHost!,
+      bindHost: o.engineHost,
       bins: {
-        vllm: o.vllmBin!,
-        sglangPython: o.sglangPython!,
-        llamaServer: o.llamaServerBin!,
+        vllm: o.vllmBin,
+        sglangPython: o.sglangPython,
+        llamaServer: o.llamaServerBin,
         // Without @llmgw/engine-llama installed, whatever PATH has under that name.
         nodeLlamaCpp: programs.get('node-llama-cpp-engine') ?? 'node-llama-cpp-engine',
         programs,
       },
-      maxRestarts,
-      backoffBaseMs: backoffS * 1000,
+      maxRestarts: o.maxRestarts,
+      backoffBaseMs: o.restartBackoffMs,
       allowCommandEngine,
       ...(engineUser ? { engineUser } : {}),
       files,
@@ -161,7 +106,7 @@ program
     });
     await supervisor.adopt();
     files.evict();
-    const extraFabrics = (o.fabrics ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const extraFabrics = o.fabrics.split(',').map((s) => s.trim()).filter(Boolean);
     const nodeId = o.nodeId || defaultNodeId();
     // A refused join is final: one line and a non-zero exit, not a retry loop (engines keep running).
     const auth = new NodeCredential({
@@ -186,12 +131,12 @@ program
         labels,
         ...(o.pool ? { pool: o.pool } : {}),
         advertiseAddr: o.advertiseAddr || defaultAdvertiseAddr(server.current),
-        heartbeatIntervalS: interval,
-        probeIntervalS: Math.max(interval, 10),
+        heartbeatIntervalMs: o.heartbeatIntervalMs,
+        probeIntervalMs: Math.max(o.heartbeatIntervalMs, 10_000),
         allowCommandEngine,
         files: () => files.list(),
       },
-      () => probeMachine({ nvidiaSmi: o.nvidiaSmi!, procRoot: o.procRoot!, sysRoot: o.sysRoot!, extraFabrics }),
+      () => probeMachine({ nvidiaSmi: o.nvidiaSmi, procRoot: o.procRoot, sysRoot: o.sysRoot, extraFabrics }),
       {
         converge: (a) => supervisor.converge(a),
         statuses: () => supervisor.statuses(),
@@ -212,7 +157,7 @@ program
     );
     // By default engines keep running when the agent stops: an upgrade must not take
     // models down. The new agent re-adopts them.
-    const stopEngines = Boolean(o.stopEnginesOnExit);
+    const stopEngines = o.stopEnginesOnExit;
     const shutdown = async (signal: string) => {
       log.info({ signal, stopEngines }, stopEngines ? 'agent stopping with its engines' : 'agent stopping; engines keep running');
       agent.stop();

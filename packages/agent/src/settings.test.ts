@@ -1,5 +1,39 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseSize } from './settings.js';
+import { Command } from 'commander';
+import { addSettings, envOf, readSettings } from '@llmgw/shared';
+import { RUN_SETTINGS, parseSize } from './settings.js';
+
+/** `run`'s settings as the agent reads them from `argv` (no variables: Commander reads process.env, which the test leaves alone). */
+function read(argv: string[]) {
+  const cmd = addSettings(new Command('run').exitOverride(), RUN_SETTINGS);
+  cmd.parse(argv, { from: 'user' });
+  return readSettings(cmd, RUN_SETTINGS, {});
+}
+
+describe('the settings of llmgw-agent run', () => {
+  it('keeps every flag and its variable (none for --source-header: a header may be a secret)', () => {
+    const vars = Object.values(RUN_SETTINGS).flatMap((s) => ('env' in s && s.env === false ? [] : [envOf(s.flag)]));
+    expect(vars).toEqual(
+      'SERVER CA INSECURE_HTTP NODE_ID LABELS POOL FABRICS ADVERTISE_ADDR ENGINE_HOST NVIDIA_SMI PROC_ROOT SYS_ROOT STATE_DIR MODEL_CACHE MODEL_CACHE_MAX HEARTBEAT_INTERVAL PORT_RANGE VLLM_BIN SGLANG_PYTHON LLAMA_SERVER_BIN MAX_RESTARTS RESTART_BACKOFF LOG_LEVEL ALLOW_COMMAND_ENGINE ENGINE_USER STOP_ENGINES_ON_EXIT'
+        .split(' ')
+        .map((n) => `LLMGW_${n}`),
+    );
+  });
+
+  it('gives the defaults with seconds in ms, and takes each --source-header whole', () => {
+    expect(read([])).toMatchObject({ server: 'https://127.0.0.1:8081', heartbeatIntervalMs: 5000, maxRestarts: 5, restartBackoffMs: 1000, portRange: '40000-40999', sourceHeader: [], stopEnginesOnExit: false });
+    const o = read(['--restart-backoff', '0.2', '--max-restarts', '0', '--source-header', 'a.invalid=Cookie: x=1, y=2', '--source-header', 'b.invalid=X: @/f']);
+    expect(o).toMatchObject({ restartBackoffMs: 200, maxRestarts: 0, sourceHeader: ['a.invalid=Cookie: x=1, y=2', 'b.invalid=X: @/f'] });
+  });
+
+  it.each([
+    [['--heartbeat-interval', 'often'], "--heartbeat-interval must be a number of seconds > 0, got 'often'"],
+    [['--max-restarts', '-1'], "--max-restarts must be a whole number >= 0, got '-1'"],
+    [['--restart-backoff', '0'], "--restart-backoff must be a number of seconds > 0, got '0'"],
+  ])('refuses %j, naming the flag, the unit and the bound', (argv, message) => {
+    expect(() => read(argv)).toThrow(message);
+  });
+});
 
 describe('parseSize (--model-cache-max)', () => {
   it.each([

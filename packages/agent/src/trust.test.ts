@@ -92,7 +92,7 @@ describe('checkServerUrl', () => {
 describe('Agent over TLS', () => {
   const join = async (ca: string) => {
     const before = bearers.length;
-    const a = new Agent({ server: url, joinToken: 's3cret', ca, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalS: 0.1, probeIntervalS: 10 }, () =>
+    const a = new Agent({ server: url, joinToken: 's3cret', ca, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 100, probeIntervalMs: 10_000 }, () =>
       Promise.resolve({ memoryTotalMb: 1, cpuCores: 1, gpus: [], fabrics: [], warnings: [] }), { converge: () => {}, statuses: () => [], onChange: () => {} }, log);
     void a.start();
     await new Promise((r) => setTimeout(r, 400));

@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -57,23 +58,35 @@ export function intFlag(name: string, raw: string, min: number, max: number): nu
 export function parseCommandLine<T>(argv: readonly string[], valueFlags: ReadonlySet<string>, build: (flags: Flags) => T): ParseResult<T> {
   const values = new Map<string, string>();
   try {
-    const rest = argv[Symbol.iterator]();
-    for (const arg of rest) {
-      if (arg === '-h' || arg === '--help') return { kind: 'help' };
-      if (!arg.startsWith('--')) throw new UsageError(`unexpected argument '${arg}'`);
-      const eq = arg.indexOf('=');
-      const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-      if (!valueFlags.has(name)) throw new UsageError(`unknown flag --${name}`);
-      // `--name value` takes the next argument, whatever it looks like.
-      const value = eq === -1 ? rest.next().value : arg.slice(eq + 1);
-      if (value === undefined) throw new UsageError(`--${name} needs a value`);
-      values.set(name, value);
+    for (const token of tokensOf(argv, valueFlags)) {
+      if (token.kind === 'positional') throw new UsageError(`unexpected argument '${token.value}'`);
+      // `--` ends the options for parseArgs; an engine has no positionals, so it is just not a flag.
+      if (token.kind === 'option-terminator') throw new UsageError('unknown flag --');
+      // What was typed: `-hx` is one token per letter, all of the same argument.
+      const typed = argv[token.index] ?? '';
+      if (typed === '-h' || typed === '--help') return { kind: 'help' };
+      if (!typed.startsWith('--')) throw new UsageError(`unexpected argument '${typed}'`);
+      if (!valueFlags.has(token.name)) throw new UsageError(`unknown flag --${token.name}`);
+      if (token.value === undefined) throw new UsageError(`--${token.name} needs a value`);
+      values.set(token.name, token.value);
     }
     return { kind: 'options', options: build(new Flags(values)) };
   } catch (e) {
     if (e instanceof UsageError) return { kind: 'error', message: e.message };
     throw e;
   }
+}
+
+/**
+ * `argv` in node:util's tokens, in order. Not strict: strict parseArgs refuses a value
+ * that starts with a dash (`--api-key -k`, `--port -1`), where `--name value` takes the
+ * next argument whatever it looks like, and its errors are not the engines' one-line
+ * vocabulary; the checks are made on the tokens instead.
+ */
+function tokensOf(argv: readonly string[], valueFlags: ReadonlySet<string>) {
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = Object.fromEntries([...valueFlags].map((name) => [name, { type: 'string' }]));
+  options.help = { type: 'boolean', short: 'h' };
+  return parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true }).tokens;
 }
 
 /** An engine's lines on stdout and stderr, each after the program's name. */

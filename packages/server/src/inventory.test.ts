@@ -6,7 +6,7 @@ const report = makeReport({ node_id: 'n1' });
 
 describe('Inventory.snapshot', () => {
   it('passes the CPU cores an agent reports, and leaves them out when it does not', async () => {
-    const inv = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 });
+    const inv = new Inventory(memoryStore(), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 });
     inv.report(makeReport({ node_id: 'n1', cpu_cores: 32 }), 1000);
     inv.report(makeReport({ node_id: 'n2' }), 1000);
     expect(inv.snapshot(1000).map((n) => n.cpuCores)).toEqual([32, undefined]);
@@ -18,7 +18,7 @@ describe('Inventory.setAdmin', () => {
     const inv = new Inventory(
       memoryStore({
         saveNodeAdmin: () => Promise.reject(new Error('disk full')),
-      }), { notReadyAfterS: 15, lostAfterS: 60 });
+      }), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 });
     inv.report(report, 1000);
     await expect(inv.setAdmin('n1', 'draining', 'PSU swap', new Date(2000))).rejects.toThrow('disk full');
     // The operator got an error, so the reconciler must not start draining the node either.
@@ -29,7 +29,7 @@ describe('Inventory.setAdmin', () => {
 
 describe('Inventory.setAdmin on a node already in that state', () => {
   const inv = () => {
-    const i = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 });
+    const i = new Inventory(memoryStore(), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 });
     i.report(report, 1000);
     return i;
   };
@@ -56,7 +56,7 @@ describe('Inventory.setAdmin on a node already in that state', () => {
 
 describe('Inventory on a shared store', () => {
   it('ages a node heard through the database only up to the last pull that worked, and one heard here by the clock', () => {
-    const inv = new Inventory(memoryStore(), { notReadyAfterS: 15, lostAfterS: 60 }, 0, [], { shared: true });
+    const inv = new Inventory(memoryStore(), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, 0, [], { shared: true });
     let pulledAt = 1000;
     inv.remoteHorizon = () => pulledAt;
     inv.applyRemote({ id: 'far', admin: { state: 'ready' }, report: makeReport({ node_id: 'far' }), shards: [] }, 1000);
@@ -75,7 +75,7 @@ describe('Inventory: report writes', () => {
 
   it('writes the changed reports of a batch in one call, a repeat not at all (SQLite)', async () => {
     const writes: string[][] = [];
-    const inv = new Inventory(memoryStore({ saveNodeReports: async (rows) => void writes.push(rows.map((r) => `${r.id}:${r.report.cpu_cores}`)) }), { notReadyAfterS: 15, lostAfterS: 60 }, 0, [], { batchMs: 30 });
+    const inv = new Inventory(memoryStore({ saveNodeReports: async (rows) => void writes.push(rows.map((r) => `${r.id}:${r.report.cpu_cores}`)) }), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, 0, [], { batchMs: 30 });
     inv.report(makeReport({ node_id: 'n1', cpu_cores: 8 }), 1000);
     inv.report(makeReport({ node_id: 'n2', cpu_cores: 8 }), 1000);
     inv.report(makeReport({ node_id: 'n1', cpu_cores: 16 }), 1100);

@@ -6,10 +6,10 @@ import { serialWrites } from './store/serial.js';
 import type { Store, StoredNode } from './store/store.js';
 
 export interface LivenessPolicy {
-  /** Seconds without a heartbeat before a node is `not-ready` (no traffic, no placement). */
-  notReadyAfterS: number;
-  /** Seconds without a heartbeat before a node is `lost` (its replicas are replaced). */
-  lostAfterS: number;
+  /** Milliseconds without a heartbeat before a node is `not-ready` (no traffic, no placement). */
+  notReadyAfterMs: number;
+  /** Milliseconds without a heartbeat before a node is `lost` (its replicas are replaced). */
+  lostAfterMs: number;
 }
 
 export interface InventoryNode {
@@ -253,9 +253,9 @@ export class Inventory {
 
   liveness(node: InventoryNode, nowMs: number): Liveness {
     const at = node.remote && this.remoteHorizon ? Math.min(nowMs, Math.max(this.remoteHorizon(), node.lastSeenMs)) : nowMs;
-    const ago = (at - node.lastSeenMs) / 1000;
-    if (ago >= this.policy.lostAfterS) return 'lost';
-    if (!node.reported || ago >= this.policy.notReadyAfterS) return 'not-ready';
+    const ago = at - node.lastSeenMs;
+    if (ago >= this.policy.lostAfterMs) return 'lost';
+    if (!node.reported || ago >= this.policy.notReadyAfterMs) return 'not-ready';
     return 'ready';
   }
 

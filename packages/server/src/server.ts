@@ -41,8 +41,14 @@ import { Metrics } from './metrics.js';
 import { GuardedStore } from './store/guard.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/store.js';
+import type { ServerTuning } from './settings.js';
 
-export interface ServerSettings {
+/**
+ * What `startServer` runs with: the measured settings of `settings.ts` (its table
+ * declares each, with its unit, default and bounds; times are in ms), and what main
+ * makes of the rest.
+ */
+export interface ServerSettings extends ServerTuning {
   clientAddr: string;
   adminAddr: string;
   adminToken: string;
@@ -52,25 +58,6 @@ export interface ServerSettings {
   /** `manual`: new nodes wait as pending-approval until `ctl nodes approve`. Default `auto`. */
   joinApproval?: JoinApproval;
   dataDir: string;
-  notReadyAfterS: number;
-  lostAfterS: number;
-  reconcileIntervalS: number;
-  failedBackoffS: number;
-  maxBodyBytes: number;
-  upstreamTimeoutS: number;
-  cooldownS: number;
-  keepAliveS: number;
-  /** Prefix cache capacity (tokens) cache-aware routing assumes when an engine does not say; default 500,000. */
-  prefixCacheTokens?: number;
-  drainParallel: number;
-  minHealthyS: number;
-  drainTimeoutS: number;
-  maxLostFraction: number;
-  coldStartTimeoutS: number;
-  /** The connection bounds of each listener; defaults in `CONNECTION_DEFAULTS`. */
-  connections?: Partial<ConnectionLimits>;
-  /** Longest silence of an engine mid-stream; the stream then ends with an error event. */
-  streamIdleTimeoutS: number;
   /** What engine keys are derived from; default: `<dataDir>/engine-key-secret`, made on first start. */
   engineKeySecret?: string;
   /**
@@ -89,8 +76,6 @@ export interface ServerSettings {
   databaseUrl?: string;
   /** This instance's name among several (`--instance-id`); default hostname-pid-random. */
   instanceId?: string;
-  /** How long the leader's lease lasts without a renew (`--leader-lease`); default 2 s. */
-  leaderLeaseS?: number;
 }
 
 /** A listener's certificate (chain) and private key, PEM. */
@@ -104,24 +89,7 @@ export interface ListenerTls {
  * receiving a request, never answering it: a long-poll or a stream is a long response to
  * a request received at once, so none of them cuts it.
  */
-export interface ConnectionLimits {
-  /** Longest wait for a request's headers, from the connection's start or the request's first byte. */
-  headersTimeoutS: number;
-  /** Longest wait for a whole request, headers and body (Node answers 408 and closes). */
-  requestTimeoutS: number;
-  /** How long a kept-alive connection may sit idle between requests. */
-  keepAliveTimeoutS: number;
-  /** Connections open at once per listener; more are closed as they arrive. */
-  maxConnections: number;
-}
-
-export const CONNECTION_DEFAULTS: ConnectionLimits = {
-  headersTimeoutS: 10,
-  requestTimeoutS: 60,
-  // Longer than the 60 s idle timeout of common load balancers, so they close first.
-  keepAliveTimeoutS: 65,
-  maxConnections: 1024,
-};
+export type ConnectionLimits = Pick<ServerTuning, 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
 
 export interface RunningServer {
   adminUrl: string;
@@ -144,8 +112,8 @@ export function parseAddr(addr: string): { host: string; port: number } {
 
 function listen(app: http.RequestListener, addr: string, limits: ConnectionLimits, tls?: ListenerTls): Promise<http.Server> {
   const { host, port } = parseAddr(addr);
-  const headersTimeout = limits.headersTimeoutS * 1000;
-  const requestTimeout = limits.requestTimeoutS * 1000;
+  const headersTimeout = limits.headersTimeoutMs;
+  const requestTimeout = limits.requestTimeoutMs;
   // An https.Server is an http.Server underneath (same timeouts, same request events).
   const create = (tls ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key }, l) : http.createServer) as typeof http.createServer;
   const server = create(
@@ -153,7 +121,7 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
       // Node refuses a header timeout above the request timeout.
       headersTimeout: Math.min(headersTimeout, requestTimeout),
       requestTimeout,
-      keepAliveTimeout: limits.keepAliveTimeoutS * 1000,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
       // Both timeouts are checked on this interval (Node's default is 30 s), so a
       // connection is closed within its timeout plus at most a second.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.min(headersTimeout, requestTimeout) / 4)),
@@ -183,14 +151,14 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const pgStore = settings.databaseUrl !== undefined && !deps.store ? await PostgresStore.open(settings.databaseUrl, { log }) : undefined;
   const store = new GuardedStore(deps.store ?? pgStore ?? new SqliteStore(settings.dataDir), { log });
   const instanceId = settings.instanceId ?? newInstanceId();
-  const lease = pgStore ? new LeaderLease({ pool: pgStore.pool, log, instanceId, ttlMs: (settings.leaderLeaseS ?? 2) * 1000 }) : undefined;
-  const inventory = await Inventory.load(store, { notReadyAfterS: settings.notReadyAfterS, lostAfterS: settings.lostAfterS }, Date.now(), lease ? { shared: true } : {});
+  const lease = pgStore ? new LeaderLease({ pool: pgStore.pool, log, instanceId, ttlMs: settings.leaderLeaseMs }) : undefined;
+  const inventory = await Inventory.load(store, { notReadyAfterMs: settings.notReadyAfterMs, lostAfterMs: settings.lostAfterMs }, Date.now(), lease ? { shared: true } : {});
   const controllerOpts = {
-    reconcileIntervalMs: settings.reconcileIntervalS * 1000,
-    failedBackoffMs: settings.failedBackoffS * 1000,
+    reconcileIntervalMs: settings.reconcileIntervalMs,
+    failedBackoffMs: settings.failedBackoffMs,
     drainParallel: settings.drainParallel,
-    minHealthyMs: settings.minHealthyS * 1000,
-    drainTimeoutMs: settings.drainTimeoutS * 1000,
+    minHealthyMs: settings.minHealthyMs,
+    drainTimeoutMs: settings.drainTimeoutMs,
     maxLostFraction: settings.maxLostFraction,
     engineKey: engineKeys(settings.engineKeySecret ?? tokenFor(undefined, settings.dataDir, 'engine-key-secret').token),
   };
@@ -207,13 +175,13 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     metrics,
     {
       maxBodyBytes: settings.maxBodyBytes,
-      upstreamTimeoutMs: settings.upstreamTimeoutS * 1000,
-      cooldownMs: settings.cooldownS * 1000,
-      keepAliveMs: settings.keepAliveS * 1000,
-      coldStartTimeoutMs: settings.coldStartTimeoutS * 1000,
+      upstreamTimeoutMs: settings.upstreamTimeoutMs,
+      cooldownMs: settings.cooldownMs,
+      keepAliveMs: settings.keepAliveMs,
+      coldStartTimeoutMs: settings.coldStartTimeoutMs,
       health: () => store.health(),
-      streamIdleTimeoutMs: settings.streamIdleTimeoutS * 1000,
-      ...(settings.prefixCacheTokens !== undefined ? { prefixCacheTokens: settings.prefixCacheTokens } : {}),
+      streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
+      prefixCacheTokens: settings.prefixCacheTokens,
     },
     log,
   );
@@ -252,9 +220,8 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   });
   admin.use(adminErrors);
 
-  const limits = { ...CONNECTION_DEFAULTS, ...settings.connections };
-  const adminServer = await listen(admin, settings.adminAddr, limits, settings.adminTls);
-  const clientServer = await listen(gateway.handle, settings.clientAddr, limits, settings.clientTls);
+  const adminServer = await listen(admin, settings.adminAddr, settings, settings.adminTls);
+  const clientServer = await listen(gateway.handle, settings.clientAddr, settings, settings.clientTls);
   const catalogNow = catalogInfo(controller, deps.catalogStatus);
   const cluster =
     pgStore && lease && controller instanceof SharedController

@@ -37,7 +37,7 @@ function held(base: string, head: string): Promise<{ closedAfterMs: number; repl
 describe('bounded connections', () => {
   let live: LiveServer;
   beforeAll(async () => {
-    live = await liveServer({ headersTimeoutS: HEADERS_S, requestTimeoutS: REQUEST_S, keepAliveTimeoutS: 0.5, maxConnections: 200 });
+    live = await liveServer({ headersTimeoutMs: HEADERS_S * 1000, requestTimeoutMs: REQUEST_S * 1000, keepAliveTimeoutMs: 500, maxConnections: 200 });
   });
   afterAll(async () => {
     await live.close();
@@ -88,7 +88,7 @@ describe('bounded connections', () => {
   });
 
   it('closes connections past the cap as they arrive', async () => {
-    const capped = await liveServer({ maxConnections: 5, headersTimeoutS: 5, requestTimeoutS: 5 });
+    const capped = await liveServer({ maxConnections: 5, headersTimeoutMs: 5000, requestTimeoutMs: 5000 });
     try {
       const open = await Promise.all(
         Array.from({ length: 5 }, () => new Promise<net.Socket>((resolve) => {

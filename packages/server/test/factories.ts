@@ -1,6 +1,7 @@
 import type { GpuReport, Model, NodeReport, Profile } from '@llmgw/shared';
 import type { Replica } from '../src/domain.js';
 import type { ServerSettings } from '../src/server.js';
+import { defaultTuning } from '../src/settings.js';
 import type { Store, StoredKey, StoredToken, UsageDelta } from '../src/store/store.js';
 import type { NodeSnapshot, PlacementOutcome, Rejection, Reservation } from '../src/snapshot.js';
 import { place, type PlaceInput } from '../src/placement/index.js';
@@ -177,25 +178,26 @@ export const GB = 1024;
 /** Settings for a server started in a test: loopback on port 0, short timers; override what the test is about. */
 export function makeServerSettings(dataDir: string, overrides: Partial<ServerSettings> = {}): ServerSettings {
   return {
+    ...defaultTuning(),
     clientAddr: '127.0.0.1:0',
     adminAddr: '127.0.0.1:0',
     adminToken: 'admin',
     joinToken: 'join',
     dataDir,
-    notReadyAfterS: 600,
-    lostAfterS: 3600,
-    reconcileIntervalS: 60,
-    failedBackoffS: 30,
+    notReadyAfterMs: 600_000,
+    lostAfterMs: 3_600_000,
+    reconcileIntervalMs: 60_000,
+    failedBackoffMs: 30_000,
     maxBodyBytes: 1 << 20,
-    upstreamTimeoutS: 5,
-    cooldownS: 1,
-    keepAliveS: 0.2,
+    upstreamTimeoutMs: 5000,
+    cooldownMs: 1000,
+    keepAliveMs: 200,
     drainParallel: 1,
-    minHealthyS: 0,
-    drainTimeoutS: 5,
+    minHealthyMs: 0,
+    drainTimeoutMs: 5000,
     maxLostFraction: 0.5,
-    coldStartTimeoutS: 3,
-    streamIdleTimeoutS: 60,
+    coldStartTimeoutMs: 3000,
+    streamIdleTimeoutMs: 60_000,
     ...overrides,
   };
 }

@@ -105,7 +105,7 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   const seed = new SqliteStore(dataDir);
   await seedCredential(seed, 'node-a');
   await seed.close();
-  const running = await startServer(makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, connections, adminTls: tls }), parseCatalog(CATALOG, 'catalog.yaml'), log);
+  const running = await startServer(makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, ...connections, adminTls: tls }), parseCatalog(CATALOG, 'catalog.yaml'), log);
   const admin = running.adminUrl;
   caByOrigin.set(new URL(admin).origin, tls.caPem);
   const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, ...jsonHeaders }, body: JSON.stringify(heartbeat()) });

@@ -17,3 +17,4 @@ export * from './status.js';
 export * from './downloads.js';
 export * from './servers.js';
 export * from './switches.js';
+export * from './settings.js';

@@ -13,7 +13,7 @@ function fleet(replicas: Replica[]) {
   const model = makeModel();
   const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 1, failedBackoffMs: 30_000, now: () => nowMs };
-  const ctl = new Controller(new Inventory(store, { notReadyAfterS: 15, lostAfterS: 600 }), store, catalog, opts, pino({ level: 'silent' }), replicas);
+  const ctl = new Controller(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 600_000 }), store, catalog, opts, pino({ level: 'silent' }), replicas);
   return { ctl, advance: (ms: number) => (nowMs += ms) };
 }
 

@@ -9,7 +9,7 @@ function controller(replicas: Replica[], model = makeModel()): Controller {
   const store = memoryStore({ replicas });
   const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
-  return new Controller(new Inventory(store, { notReadyAfterS: 15, lostAfterS: 60 }), store, catalog, opts, pino({ level: 'silent' }), replicas);
+  return new Controller(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }), store, catalog, opts, pino({ level: 'silent' }), replicas);
 }
 
 describe('Controller', () => {
@@ -92,7 +92,7 @@ describe('Controller: what a heartbeat asks of the reconciler', () => {
     const model = makeModel();
     const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
     const opts = { reconcileIntervalMs: 60_000, reportPassMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
-    const ctl = new Counting(new Inventory(store, { notReadyAfterS: 15, lostAfterS: 60 }), store, catalog, opts, pino({ level: 'silent' }), [replica]);
+    const ctl = new Counting(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }), store, catalog, opts, pino({ level: 'silent' }), [replica]);
     const beat = (memUsed: number, state: 'starting' | 'ready') =>
       ctl.heartbeat({ report: makeReport({ node_id: 'node-1', memory_total_mb: 65536 + memUsed }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state, port: 40001 }] });
     beat(0, 'starting'); // the node's first heartbeat

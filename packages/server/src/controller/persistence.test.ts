@@ -34,7 +34,7 @@ async function setup() {
   const model = makeModel({ scaling: { min: 2, max: 2 } });
   const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
-  const inventory = await Inventory.load(store, { notReadyAfterS: 15, lostAfterS: 60 });
+  const inventory = await Inventory.load(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 });
   const ctl = await Controller.load(inventory, store, catalog, opts, pino({ level: 'silent' }));
   return { ctl, inventory, saved, nodes, transactions, setFailing: (f: boolean) => (failing = f) };
 }

@@ -29,7 +29,7 @@ function instance(db: Map<string, Replica> = new Map()) {
   const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
   const leadership = { isLeader: () => fence !== undefined, fence: () => fence };
-  const ctl = new SharedController(new Inventory(store, { notReadyAfterS: 15, lostAfterS: 60 }, Date.now(), [], { shared: true }), store, catalog, opts, pino({ level: 'silent' }), leadership, [...db.values()]);
+  const ctl = new SharedController(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, Date.now(), [], { shared: true }), store, catalog, opts, pino({ level: 'silent' }), leadership, [...db.values()]);
   const decided: unknown[] = [];
   ctl.events.on('decided', (d: unknown[]) => decided.push(...d));
   // A pass is asynchronous on a shared store: let it run to its end.

@@ -24,7 +24,7 @@ const bearer = (t: string) => ({ authorization: `Bearer ${t}`, ...json });
 const tmp = tempDirs('llmgw-creds-', afterAll);
 
 async function serve(dir: string, extra: Parameters<typeof makeServerSettings>[1] = {}) {
-  const s = await startServer(makeServerSettings(dir, { reconcileIntervalS: 0.2, ...extra }), catalog, pino({ level: 'silent' }));
+  const s = await startServer(makeServerSettings(dir, { reconcileIntervalMs: 200, ...extra }), catalog, pino({ level: 'silent' }));
   const call = async (method: string, p: string, headers: Record<string, string>, body?: unknown) => {
     const r = await fetch(`${s.adminUrl}${p}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };

@@ -131,7 +131,7 @@ describe('fleetEvents: the reconciler decisions of a pass', () => {
     const model = makeModel();
     const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
     const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
-    const ctl = await Controller.load(await Inventory.load(store, { notReadyAfterS: 15, lostAfterS: 60 }), store, catalog, opts, log);
+    const ctl = await Controller.load(await Inventory.load(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }), store, catalog, opts, log);
     const { events } = await fleetEvents(store, ctl, log);
     ctl.heartbeat({ report: makeReport({ node_id: 'node-1', memory_total_mb: 8192 }), shards: [] });
     ctl.reconcileNow();

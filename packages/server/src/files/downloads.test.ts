@@ -31,7 +31,7 @@ beforeAll(async () => {
   const seed = new SqliteStore(dataDir);
   for (const [id, secret] of Object.entries(creds)) await seedCredential(seed, id, secret);
   await seed.close();
-  s = await startServer(makeServerSettings(dataDir, { reconcileIntervalS: 0.1 }), parseCatalog(CATALOG, 'c.yaml'), pino({ level: 'silent' }));
+  s = await startServer(makeServerSettings(dataDir, { reconcileIntervalMs: 100 }), parseCatalog(CATALOG, 'c.yaml'), pino({ level: 'silent' }));
 });
 afterAll(async () => {
   await s.close();

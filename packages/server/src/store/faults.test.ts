@@ -65,7 +65,7 @@ beforeAll(async () => {
   await seedCredential(store, 'n1');
   server = await startServer(
     makeServerSettings(dir, {
-      notReadyAfterS: 60, lostAfterS: 600, reconcileIntervalS: 0.2, upstreamTimeoutS: 10, keepAliveS: 5, drainTimeoutS: 10, coldStartTimeoutS: 5,
+      notReadyAfterMs: 60_000, lostAfterMs: 600_000, reconcileIntervalMs: 200, upstreamTimeoutMs: 10_000, keepAliveMs: 5000, drainTimeoutMs: 10_000, coldStartTimeoutMs: 5000,
     }),
     catalog,
     pino({ level: 'silent' }),

@@ -16,11 +16,6 @@ export interface TlsFlags {
   clientTlsKey?: string;
 }
 
-/** `--tls-san a,b --tls-san c` (and `LLMGW_TLS_SAN=a,b`) → `[a, b, c]`. */
-export function collectSans(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
-}
-
 /** Both listeners' TLS from the flags; throws a one-line error naming the flag at fault. */
 export async function listenersTls(f: TlsFlags, log: Logger): Promise<{ admin?: AdminTls; client?: ListenerTls }> {
   let client: ListenerTls | undefined;

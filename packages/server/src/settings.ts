@@ -1,0 +1,106 @@
+import os from 'node:os';
+import path from 'node:path';
+import type { Command, Option } from 'commander';
+import { addSettings, measuredDefaults, measuredOf, readSettings, settingOption, type MeasuredOf, type SettingsOf, type SettingsTable } from '@llmgw/shared';
+import { JOIN_APPROVALS } from './credentials/membership.js';
+import { DEFAULT_PREFIX_CACHE_TOKENS } from './gateway/prefix-index.js';
+
+const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
+
+/**
+ * Every setting of `llmgw-server`, each declared here once: its name in {@link ServerConfig}
+ * (seconds become `…Ms`), its flag (the variable is `LLMGW_` and the flag in capitals),
+ * unit, default, bounds and help. The order is `--help`'s.
+ */
+export const SERVER_SETTINGS = {
+  clientAddr: { unit: 'text', flag: '--client-addr', placeholder: 'host:port', default: '127.0.0.1:8080', help: 'client listener (OpenAI-compatible API, API keys)' },
+  adminAddr: { unit: 'text', flag: '--admin-addr', placeholder: 'host:port', default: '127.0.0.1:8081', help: 'admin listener (admin API, dashboard, metrics, agent API)' },
+  dataDir: { unit: 'text', flag: '--data-dir', placeholder: 'dir', default: path.join(home, 'server'), help: 'where the SQLite store and generated tokens live' },
+  databaseUrl: { unit: 'text', flag: '--database-url', placeholder: 'url', help: 'postgres://USER@HOST:PORT/DB: share one PostgreSQL with other llmgw-server instances (one leads, all serve); default: SQLite in --data-dir' },
+  instanceId: { unit: 'text', flag: '--instance-id', placeholder: 'id', help: "this instance's name among several on one database (ctl status)" },
+  leaderLeaseMs: { unit: 'seconds', flag: '--leader-lease', default: 2, above: 0, help: "how long the leader's lease lasts unrenewed: a dead or paused leader is replaced after at most this (with --database-url)" },
+  catalog: { unit: 'text', flag: '--catalog', placeholder: 'file', help: 'catalog YAML: which models to run (reloaded on SIGHUP and on change)' },
+  notReadyAfterMs: { unit: 'seconds', flag: '--not-ready-after', default: 15, above: 0, help: 'a node silent this long is not-ready (no traffic, no placement)' },
+  lostAfterMs: { unit: 'seconds', flag: '--lost-after', default: 300, above: 0, help: 'a node silent this long is lost (its replicas are replaced)' },
+  reconcileIntervalMs: { unit: 'seconds', flag: '--reconcile-interval', default: 5, above: 0, help: 'seconds between reconcile passes (changes also trigger one)' },
+  failedBackoffMs: { unit: 'seconds', flag: '--failed-backoff', default: 30, above: 0, help: 'first wait before a failed replica is replaced (doubles per failure)' },
+  maxBodyBytes: { unit: 'bytes', flag: '--max-body-size', default: 10 * 1024 * 1024, above: 0, help: 'largest client request body; larger ones get 413' },
+  upstreamTimeoutMs: { unit: 'seconds', flag: '--upstream-timeout', default: 600, above: 0, help: "longest wait for an engine's response headers (a non-streamed reply has them only when done)" },
+  cooldownMs: { unit: 'seconds', flag: '--cooldown', default: 5, above: 0, help: 'how long a replica that failed a request gets no traffic' },
+  streamIdleTimeoutMs: { unit: 'seconds', flag: '--stream-idle-timeout', default: 60, above: 0, help: 'a stream whose engine sends nothing this long (after its headers) ends with an error event' },
+  prefixCacheTokens: {
+    unit: 'tokens',
+    flag: '--prefix-cache-tokens',
+    default: DEFAULT_PREFIX_CACHE_TOKENS,
+    above: 0,
+    help: "prefix cache capacity that cache-aware routing assumes for a replica whose engine does not say (llmgw's engines send x-llmgw-prefix-cache-tokens)",
+  },
+  keepAliveMs: { unit: 'seconds', flag: '--keep-alive', default: 5, above: 0, help: 'interval of ": keep-alive" comments on a stream waiting for its first token' },
+  drainParallel: { unit: 'count', flag: '--drain-parallel', default: 1, above: 0, help: 'replicas of one model replaced at a time when a node drains' },
+  minHealthyMs: { unit: 'seconds', flag: '--min-healthy', default: 3, atLeast: 0, help: 'a replacement must be ready this long before the replica it replaces stops taking traffic' },
+  drainTimeoutMs: { unit: 'seconds', flag: '--drain-timeout', default: 60, above: 0, help: "longest wait for a stepped-down replica's in-flight requests" },
+  maxLostFraction: { unit: 'fraction', flag: '--max-lost-fraction', default: 0.5, above: 0, atMost: 1, help: 'above this share of nodes silent at once, their replicas are not replaced' },
+  coldStartTimeoutMs: { unit: 'seconds', flag: '--cold-start-timeout', default: 300, above: 0, help: 'how long a request for a model scaled to zero waits for a replica' },
+  headersTimeoutMs: { unit: 'seconds', flag: '--headers-timeout', default: 10, above: 0, help: "longest wait for a request's headers; the connection is then closed (both listeners)" },
+  requestTimeoutMs: {
+    unit: 'seconds',
+    flag: '--request-timeout',
+    default: 60,
+    above: 0,
+    help: 'longest wait for a whole request, headers and body, before a 408 and close (both listeners; long-polls and streams are responses, so not cut)',
+  },
+  // Longer than the 60 s idle timeout of common load balancers, so they close first.
+  keepAliveTimeoutMs: { unit: 'seconds', flag: '--idle-timeout', default: 65, above: 0, help: 'how long a kept-alive connection may sit idle between requests (both listeners)' },
+  maxConnections: { unit: 'count', flag: '--max-connections', default: 1024, above: 0, help: 'connections open at once per listener; more are closed as they arrive' },
+  tlsCert: { unit: 'text', flag: '--tls-cert', placeholder: 'file', help: "the admin listener's certificate (PEM, chain ending with its CA) instead of the generated one" },
+  tlsKey: { unit: 'text', flag: '--tls-key', placeholder: 'file', help: 'the private key of --tls-cert (PEM)' },
+  tlsSan: { unit: 'list', flag: '--tls-san', placeholder: 'name', commas: true, help: 'another name or address the generated certificate must carry (repeat, or comma-separate)' },
+  insecureHttp: { unit: 'switch', flag: '--insecure-http', help: 'serve the admin listener as plain HTTP (only behind a proxy that terminates TLS)' },
+  clientTlsCert: { unit: 'text', flag: '--client-tls-cert', placeholder: 'file', help: "the client listener's certificate (PEM); with --client-tls-key it serves HTTPS" },
+  clientTlsKey: { unit: 'text', flag: '--client-tls-key', placeholder: 'file', help: 'the private key of --client-tls-cert (PEM)' },
+  joinApproval: {
+    unit: 'text',
+    flag: '--join-approval',
+    placeholder: 'mode',
+    default: 'auto',
+    choices: JOIN_APPROVALS,
+    help: 'auto: a node that joins takes work at once; manual: it waits as pending-approval until ctl nodes approve',
+  },
+  modelsDir: { unit: 'text', flag: '--models-dir', placeholder: 'dir', help: 'serve the model files in this directory to agents (node credential, resumable) as llmgw://FILE sources' },
+  logLevel: { unit: 'text', flag: '--log-level', placeholder: 'level', default: 'info', help: 'debug, info, warn or error' },
+} as const satisfies SettingsTable;
+
+type Table = typeof SERVER_SETTINGS;
+/** A setting's name in {@link ServerConfig}. */
+export type SettingName = keyof Table;
+
+/** Every setting, validated: numbers within their bounds, seconds already in ms. */
+export type ServerConfig = SettingsOf<Table>;
+
+/** The measured settings, which `startServer` takes as they are. */
+export type ServerTuning = MeasuredOf<Table>;
+
+/** The option of one setting, e.g. for a subcommand that shares it; `help` replaces its text. */
+export function settingOptionOf(cmd: Command, name: SettingName, help?: string): Option {
+  return settingOption(cmd, SERVER_SETTINGS[name], help) as Option;
+}
+
+/** Adds every setting's option to `cmd`, in the table's order. */
+export function addServerOptions(cmd: Command): Command {
+  return addSettings(cmd, SERVER_SETTINGS);
+}
+
+/** Every setting of a parsed `cmd` (see {@link addServerOptions}), validated; throws the first refused one's message. */
+export function readServerSettings(cmd: Command, env: Record<string, string | undefined> = process.env): ServerConfig {
+  return readSettings(cmd, SERVER_SETTINGS, env);
+}
+
+/** The measured settings of `config`, which `startServer` takes as they are. */
+export function tuningOf(config: ServerConfig): ServerTuning {
+  return measuredOf(SERVER_SETTINGS, config);
+}
+
+/** Every measured setting at its default, in ms where the flag takes seconds (for in-process servers: tests). */
+export function defaultTuning(): ServerTuning {
+  return measuredDefaults(SERVER_SETTINGS);
+}
