@@ -7,6 +7,7 @@ import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../api/http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { catalogStatusView, explainView, modelViews, nodeViews, replicaViews, type CatalogStatusSource } from '../api/views.js';
+import { rolloutView } from '../api/rollouts-api.js';
 import { drainPage, fleetPage } from './fleet-page.js';
 import { keysPage } from './keys-page.js';
 import { layout, messagePage, type Page } from './layout.js';
@@ -197,7 +198,8 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
       return;
     }
     const model = modelViews(ctl).find((x) => x.name === m.name)!;
-    send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), now: new Date(ctl.now()) }), s);
+    const rollout = rolloutView(ctl, m, ctl.rollouts.get(m.name));
+    send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), rollout, now: new Date(ctl.now()) }), s);
   })).all(methodNotAllowed);
 
   r.route('/keys').get(authed((req, res, s) => {

@@ -1,4 +1,4 @@
-import { downloadText, type CatalogStatusView, type ExplainView, type ModelView, type RejectionView, type ReplicaView } from '@llmgw/shared';
+import { downloadText, type CatalogStatusView, type ExplainView, type ModelView, type RejectionView, type ReplicaView, type RolloutView } from '@llmgw/shared';
 import { html, seg, type Html } from './html.js';
 import { table, updated, badge, chips, type Page } from './layout.js';
 
@@ -47,6 +47,8 @@ export interface ModelInput {
   model: ModelView;
   replicas: ReplicaView[];
   explain: ExplainView;
+  /** Its rollout, shown while one is in progress, paused, waiting or halted. */
+  rollout?: RolloutView;
   now: Date;
 }
 
@@ -63,12 +65,25 @@ export function modelPage(v: ModelInput): Page {
 <li><b>${m.profiles.length}</b>${m.profiles.length === 1 ? 'profile' : 'profiles'}: ${m.profiles.join(', ')}</li>
 </ul>
 <p>Source <code>${m.source}</code>${m.aliases.length ? html`; also called ${m.aliases.map((a, i) => html`${i ? ', ' : ''}<code>${a}</code>`)}` : ''}${m.fallbacks.length ? html`; falls back to ${m.fallbacks.map((f, i) => html`${i ? ', ' : ''}<a href="/models/${seg(f)}">${f}</a>`)}` : ''}.</p>
+${v.rollout ? rolloutSection(v.rollout) : ''}
 <h2>Replicas</h2>
 ${replicasTable(v.replicas)}
 <h2>Placement</h2>
 ${explanation(v.explain)}
 ${updated(v.now)}`,
   };
+}
+
+/** A rollout that is not complete, as `ctl rollout status` words it, with the revision each replica runs in the table below. */
+function rolloutSection(r: RolloutView): Html | '' {
+  if (r.state === 'complete') return '';
+  const kind = r.state === 'halted' ? 'bad' : r.state === 'progressing' ? 'plain' : 'warn';
+  const last = r.history.find((h) => h.current);
+  return html`<section class="${r.state === 'halted' ? 'alert' : 'rollout'}" aria-labelledby="rollout"><h2 id="rollout">Rollout ${badge(kind, r.state)}</h2>
+<p>${r.updated} of ${r.replicas} replicas run revision <code>${r.revision}</code>, ${r.ready} ready; ${r.outdated} of an earlier revision${r.reason ? html`. <b>${r.reason}</b>` : ''}</p>
+${last ? html`<p class="muted">Changed <time datetime="${last.since}">${last.since.slice(11, 19)} UTC</time>: ${last.change}</p>` : ''}
+<p class="muted">max_surge ${r.max_surge}, max_unavailable ${r.max_unavailable}, progress_deadline_s ${r.progress_deadline_s}${r.pause_after !== undefined ? `, pause_after ${r.pause_after}` : ''}; <code>ctl rollout status ${r.model}</code>.</p>
+</section>`;
 }
 
 const clip = (s: string, max = 2000) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
@@ -83,7 +98,7 @@ function replicasTable(rs: ReplicaView[]): Html {
     rs.map((r) => {
       const span = Math.max(1, r.shards.length);
       const head = html`<th scope="rowgroup" rowspan="${span}">${r.id}<span class="sub">profile ${r.profile}${r.pool ? ` · pool ${r.pool}` : ''} · ${age(r.age_seconds)} old</span></th>
-<td rowspan="${span}">${state(r.state)}</td><td rowspan="${span}">${r.endpoint ? html`<code>${r.endpoint}</code>` : '-'}</td>`;
+<td rowspan="${span}">${state(r.state)}${r.revision ? html`<span class="sub">revision ${r.revision}</span>` : ''}</td><td rowspan="${span}">${r.endpoint ? html`<code>${r.endpoint}</code>` : '-'}</td>`;
       const err = html`<td rowspan="${span}">${r.error ? html`<span class="sub">${clip(r.error)}</span>` : '-'}</td>`;
       if (r.shards.length === 0) return html`<tbody><tr>${head}<td>-</td><td>-</td><td>-</td><td>-</td>${err}</tr></tbody>`;
       return html`<tbody>${r.shards.map(
