@@ -6,6 +6,18 @@ import type { PlacementProfile } from './snapshot.js';
 /** Engines whose `source` is a GGUF file the agent can read the header of. */
 const GGUF_ENGINES = new Set(['node-llama-cpp', 'llama.cpp']);
 
+const estimated = new WeakMap<readonly Model[], string[]>();
+
+/**
+ * `sourcesToEstimate` of a catalog's models, worked out once per catalog rather than per
+ * heartbeat (a catalog's model list is replaced on reload, never changed in place).
+ */
+export function sourcesToEstimateOnce(models: Model[]): string[] {
+  let sources = estimated.get(models);
+  if (!sources) estimated.set(models, (sources = sourcesToEstimate(models)));
+  return sources;
+}
+
 /**
  * GGUF sources of profiles that state no `min_memory_gb`: agents are asked to estimate
  * them. Sources agents fetch are not: no agent has the file before it is placed, so the

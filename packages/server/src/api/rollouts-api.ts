@@ -17,7 +17,7 @@ export function rolloutsApi(ctl: Controller): Router {
   const r = express.Router();
   r.route('/models/:name/rollout').get(async (req, res) => {
     const model = modelOf(ctl, String(req.params.name));
-    res.json(rolloutView(ctl, model, await ctl.rolloutRecord(model.name)));
+    res.json(rolloutView(ctl, model, await ctl.rollouts.read(model.name)));
   }).all(methodNotAllowed);
 
   adminRoute(r, '/models/:name/rollout/pause', {
@@ -25,7 +25,7 @@ export function rolloutsApi(ctl: Controller): Router {
       audit: ADMIN_EVENTS.rolloutPause,
       handle: async (req, res) => {
         const model = modelOf(ctl, String(req.params.name));
-        const record = await ctl.rolloutRecord(model.name);
+        const record = await ctl.rollouts.read(model.name);
         const next = await ctl.rollouts.control(model.name, { paused: true, ...(record?.resumed ? { resumed: record.resumed } : {}) });
         ctl.notify();
         sendJson(res, rolloutView(ctl, model, next));

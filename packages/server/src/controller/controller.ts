@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Replica, RolloutRecord } from '../domain.js';
 import type { Decision } from '../events/decisions.js';
 import type { Inventory } from '../inventory.js';
-import { placementModels, sourcesToEstimate, type FetchedEstimates } from '../estimates.js';
+import { placementModels, sourcesToEstimateOnce, type FetchedEstimates } from '../estimates.js';
 import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
 import type { Store, StoredReplica } from '../store/store.js';
@@ -92,12 +92,10 @@ export class Controller {
   /** When passes run: at once for most changes, at a bounded rate for a changed report. */
   private readonly passes: PassSchedule;
   private nextMasterPort: number = MASTER_PORTS.first;
-  private estimates?: { models: readonly Model[]; sources: string[] };
   private readonly feed: AssignmentFeed;
   /** Revisions, rollout records and where each rollout stands (`ctl rollout`). */
   readonly rollouts: RolloutBook;
-  /** New revisions seen by the pass being planned, then every rollout change of the pass, for its events. */
-  private newRevisions: RolloutChange[] = [];
+  /** The new revisions and rollout changes of the pass being planned, for its events. */
   private rolloutChanges: RolloutChange[] = [];
   readonly now: () => number;
   readonly startedAtMs: number;
@@ -219,15 +217,8 @@ export class Controller {
     // placement now; a live node's new report only feeds the next plan (`notifyReport`).
     if (touched || (changed && !wasLive)) this.notify();
     else if (changed) this.passes.bounded();
-    const estimate = this.estimateSources();
+    const estimate = sourcesToEstimateOnce(this.catalog.models);
     return { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
-  }
-
-  /** `sourcesToEstimate` of the catalog, worked out once per catalog rather than per heartbeat. */
-  private estimateSources(): string[] {
-    const models = this.catalog.models;
-    if (this.estimates?.models !== models) this.estimates = { models, sources: sourcesToEstimate(models) };
-    return this.estimates.sources;
   }
 
   /** The node's assignments now, with their version. */
@@ -292,7 +283,7 @@ export class Controller {
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
     const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
     const load = this.loadSource.loadSnapshot();
-    this.newRevisions = this.rollouts.observe(this.catalog.models, nowMs);
+    this.rolloutChanges = this.rollouts.observe(this.catalog.models, nowMs);
     return reconcile({
       models,
       defer,
@@ -331,11 +322,6 @@ export class Controller {
     this.rolloutChanges = [];
   }
 
-  /** The stored rollout record of `model`, as the store has it now on a shared store. */
-  async rolloutRecord(model: string): Promise<RolloutRecord | undefined> {
-    return this.rollouts.get(model);
-  }
-
   /**
    * Carries out a plan in memory: ids, keys and rendezvous ports are allocated here, not
    * in planning. Hands the ids of the replicas it changed to `changedIds` (to be
@@ -350,8 +336,7 @@ export class Controller {
       this.paused = plan.paused;
     }
     for (const [model, outcome] of plan.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
-    this.rolloutChanges = [...this.newRevisions, ...this.rollouts.afterPass(plan.rollouts, plan.halts, nowMs)];
-    this.newRevisions = [];
+    this.rolloutChanges.push(...this.rollouts.afterPass(plan.rollouts, plan.halts, nowMs));
     // For the events (`decided`): each action with its replica as created, removed or updated.
     const touched = new Map<unknown, Replica>();
     for (const { id, reason } of plan.remove) {

@@ -44,6 +44,15 @@ export class RolloutBook {
     return this.records.get(model);
   }
 
+  /**
+   * The record as the store has it: on PostgreSQL another instance may have paused,
+   * resumed or halted it since this one last read; on SQLite this one's memory is the store's.
+   */
+  async read(model: string): Promise<RolloutRecord | undefined> {
+    if (this.store.kind !== 'postgres') return this.records.get(model);
+    return (await this.store.loadRollouts()).find((r) => r.model === model);
+  }
+
   status(model: string): RolloutStatus | undefined {
     return this.statuses.get(model);
   }

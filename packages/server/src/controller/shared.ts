@@ -47,11 +47,6 @@ export class SharedController extends Controller {
     return new SharedController(inventory, store, catalog, opts, log, leadership, await store.loadReplicas(), await store.loadRollouts());
   }
 
-  /** Another instance may have paused, resumed or halted it: the store's record, not this one's memory. */
-  override async rolloutRecord(model: string): Promise<RolloutRecord | undefined> {
-    return (await this.store.loadRollouts()).find((r) => r.model === model);
-  }
-
   override heartbeat(hb: Heartbeat): HeartbeatReply {
     this.lastShards.set(hb.report.node_id, hb);
     return super.heartbeat(hb);
