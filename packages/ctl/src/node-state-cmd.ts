@@ -4,6 +4,7 @@ import { call, type Connection } from './client.js';
 import { CtlError } from './failure.js';
 import type { Io } from './tokens-cmd.js';
 import { examples } from './usage.js';
+import { elapsed, waitUntil, type Look, type WaitIo } from './wait.js';
 
 /** `90s`, `10m`, `2h` or plain seconds → seconds. */
 export function parseDuration(text: string, flag: string): number {
@@ -12,57 +13,32 @@ export function parseDuration(text: string, flag: string): number {
   return Number(m[1]) * { s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 's' | 'm' | 'h'];
 }
 
-/** Elapsed time as an operator reads it: `45s`, `2m05s`, `1h02m`. */
-export function elapsed(ms: number): string {
-  const s = Math.floor(ms / 1000);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
-}
+export { elapsed };
 
-export interface DrainWatch {
+export interface DrainWatch extends WaitIo {
   node: string;
-  /** Give up waiting after this long; `timeoutText` is how the operator wrote it. */
-  timeoutMs: number;
-  timeoutText: string;
-  /** Print a line at least this often while nothing changes, so a stuck drain is never silent. */
-  progressEveryMs: number;
-  pollMs: number;
   fetchNode(): Promise<NodeView | undefined>;
-  now(): number;
-  sleep(ms: number): Promise<void>;
-  progress(line: string): void;
 }
 
 /**
- * Waits for a draining node to be empty: prints its drain status whenever it changes,
- * and with the elapsed time every `progressEveryMs` while it does not; at the timeout
- * it fails with what is blocking (the drain itself goes on, server side).
+ * Waits for a draining node to be empty (`waitUntil`); fails at once when the node went
+ * away or its drain was cancelled, and at the timeout with what is blocking.
  */
-export async function waitForDrain(w: DrainWatch): Promise<NodeView> {
-  const started = w.now();
-  let last = '';
-  let printedAt = started;
-  for (;;) {
-    const n = await w.fetchNode();
-    if (!n) throw new CtlError(`node ${w.node} disappeared`);
-    if (n.state !== 'draining') throw new CtlError(`node ${w.node} is ${n.state} now; the drain was cancelled`);
-    if (n.replicas === 0) return n;
-    const status = n.drain_status ?? `${n.replicas} left`;
-    const now = w.now();
-    if (status !== last) {
-      w.progress(`  ${status}`);
-      printedAt = now;
-    } else if (now - printedAt >= w.progressEveryMs) {
-      w.progress(`  still draining after ${elapsed(now - started)}: ${status}`);
-      printedAt = now;
-    }
-    last = status;
-    if (now - started > w.timeoutMs) {
-      throw new CtlError(`node ${w.node} still holds ${n.replicas} shard(s) after ${w.timeoutText}: ${status} (the drain goes on; see ctl nodes)`);
-    }
-    await w.sleep(w.pollMs);
-  }
+export function waitForDrain(w: DrainWatch): Promise<NodeView> {
+  let held = 0;
+  return waitUntil<NodeView>(
+    w,
+    async (): Promise<Look<NodeView>> => {
+      const n = await w.fetchNode();
+      if (!n) throw new CtlError(`node ${w.node} disappeared`);
+      if (n.state !== 'draining') throw new CtlError(`node ${w.node} is ${n.state} now; the drain was cancelled`);
+      if (n.replicas === 0) return { done: n };
+      held = n.replicas;
+      return { status: n.drain_status ?? `${n.replicas} left` };
+    },
+    'still draining',
+    (status) => new CtlError(`node ${w.node} still holds ${held} shard(s) after ${w.timeoutText}: ${status} (the drain goes on; see ctl nodes)`),
+  );
 }
 
 function setState(conn: Connection, node: string, body: Record<string, unknown>): Promise<NodeStateReply> {

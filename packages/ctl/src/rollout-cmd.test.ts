@@ -12,7 +12,7 @@ function watch(answers: RolloutView[], timeoutMs = 60_000): RolloutWatch & { lin
   let t = 0;
   const lines: string[] = [];
   return {
-    model: 'm', timeoutMs, timeoutText: `${timeoutMs / 1000}s`, lines,
+    model: 'm', timeoutMs, timeoutText: `${timeoutMs / 1000}s`, progressEveryMs: 15_000, pollMs: 1000, lines,
     // The last answer repeats.
     fetch: async () => (answers.length > 1 ? answers.shift()! : answers[0]!),
     now: () => t,

@@ -2,14 +2,14 @@ import type { Command } from 'commander';
 import type { RolloutView } from '@llmgw/shared';
 import { call, type Connection } from './client.js';
 import { CtlError } from './failure.js';
-import { elapsed, parseDuration } from './node-state-cmd.js';
+import { parseDuration } from './node-state-cmd.js';
+import { waitUntil, type Look, type WaitIo } from './wait.js';
 import { table } from './render.js';
 import type { Io } from './tokens-cmd.js';
 import { examplesText } from './usage.js';
 
-/** How often `ctl rollout status` asks while it waits. */
+/** How often `ctl rollout status` asks while it waits, and prints where it stands at least. */
 const POLL_MS = 1000;
-/** Print a line at least this often while nothing changes, so a stuck rollout is never silent. */
 const PROGRESS_EVERY_MS = 15_000;
 
 /** One line for where a rollout stands: `2 of 2 replicas at revision 3f2a…, 1 ready, 1 old left`. */
@@ -27,39 +27,28 @@ export function historyTable(v: RolloutView): string {
   );
 }
 
-export interface RolloutWatch {
+export interface RolloutWatch extends WaitIo {
   model: string;
-  timeoutMs: number;
-  timeoutText: string;
   fetch(): Promise<RolloutView>;
-  now(): number;
-  sleep(ms: number): Promise<void>;
-  progress(line: string): void;
 }
 
 /**
  * Waits, like `kubectl rollout status`, until every replica runs the catalog's revision
- * and is ready: prints where it stands whenever that changes; fails (exit 1) at once when
- * the rollout is halted, and at the timeout with where it stands.
+ * and is ready (`waitUntil`); fails at once when the rollout is halted, and at the
+ * timeout with where it stands.
  */
-export async function waitForRollout(w: RolloutWatch): Promise<RolloutView> {
-  const started = w.now();
-  let last = '';
-  let printedAt = started;
-  for (;;) {
-    const v = await w.fetch();
-    const line = rolloutLine(v);
-    if (v.state === 'complete') return v;
-    if (v.state === 'halted') throw new CtlError(`rollout of ${w.model} to revision ${v.revision} halted: ${v.reason ?? 'unknown'} (the old revision keeps serving; fix the catalog, or ctl rollout resume ${w.model} to try again)`);
-    const now = w.now();
-    if (line !== last || now - printedAt >= PROGRESS_EVERY_MS) {
-      w.progress(line === last ? `  still rolling after ${elapsed(now - started)}: ${line}` : `  ${line}`);
-      printedAt = now;
-      last = line;
-    }
-    if (now - started > w.timeoutMs) throw new CtlError(`rollout of ${w.model} not complete after ${w.timeoutText}: ${line}`);
-    await w.sleep(POLL_MS);
-  }
+export function waitForRollout(w: RolloutWatch): Promise<RolloutView> {
+  return waitUntil<RolloutView>(
+    w,
+    async (): Promise<Look<RolloutView>> => {
+      const v = await w.fetch();
+      if (v.state === 'complete') return { done: v };
+      if (v.state === 'halted') throw new CtlError(`rollout of ${w.model} to revision ${v.revision} halted: ${v.reason ?? 'unknown'} (the old revision keeps serving; fix the catalog, or ctl rollout resume ${w.model} to try again)`);
+      return { status: rolloutLine(v) };
+    },
+    'still rolling',
+    (status) => new CtlError(`rollout of ${w.model} not complete after ${w.timeoutText}: ${status}`),
+  );
 }
 
 const path = (model: string, tail = '') => `/models/${encodeURIComponent(model)}/rollout${tail}`;
@@ -94,6 +83,8 @@ export function addRolloutCommands(program: Command, io: Io): void {
         model,
         timeoutMs,
         timeoutText: o.timeout,
+        progressEveryMs: PROGRESS_EVERY_MS,
+        pollMs: POLL_MS,
         fetch: () => get(conn, model),
         now: Date.now,
         sleep: (ms) => new Promise((r) => setTimeout(r, ms)),

@@ -66,10 +66,10 @@ async function replicas(url: string): Promise<ReplicaView[]> {
 }
 
 /** Two instances (A leading, started first), two agents given both addresses, both replicas ready. */
-async function cluster() {
+async function cluster(text = CATALOG) {
   const db = await freshDatabase();
   const catalog = path.join(tmpDir('llmgw-catalog-'), 'catalog.yaml');
-  fs.writeFileSync(catalog, CATALOG);
+  fs.writeFileSync(catalog, text);
   const a = await instance(db, 'inst-a', catalog);
   await eventually(async () => (await status(a.adminUrl)).leader.instance === 'inst-a', 10_000, 'A leading');
   const b = await instance(db, 'inst-b', catalog);
@@ -88,7 +88,7 @@ async function cluster() {
     const warnings = [a, b, ...agents].flatMap((p) => p.output().split('\n').filter((l) => /"level":[4-6]0/.test(l)));
     throw new Error(`${e.message}; last seen: ${JSON.stringify(last)}; warnings and errors:\n${warnings.join('\n')}`);
   });
-  return { a, b, agents, before };
+  return { a, b, agents, before, catalog };
 }
 
 /** Each replica's id with its engine's pid and restarts, sorted: what must not change. */
@@ -292,4 +292,33 @@ describePostgres('two instances on one PostgreSQL', () => {
     expect(agents.map(launches)).toEqual(launchedBefore);
     expect(a.output()).not.toMatch(/became leader \(epoch [2-9]/);
   }, 90_000);
+
+  it('a rollout goes on across a leader SIGKILL: each old replica replaced once, no double start, no failed request', async () => {
+    // Room for one surge replica beside each old one (12 of 32 GB each), and new replicas
+    // that take 2.5 s to load, so the leader dies with a replacement still starting.
+    const roomy = CATALOG.replace('min_memory_gb: 20', 'min_memory_gb: 12');
+    const { a, b, before, catalog } = await cluster(roomy);
+    const secret = (await ctlJson<KeyCreated>(b.adminUrl, ['keys', 'create', '--name', 'load'])).secret;
+    const watch = watchReplicas(b.adminUrl);
+    const traffic = load(b.clientUrl, secret);
+    try {
+      await eventually(() => traffic.ok() > 10, 10_000, 'traffic flowing');
+      fs.writeFileSync(catalog, roomy.replace('"{api_key}"]', '"{api_key}", --load-delay-ms, "2500"]'));
+      const oldRevision = before[0]!.revision;
+      await eventually(async () => (await replicas(b.adminUrl)).some((r) => r.revision !== oldRevision && r.state !== 'ready'), 15_000, 'a replacement starting');
+      await a.stop('SIGKILL');
+      const done = await ctl(b.adminUrl, ['rollout', 'status', 'echo', '--timeout', '60s']);
+      expect([done.code, done.stderr]).toEqual([0, '']);
+    } finally {
+      await traffic.stop();
+      await watch.stop();
+    }
+    expect(traffic.failed).toEqual([]);
+    const after = await replicas(b.adminUrl);
+    expect(after.map((r) => r.state)).toEqual(['ready', 'ready']);
+    expect(new Set(after.map((r) => r.revision)).size).toBe(1);
+    expect(after[0]!.revision).not.toBe(before[0]!.revision);
+    // Two old and two new: a replacement the dead leader planned was taken over, not planned again.
+    expect(watch.ids.size).toBe(4);
+  }, 120_000);
 });
