@@ -140,6 +140,13 @@ describe('rollouts', () => {
     expect(p.rollouts.get(two.name)).toMatchObject({ state: 'complete', updated: 2, ready: 2, outdated: 0 });
   });
 
+  it('are complete once the old replicas have left, not when they stop taking traffic', () => {
+    const current = [onNode('r-3', 'node-3', { revision: NEW }), onNode('r-4', 'node-1', { revision: NEW })];
+    const leaving = pass({ replicas: [...current, { ...serving[0]!, state: 'draining', drainStartedMs: 999_000 }], inFlight: new Map([['r-1', 1]]) });
+    expect(leaving.rollouts.get(two.name)).toMatchObject({ state: 'progressing', reason: '1 old replica finishing in-flight requests' });
+    expect(pass({ replicas: current }).rollouts.get(two.name)).toMatchObject({ state: 'complete', updated: 2, ready: 2 });
+  });
+
   it('restart nothing when the revision is unchanged, or for replicas stored before revisions', () => {
     expect(codes(reconcile(snapshot({ models: [two], replicas: serving, revisions: new Map([[two.name, OLD]]) })))).toEqual([]);
     const legacy = serving.map(({ revision: _r, ...r }) => r);

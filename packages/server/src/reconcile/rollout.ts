@@ -70,7 +70,12 @@ export function rolloutStatus(model: Model, revision: string, replicas: readonly
     outdated,
   };
   if (isHalted(record, revision)) return { ...counts, state: 'halted', reason: record!.halted!.reason };
-  if (outdated === 0) return counts.updated > counts.ready ? { ...counts, state: 'progressing' } : { ...counts, state: 'complete' };
+  if (outdated === 0) {
+    // Like kubectl's, done only once the old replicas have left, not just stopped taking traffic.
+    const leaving = mine.filter((r) => r.state === 'draining' && !isCurrent(r, revision)).length;
+    if (leaving) return { ...counts, state: 'progressing', reason: `${leaving} old replica${leaving === 1 ? '' : 's'} finishing in-flight requests` };
+    return counts.updated > counts.ready ? { ...counts, state: 'progressing' } : { ...counts, state: 'complete' };
+  }
   if (record?.paused) return { ...counts, state: 'paused', reason: 'paused by ctl rollout pause' };
   const pauseAfter = model.rollout?.pause_after;
   if (pauseAfter !== undefined && record?.resumed?.revision !== revision && counts.ready >= pauseAfter) {
@@ -129,7 +134,8 @@ export function rollouts(plan: Plan): void {
       }
     }
     const status = rolloutStatus(model, revision, [...plan.live(), ...plan.creations()], record);
-    if (status.state === 'paused') continue;
+    // Paused, or its memory estimate is on its way (placement would size it wrong).
+    if (status.state === 'paused' || plan.input.defer?.has(model.name)) continue;
 
     const all = (): AnyReplica[] => [...mine(), ...plan.creations().filter((r) => r.model === model.name)];
     // A replacement is a surge one until the replica it replaces steps down, ready or not.
