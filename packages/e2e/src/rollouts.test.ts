@@ -122,7 +122,12 @@ describe('rollouts', () => {
     expect(lines[0]).toMatch(/^REVISION\s+SINCE\s+CURRENT\s+CHANGE$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([rev1, expect.stringMatching(/^\w{12}$/), rev2]);
     expect(lines.at(-1)).toMatch(new RegExp(`^${rev2}\\s+\\S+\\s+\\*\\s+profiles\\.cpu\\.command: .*→`));
+    // Pause and resume are the operator's: recorded as admin events, shown in the status.
+    const paused = await ctl(server.adminUrl, ['rollout', 'pause', 'echo']);
+    expect([paused.code, paused.stdout]).toEqual([0, `rollout of echo paused: 2 of 2 replicas at revision ${rev2}, 2 ready (complete)\n`]);
+    expect(await ctlJson<RolloutView>(server.adminUrl, ['rollout', 'status', 'echo', '--no-wait'])).toMatchObject({ paused: true });
+    expect((await ctl(server.adminUrl, ['rollout', 'resume', 'echo'])).code).toBe(0);
     const events = await ctlJson<EventView[]>(server.adminUrl, ['events', '--model', 'echo']);
-    expect(events.map((e) => e.reason)).toEqual(expect.arrayContaining(['rollout-started', 'rollout', 'rolled-over', 'rollout-complete', 'rollout-halted']));
+    expect(events.map((e) => e.reason)).toEqual(expect.arrayContaining(['rollout-started', 'rollout', 'rolled-over', 'rollout-complete', 'rollout-halted', 'rollout-pause', 'rollout-resume']));
   });
 });

@@ -3,7 +3,7 @@ import { ROLLOUT_DEFAULTS, type Model, type RolloutView } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { RolloutRecord } from '../domain.js';
 import { rolloutStatus } from '../reconcile/rollout.js';
-import { methodNotAllowed, sendJson } from './http.js';
+import { methodNotAllowed } from './http.js';
 import { resolveModel } from './models.js';
 import { adminRoute } from './routes.js';
 import { ADMIN_EVENTS } from '../events/admin-events.js';
@@ -28,7 +28,7 @@ export function rolloutsApi(ctl: Controller): Router {
         const record = await ctl.rollouts.read(model.name);
         const next = await ctl.rollouts.control(model.name, { paused: true, ...(record?.resumed ? { resumed: record.resumed } : {}) });
         ctl.notify();
-        sendJson(res, rolloutView(ctl, model, next));
+        res.json(rolloutView(ctl, model, next));
       },
     },
   });
@@ -41,7 +41,7 @@ export function rolloutsApi(ctl: Controller): Router {
         const revision = ctl.rollouts.revisions(ctl.models).get(model.name)!;
         const next = await ctl.rollouts.control(model.name, { resumed: { revision, atMs: ctl.now() } });
         ctl.notify();
-        sendJson(res, rolloutView(ctl, model, next));
+        res.json(rolloutView(ctl, model, next));
       },
     },
   });
