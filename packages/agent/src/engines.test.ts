@@ -139,6 +139,16 @@ describe('command', () => {
     }
   });
 
+  it('refuses a profile env that loads code unless the node runs command engines anyway (issue 27: NODE_OPTIONS ran JavaScript)', () => {
+    const strict = { ...ctx, allowCommandEngine: false };
+    expect(() => buildCommand(shard({ engine: 'node-llama-cpp', env: { NODE_OPTIONS: '--import=data:text/javascript,process.exit(7)' } }), strict)).toThrow(
+      'profile env NODE_OPTIONS loads code into the engine (as NODE_OPTIONS does), which only engine: command may do, on nodes started with --allow-command-engine',
+    );
+    expect(() => buildCommand(shard({ engine: 'vllm', env: { LD_PRELOAD: '/var/lib/llmgw/files/x' } }), strict)).toThrow(/LD_PRELOAD loads code/);
+    expect(buildCommand(shard({ engine: 'vllm', env: { VLLM_LOGGING_LEVEL: 'DEBUG', HF_HOME: '/c' } }), strict).env).toMatchObject({ VLLM_LOGGING_LEVEL: 'DEBUG', HF_HOME: '/c' });
+    expect(buildCommand(shard({ engine: 'node-llama-cpp', env: { NODE_OPTIONS: '--x' } }), ctx).env.NODE_OPTIONS).toBe('--x');
+  });
+
   it('the profile env cannot replace the key', () => {
     expect(buildCommand(shard({ engine: 'command', command: ['e'], env: { LLMGW_ENGINE_API_KEY: 'mine' } }), ctx).env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
   });

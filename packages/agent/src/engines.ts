@@ -1,4 +1,4 @@
-import type { ShardAssignment } from '@llmgw/shared';
+import { engineEnvRefusal, type ShardAssignment } from '@llmgw/shared';
 
 /**
  * Where the engines live on this node. Paths come from agent flags so that a node can
@@ -104,6 +104,14 @@ export const COMMAND_REFUSED = 'this agent does not allow engine: command (start
  * assignment the engine cannot run; the supervisor reports that as a failed shard.
  */
 export function buildCommand(a: ShardAssignment, ctx: CommandContext): EngineCommand {
+  // The server refuses these at catalog load; an agent checks too (an older server, a
+  // forged assignment), unless it runs any command anyway.
+  if (ctx.allowCommandEngine !== true) {
+    for (const name of Object.keys(a.env)) {
+      const refused = engineEnvRefusal(a.engine, name);
+      if (refused) throw new Error(`profile env ${name} ${refused}`);
+    }
+  }
   const env = { ...engineEnv(a), ...keyEnv(a) };
   switch (a.engine) {
     case 'vllm':

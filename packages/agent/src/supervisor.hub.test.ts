@@ -23,7 +23,7 @@ function tmp(): string {
 
 /**
  * A stand-in for `vllm serve`: it draws huggingface_hub's bar for one safetensors file on
- * stderr, redrawn with \r as tqdm does into a file, then waits for $FAKE_GO to exist;
+ * stderr, redrawn with \r as tqdm does into a file, then waits for $VLLM_TEST_GO to exist;
  * then it serves /health and /v1/models (so the shard becomes ready) while its last
  * redraw stays at 45%, and the supervisor must stop reporting it.
  */
@@ -35,7 +35,7 @@ const flag = (n) => args[args.indexOf(n) + 1];
 const bar = (p, n, r) => 'model-00001-of-00004.safetensors: ' + String(p).padStart(3) + '%|#####     | ' + n + '/4.97G [00:30<00:36, ' + r + ']';
 process.stderr.write('INFO vLLM API server version 0.11.0\\n' + bar(0, '0.00', '?B/s') + '\\r' + bar(20, '1.00G', '70.1MB/s') + '\\r' + bar(45, '2.24G', '75.2MB/s'));
 const wait = setInterval(() => {
-  if (!fs.existsSync(process.env.FAKE_GO)) return;
+  if (!fs.existsSync(process.env.VLLM_TEST_GO)) return;
   clearInterval(wait);
   http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -47,7 +47,7 @@ const wait = setInterval(() => {
 function vllmShard(go: string): ShardAssignment {
   return {
     id: 'h1', replica_id: 'rep-h1', model: 'qwen', profile: 'gpu', engine: 'vllm', source: 'Qwen/Qwen2.5-7B-Instruct',
-    rank: 0, shards: 1, gpus: [], gpu_indices: [], args: [], env: { FAKE_GO: go },
+    rank: 0, shards: 1, gpus: [], gpu_indices: [], args: [], env: { VLLM_TEST_GO: go },
   };
 }
 

@@ -129,7 +129,7 @@ describe('engines on a node', () => {
         fabric: infiniband
         startup_timeout_s: 20
         # Through the profile: engines do not inherit the agent's environment.
-        env: { FAKE_ENGINE_RECORD_DIR: ${JSON.stringify(record)} }
+        env: { VLLM_TEST_RECORD_DIR: ${JSON.stringify(record)} }
 `);
     const server = await startServer({ catalog: file });
     const common = { server: server.adminUrl, nvidiaSmi: 'rtx4090x2', proc: 'cpu-32gb', sys: 'ib', pool: 'rack-a', args: ['--vllm-bin', fakeVllm, '--stop-engines-on-exit'] };

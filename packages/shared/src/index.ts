@@ -18,3 +18,4 @@ export * from './downloads.js';
 export * from './servers.js';
 export * from './switches.js';
 export * from './settings.js';
+export * from './engine-env.js';

@@ -1,3 +1,4 @@
+import { engineEnvRefusal } from '@llmgw/shared';
 import { q } from './errors.js';
 import { LoadedCatalog, type CatalogModel } from './loaded.js';
 import { checkSources, type CatalogRules } from './sources.js';
@@ -52,6 +53,10 @@ export function crossCheck(
         profileNames.set(p.name, j);
       }
       if (p.engine === 'command' && !p.command) fail(`${pat}.command`, 'is required with engine command');
+      for (const name of Object.keys(p.env ?? {})) {
+        const refused = engineEnvRefusal(p.engine, name);
+        if (refused) fail(`${pat}.env.${name}`, refused);
+      }
       if (p.engine !== 'command' && p.command) {
         fail(`${pat}.command`, `is only used with engine command, not ${p.engine}`);
       }

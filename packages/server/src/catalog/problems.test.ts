@@ -71,6 +71,30 @@ describe('parseCatalog: every problem at once', () => {
     ]);
   });
 
+  it('refuses a profile env that loads code, or that its engine does not read, naming the field; engine: command may set any', () => {
+    const err = parseError(
+      yaml(
+        'models:', //                                                                         1
+        '  - name: a', //                                                                     2
+        '    source: org/a', //                                                               3
+        '    profiles:', //                                                                   4
+        '      - { name: p, engine: node-llama-cpp, env: { NODE_OPTIONS: "--import=x" } }', // 5
+        '      - { name: q, engine: vllm, env: { LD_PRELOAD: /tmp/x.so, VLLM_LOGGING_LEVEL: DEBUG, HF_HOME: /c } }', // 6
+        '      - { name: r, engine: llama.cpp, env: { MY_SETTING: "1" } }', //                  7
+        '      - { name: s, engine: command, command: [run], env: { NODE_OPTIONS: "--x" } }', // 8
+        '  - name: b', //                                                                     9
+        '    source: org/b', //                                                               10
+        '    profiles: [{ name: p, engine: sglang, env: { PYTHONPATH: /tmp } }]', //            11
+      ),
+    );
+    expect(err.lines()).toEqual([
+      'catalog c.yaml: model "a" (line 5): profiles[0].env.NODE_OPTIONS loads code into the engine (as NODE_OPTIONS does), which only engine: command may do, on nodes started with --allow-command-engine',
+      'catalog c.yaml: model "a" (line 6): profiles[1].env.LD_PRELOAD loads code into the engine (as LD_PRELOAD does), which only engine: command may do, on nodes started with --allow-command-engine',
+      'catalog c.yaml: model "a" (line 7): profiles[2].env.MY_SETTING is not a variable llmgw passes to llama.cpp engines (allowed: LLAMA_*, GGML_*, CUDA_*, HF_*, OMP_*, and the like); use engine: command for anything else',
+      'catalog c.yaml: model "b" (line 11): profiles[0].env.PYTHONPATH loads code into the engine (as PYTHONPATH does), which only engine: command may do, on nodes started with --allow-command-engine',
+    ]);
+  });
+
   it(`lists at most ${MAX_CATALOG_PROBLEMS} and counts the rest`, () => {
     const profiles = Array.from({ length: 25 }, (_, i) => `      - {name: p${i}, engine: vlm}`);
     const err = parseError(yaml('models:', '  - name: m', '    source: org/m', '    profiles:', ...profiles));
