@@ -7,7 +7,7 @@ import { catalogNotice } from './catalog-status.js';
 import { addLogsCommand } from './logs-cmd.js';
 import { addMembershipCommands } from './membership.js';
 import { addNodeStateCommands } from './node-state-cmd.js';
-import { colours } from './render.js';
+import { colours, safeJson, terminalSafe } from './render.js';
 import { addTokenCommands } from './tokens-cmd.js';
 import { CommanderError, commanderExit, examples, examplesText, strictUsage, usageHint } from './usage.js';
 import { CTL_VERSION, addVersionCommand } from './version-cmd.js';
@@ -47,11 +47,11 @@ function globals(): { conn: Connection; json: boolean } {
 }
 
 function print(text: string): void {
-  if (text) process.stdout.write(`${text}\n`);
+  if (text) process.stdout.write(`${terminalSafe(text, process.stdout.isTTY === true)}\n`);
 }
 
 function printJson(v: unknown): void {
-  process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+  process.stdout.write(`${safeJson(v, 2)}\n`);
 }
 
 const io = { globals, print, printJson };
@@ -207,6 +207,6 @@ try {
 } catch (err) {
   if (err instanceof CommanderError) process.exit(commanderExit(err));
   const e = asCtlError(err);
-  process.stderr.write(`error: ${e.message}\n${e.failure === 'usage' ? `${usageHint(running)}\n` : ''}`);
+  process.stderr.write(`error: ${terminalSafe(e.message)}\n${e.failure === 'usage' ? `${usageHint(running)}\n` : ''}`);
   process.exit(exitCode(e.failure));
 }

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { EventList, EventView } from '@llmgw/shared';
 import { call, type Connection } from './client.js';
 import { CtlError } from './failure.js';
+import { safeJson } from './render.js';
 import type { Io } from './tokens-cmd.js';
 
 /** Seconds a watch's long-poll waits for news; under the client's 15 s request timeout. */
@@ -79,7 +80,7 @@ async function watch(conn: Connection, o: { node?: string; model?: string }, fir
   const now = new Date();
   const widths = widthsFor(first.events.map((e) => eventCells(e, now)));
   const show = (events: EventView[], at: Date) => {
-    for (const e of events) io.print(json ? JSON.stringify(e) : eventLine(eventCells(e, at), widths));
+    for (const e of events) io.print(json ? safeJson(e) : eventLine(eventCells(e, at), widths));
   };
   if (!json) io.print(eventLine(HEAD, widths));
   show(first.events, now);

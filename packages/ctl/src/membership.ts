@@ -1,14 +1,15 @@
 import type { Command } from 'commander';
 import { call, type Connection } from './client.js';
+import { safeJson, terminalSafe } from './render.js';
 import { examplesText } from './usage.js';
 
 type Globals = () => { conn: Connection; json: boolean };
 
 const out = (text: string): void => {
-  process.stdout.write(`${text}\n`);
+  process.stdout.write(`${terminalSafe(text, process.stdout.isTTY === true)}\n`);
 };
 const json = (v: unknown): void => {
-  process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+  process.stdout.write(`${safeJson(v, 2)}\n`);
 };
 
 /**

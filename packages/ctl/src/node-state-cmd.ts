@@ -3,6 +3,7 @@ import type { NodeStateReply, NodeView } from '@llmgw/shared';
 import { call, type Connection } from './client.js';
 import { CtlError } from './failure.js';
 import type { Io } from './tokens-cmd.js';
+import { terminalSafe } from './render.js';
 import { examples } from './usage.js';
 import { elapsed, waitUntil, type Look, type WaitIo } from './wait.js';
 
@@ -113,7 +114,7 @@ export function addNodeStateCommands(program: Command, io: Io): void {
           now: () => Date.now(),
           sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
           progress: (l) => {
-            if (!json) process.stderr.write(`${l}\n`);
+            if (!json) process.stderr.write(`${terminalSafe(l)}\n`);
           },
         });
         return json ? io.printJson(n) : io.print(`node/${res.id} drained`);
