@@ -32,6 +32,7 @@ export function safeJson(v: unknown, indent?: number): string {
 }
 
 /** SGR sequences (colours), which chalk writes: the only escapes ctl itself prints. */
+// eslint-disable-next-line no-control-regex -- matching ESC is the point
 const SGR = /\x1b\[[0-9;]*m/y;
 
 /**
