@@ -1,6 +1,6 @@
 import os from 'node:os';
 import bytes from 'bytes';
-import type { MeasuredOf, SettingsOf, SettingsTable } from '@llmgw/shared';
+import { isLoopbackHost, type MeasuredOf, type SettingsOf, type SettingsTable } from '@llmgw/shared';
 import { DEFAULT_ENGINE_USER } from './engine-user.js';
 
 const SERVER_HELP =
@@ -108,7 +108,7 @@ export function defaultAdvertiseAddr(serverUrl: string): string {
   } catch {
     /* validated elsewhere */
   }
-  if (host === 'localhost' || host.startsWith('127.') || host === '[::1]') return '127.0.0.1';
+  if (isLoopbackHost(host)) return '127.0.0.1';
   for (const addrs of Object.values(os.networkInterfaces())) {
     for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
   }

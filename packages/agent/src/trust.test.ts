@@ -86,6 +86,8 @@ describe('checkServerUrl', () => {
     expect(() => checkServerUrl('http://10.0.0.1:8081', false)).toThrow(/refusing plain http to 10.0.0.1:8081/);
     expect(checkServerUrl('http://10.0.0.1:8081', true).host).toBe('10.0.0.1:8081');
     for (const local of ['http://127.0.0.1:8081', 'http://localhost:8081', 'http://[::1]:8081']) expect(() => checkServerUrl(local, false)).not.toThrow();
+    // A name is not an address (issue 27): this one resolves wherever its owner likes.
+    expect(() => checkServerUrl('http://127.attacker.invalid:8081', false)).toThrow(/refusing plain http to 127.attacker.invalid:8081/);
   });
 });
 

@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import got, { HTTPError, RequestError, type Got } from 'got';
 import type { Logger } from 'pino';
-import { caFingerprint, parseJoinToken, pinMatches, splitServerList } from '@llmgw/shared';
+import { caFingerprint, isLoopbackHost, parseJoinToken, pinMatches, splitServerList } from '@llmgw/shared';
 import { isDown } from './servers.js';
 
 /**
@@ -32,9 +32,7 @@ export interface Trust {
 /** A reason not to connect at all: the agent says it in one line and exits. */
 export class TrustError extends Error {}
 
-function loopback(host: string): boolean {
-  return host === 'localhost' || host.startsWith('127.') || host === '[::1]' || host === '::1';
-}
+const loopback = isLoopbackHost;
 
 /**
  * Refuses plain HTTP to another machine unless `--insecure-http`: the join token and

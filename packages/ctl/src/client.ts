@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import got, { HTTPError, RequestError } from 'got';
-import { ServerRotation, instanceDown, isErrorCode, splitServerList, tlsFailureHint, withFailover, type ErrorCode } from '@llmgw/shared';
+import { ServerRotation, instanceDown, isErrorCode, isLoopbackHost, splitServerList, tlsFailureHint, withFailover, type ErrorCode } from '@llmgw/shared';
 import { CtlError, answerFailure, asCtlError, refusedWith } from './failure.js';
 
 export interface Connection {
@@ -32,8 +32,6 @@ export function defaultCaFile(): string {
   return path.join(process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw'), 'server', 'tls', 'ca.pem');
 }
 
-const LOOPBACK = /^(localhost|127\.[0-9.]+|\[::1\])$/;
-
 /**
  * The CA to verify the server with: `--ca`/`LLMGW_CA`, else a local server's generated
  * CA when there is one, else none (the system's CAs, for an operator's certificate).
@@ -53,7 +51,7 @@ function trustFor(server: string, flag: string, opts: { ca?: string; insecureHtt
     throw new CtlError(`invalid ${flag} "${server}": ${hostPort ? `a URL needs its scheme: https://${server}` : 'want a URL like https://10.0.0.1:8081'}`, 'usage');
   }
   if (url.protocol === 'http:') {
-    if (!opts.insecureHttp && !LOOPBACK.test(url.hostname)) {
+    if (!opts.insecureHttp && !isLoopbackHost(url.hostname)) {
       throw new CtlError(`refusing plain http to ${url.host}: the admin token would cross the network in clear text; use https://${url.host}, or --insecure-http when a proxy terminates TLS`, 'usage');
     }
     return undefined;

@@ -19,3 +19,4 @@ export * from './servers.js';
 export * from './switches.js';
 export * from './settings.js';
 export * from './engine-env.js';
+export * from './loopback.js';
