@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { HTTPError, type Agents, type Got, type Response } from 'got';
+import { redactUrl, redactUrls } from '@llmgw/shared';
 
 /** How far a transfer got; `total` when the file server said (Content-Length, Content-Range). */
 export interface Progress {
@@ -69,7 +70,7 @@ export async function download(r: DownloadRequest): Promise<void> {
     } catch (err) {
       if (err instanceof FetchRefused || r.signal?.aborted) throw err;
       if (sizeOf(r.partial) > before) idle = 0;
-      if (++idle >= attempts) throw new Error(`cannot fetch ${url}: ${(err as Error).message} (${attempts} tries without progress)`, { cause: err });
+      if (++idle >= attempts) throw new Error(`cannot fetch ${redactUrl(url)}: ${redactUrls((err as Error).message)} (${attempts} tries without progress)`, { cause: err });
       const next = r.moveOn?.(url, err);
       if (next !== undefined) url = next;
       // The first try elsewhere follows at once; when every address keeps failing, the pauses hold.

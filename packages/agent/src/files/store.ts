@@ -1,6 +1,6 @@
 import got, { type Got } from 'got';
 import type { Logger } from 'pino';
-import type { CachedFile, DownloadProgress, ShardAssignment } from '@llmgw/shared';
+import { redactUrl, redactUrls, type CachedFile, type DownloadProgress, type ShardAssignment } from '@llmgw/shared';
 import type { AgentAuth } from '../credential.js';
 import type { ModelCache } from './cache.js';
 import { ChecksumMismatch, download, type Progress } from './download.js';
@@ -125,7 +125,7 @@ export class ModelFiles implements FileSource {
   private async fetch(file: WantedFile, key: string, f: Fetching): Promise<string> {
     const { url, client, headers, agent, moveOn } = await this.request(file.url);
     const started = Date.now();
-    this.o.log.info({ url: file.url, sha256: key }, 'fetching a model file');
+    this.o.log.info({ url: redactUrl(file.url), sha256: key }, 'fetching a model file');
     try {
       await download({
         url,
@@ -146,12 +146,12 @@ export class ModelFiles implements FileSource {
         },
       });
     } catch (err) {
-      if (f.abort.signal.aborted) this.o.log.info({ url: file.url, sha256: key, bytes: f.progress?.done }, 'stopped fetching a model file no shard wants any more');
-      else this.o.log.error({ url: file.url, sha256: key }, (err as Error).message);
+      if (f.abort.signal.aborted) this.o.log.info({ url: redactUrl(file.url), sha256: key, bytes: f.progress?.done }, 'stopped fetching a model file no shard wants any more');
+      else this.o.log.error({ url: redactUrl(file.url), sha256: key }, redactUrls((err as Error).message));
       throw err;
     }
     const path = this.o.cache.add(key, file.url, new Set([...this.o.inUse()].map((s) => s.toLowerCase())));
-    this.o.log.info({ url: file.url, sha256: key, bytes: f.progress?.done, took_ms: Date.now() - started }, 'model file fetched and verified');
+    this.o.log.info({ url: redactUrl(file.url), sha256: key, bytes: f.progress?.done, took_ms: Date.now() - started }, 'model file fetched and verified');
     return path;
   }
 

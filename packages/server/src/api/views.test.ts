@@ -4,13 +4,12 @@ import { Controller, type CatalogView } from '../controller/controller.js';
 import type { Replica } from '../domain.js';
 import { Inventory } from '../inventory.js';
 import { makeModel, makeReplica, makeReport, memoryStore } from '../../test/factories.js';
-import { nodeViews, replicaViews } from './views.js';
+import { modelViews, nodeViews, replicaViews } from './views.js';
 
 /** A controller over one ready replica on node-1, on a clock the test moves. */
-function fleet(replicas: Replica[]) {
+function fleet(replicas: Replica[], model = makeModel()) {
   let nowMs = 1_000_000;
   const store = memoryStore({ replicas });
-  const model = makeModel();
   const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 1, failedBackoffMs: 30_000, now: () => nowMs };
   const ctl = new Controller(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 600_000 }), store, catalog, opts, pino({ level: 'silent' }), replicas);
@@ -38,5 +37,16 @@ describe('views: honest shapes', () => {
     const [v] = nodeViews(ctl);
     expect(v!.last_seen_s).toBe(42);
     expect(Object.keys(v!)).not.toContain('last_seen_ago');
+  });
+
+  it('masks the credentials of a source URL for admins and shows viewers only its host; a reported error carries none (issue 27)', () => {
+    const source = 'https://bob:hunter2@files.example/private/m.gguf?X-Amz-Signature=abc123';
+    const { ctl } = fleet([makeReplica({ id: 'r-1' })], makeModel({ source, sha256: 'a'.repeat(64) }));
+    expect(modelViews(ctl, true)[0]!.source).toBe('https://***:***@files.example/private/m.gguf?X-Amz-Signature=***');
+    expect(modelViews(ctl)[0]!.source).toBe('https://files.example/…');
+    ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'failed', error: `cannot fetch ${source}: 403` }] });
+    const shown = JSON.stringify(replicaViews(ctl));
+    expect(shown).toContain('cannot fetch https://***:***@files.example/private/m.gguf?X-Amz-Signature=***: 403');
+    expect(shown).not.toMatch(/hunter2|abc123/);
   });
 });

@@ -1,5 +1,5 @@
 import type { CatalogStatusView, DownloadProgress, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
-import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, type ReplicaState } from '@llmgw/shared';
+import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, redactUrl, sourceForViewer, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { CatalogError } from '../catalog/errors.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
@@ -68,7 +68,11 @@ function drainStatus(nodeId: string, replicas: Replica[]): string {
   return `${here.length} replica${here.length === 1 ? '' : 's'} left: ${parts.join('; ')}`;
 }
 
-export function modelViews(ctl: Controller): ModelView[] {
+/**
+ * The catalog's models as the API shows them. `admin` sees each source with its
+ * credentials masked (`redactUrl`); anyone else only a URL's scheme and host.
+ */
+export function modelViews(ctl: Controller, admin = false): ModelView[] {
   const ready = new Map<string, number>();
   const total = new Map<string, number>();
   const active = new Map<string, number>();
@@ -88,7 +92,7 @@ export function modelViews(ctl: Controller): ModelView[] {
     return {
       name: m.name,
       aliases: m.aliases ?? [],
-      source: m.source,
+      source: admin ? redactUrl(m.source) : sourceForViewer(m.source),
       min_replicas: min,
       max_replicas: m.scaling?.max ?? Math.max(1, min),
       ready_replicas: ready.get(m.name) ?? 0,

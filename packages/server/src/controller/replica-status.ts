@@ -1,4 +1,4 @@
-import { redactSecrets, type ShardStatus } from '@llmgw/shared';
+import { redactSecrets, redactUrls, type ShardStatus } from '@llmgw/shared';
 import type { Replica, Shard } from '../domain.js';
 
 /**
@@ -74,7 +74,7 @@ export function hostForUrl(addr: string): string {
 export function maskKey(st: ShardStatus, key: string): ShardStatus {
   return {
     ...st,
-    ...(st.error !== undefined ? { error: redactSecrets(st.error, [key]) } : {}),
-    ...(st.log_tail !== undefined ? { log_tail: redactSecrets(st.log_tail, [key]) } : {}),
+    ...(st.error !== undefined ? { error: redactUrls(redactSecrets(st.error, [key])) } : {}),
+    ...(st.log_tail !== undefined ? { log_tail: redactUrls(redactSecrets(st.log_tail, [key])) } : {}),
   };
 }

@@ -170,7 +170,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
     const page = fleetPage({
       nodes: nodeViews(ctl),
       replicas: replicaViews(ctl),
-      models: modelViews(ctl),
+      models: modelViews(ctl, whoOf(s).role === 'admin'),
       csrf: s.csrf,
       now: new Date(ctl.now()),
       readOnly: whoOf(s).role !== 'admin',
@@ -180,7 +180,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
   })).all(methodNotAllowed);
 
   r.route('/models').get(authed((req, res, s) => {
-    send(req, res, modelsPage(modelViews(ctl), new Date(ctl.now()), catalogStatusView(opts.catalogStatus, ctl.now())), s);
+    send(req, res, modelsPage(modelViews(ctl, whoOf(s).role === 'admin'), new Date(ctl.now()), catalogStatusView(opts.catalogStatus, ctl.now())), s);
   })).all(methodNotAllowed);
 
   r.route('/models/:name').get(authed((req, res, s) => {
@@ -197,7 +197,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
       res.redirect(303, `/models/${encodeURIComponent(m.name)}`);
       return;
     }
-    const model = modelViews(ctl).find((x) => x.name === m.name)!;
+    const model = modelViews(ctl, whoOf(s).role === 'admin').find((x) => x.name === m.name)!;
     const rollout = rolloutView(ctl, m, ctl.rollouts.get(m.name));
     send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), rollout, now: new Date(ctl.now()) }), s);
   })).all(methodNotAllowed);

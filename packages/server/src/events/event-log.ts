@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { redactUrls } from '@llmgw/shared';
 import type { EventList, EventSource, EventType, EventView } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import { serialWrites } from '../store/serial.js';
@@ -132,7 +133,8 @@ export class EventLog {
       nodes: e.nodes ?? [],
       ...(e.model !== undefined ? { model: e.model } : {}),
       ...(e.who !== undefined ? { who: e.who } : {}),
-      message: e.message,
+      // Events are shown to viewers and kept: no credential of a source URL in them.
+      message: redactUrls(e.message),
     };
     this.pending.push(view);
     if (!this.shared) {
