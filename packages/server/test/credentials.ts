@@ -10,6 +10,6 @@ export const NODE_CREDENTIAL = 'llmgw-node-test-credential-0123456789';
 /** The `Authorization` header of the node seeded with `seedCredential`. */
 export const nodeAuth = { authorization: `Bearer ${NODE_CREDENTIAL}` };
 
-export function seedCredential(store: Store, nodeId: string, secret = NODE_CREDENTIAL): Promise<void> {
-  return store.saveCredential({ nodeId, hash: hashSecret(secret), createdAt: new Date().toISOString() });
+export async function seedCredential(store: Store, nodeId: string, secret = NODE_CREDENTIAL): Promise<void> {
+  if (!(await store.addCredential({ nodeId, hash: hashSecret(secret), createdAt: new Date().toISOString() }))) throw new Error(`${nodeId} already has a credential`);
 }

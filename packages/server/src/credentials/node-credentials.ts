@@ -48,16 +48,12 @@ export class NodeCredentials {
    * refused: a second machine must never take over a joined node's name.
    */
   async issue(nodeId: string, now: Date): Promise<string> {
-    if (this.byNode.has(nodeId)) {
-      throw new DomainError(
-        'conflict',
-        `node "${nodeId}" has already joined with its own credential, so another machine cannot take its name; ` +
-          `if this machine replaces it, free the name with: ctl nodes delete ${nodeId} (or start this agent with another --node-id)`,
-      );
-    }
+    if (this.byNode.has(nodeId)) throw taken(nodeId);
     const secret = newSecret('llmgw-node-', 32);
     const hash = hashSecret(secret);
-    await this.store.saveCredential({ nodeId, hash, createdAt: now.toISOString() });
+    // The store decides, atomically: another join of this id (here, in flight, or at
+    // another instance) may have been issued one since the check above.
+    if (!(await this.store.addCredential({ nodeId, hash, createdAt: now.toISOString() }))) throw taken(nodeId);
     this.remember(nodeId, hash);
     return secret;
   }
@@ -78,4 +74,13 @@ export class NodeCredentials {
     this.byHash.set(hash, { nodeId, hash });
     this.byNode.set(nodeId, hash);
   }
+}
+
+/** The refusal of a second join of one node id. */
+function taken(nodeId: string): DomainError {
+  return new DomainError(
+    'conflict',
+    `node "${nodeId}" has already joined with its own credential, so another machine cannot take its name; ` +
+      `if this machine replaces it, free the name with: ctl nodes delete ${nodeId} (or start this agent with another --node-id)`,
+  );
 }

@@ -127,14 +127,14 @@ describeEach('the store contract', (open, kind) => {
     expect(await store.loadTokens()).toEqual([{ ...token, name: 'ops2', revokedAt: '2026-03-01T00:00:00.000Z' }]);
   }));
 
-  it('a credential is replaced, and deleting a node removes its credential and no other', withStore(open, async ({ store }) => {
-    await store.saveCredential({ nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' });
-    await store.saveCredential({ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z' });
-    await store.saveCredential({ nodeId: 'n2', hash: 'h2', createdAt: '2026-01-01T00:00:00.000Z' });
+  it('a credential is added once per node, never replaced, and deleting a node removes its credential and no other', withStore(open, async ({ store }) => {
+    expect(await store.addCredential({ nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' })).toBe(true);
+    expect(await store.addCredential({ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z' })).toBe(false);
+    expect(await store.addCredential({ nodeId: 'n2', hash: 'h2', createdAt: '2026-01-01T00:00:00.000Z' })).toBe(true);
     await store.saveNodeAdmin('n1', { state: 'cordoned' });
     await store.saveNodeAdmin('n2', { state: 'ready' });
     expect(await store.loadCredentials()).toEqual([
-      { nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z' },
+      { nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' },
       { nodeId: 'n2', hash: 'h2', createdAt: '2026-01-01T00:00:00.000Z' },
     ]);
     await store.deleteNode('n1');

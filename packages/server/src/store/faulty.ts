@@ -68,8 +68,8 @@ export class FaultyStore implements Store {
   deleteNode(id: string): Promise<void> {
     return this.write(() => this.inner.deleteNode(id));
   }
-  saveCredential(c: StoredCredential): Promise<void> {
-    return this.write(() => this.inner.saveCredential(c));
+  addCredential(c: StoredCredential): Promise<boolean> {
+    return this.write(() => this.inner.addCredential(c));
   }
   saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
     return this.write(() => this.inner.saveNodeAdmin(id, admin));

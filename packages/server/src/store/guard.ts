@@ -78,8 +78,8 @@ export class GuardedStore implements Store {
   deleteNode(id: string): Promise<void> {
     return this.write('deleteNode', () => this.inner.deleteNode(id));
   }
-  saveCredential(c: StoredCredential): Promise<void> {
-    return this.write('saveCredential', () => this.inner.saveCredential(c));
+  addCredential(c: StoredCredential): Promise<boolean> {
+    return this.write('addCredential', () => this.inner.addCredential(c));
   }
   saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
     return this.write('saveNodeAdmin', () => this.inner.saveNodeAdmin(id, admin));

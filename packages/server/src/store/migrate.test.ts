@@ -46,8 +46,8 @@ async function sqliteInstall(dir: string) {
     { id: 'gpu-1', report: makeReport({ node_id: 'gpu-1', labels: { zone: 'a' } }), lastSeenMs: 1_700_000_000_000 },
     { id: 'gpu-3', report: makeReport({ node_id: 'gpu-3' }), lastSeenMs: 1_700_000_001_000 },
   ]);
-  await s.saveCredential({ nodeId: 'gpu-1', hash: 'a'.repeat(64), createdAt: '2026-01-01T00:00:00.000Z' });
-  await s.saveCredential({ nodeId: 'gpu-3', hash: 'b'.repeat(64), createdAt: '2026-01-01T00:00:02.000Z' });
+  await s.addCredential({ nodeId: 'gpu-1', hash: 'a'.repeat(64), createdAt: '2026-01-01T00:00:00.000Z' });
+  await s.addCredential({ nodeId: 'gpu-3', hash: 'b'.repeat(64), createdAt: '2026-01-01T00:00:02.000Z' });
   await s.writeReplicas(
     [
       makeReplica({ id: 'r-1a2b3c4d', shards: [{ id: 'r-1a2b3c4d-0', nodeId: 'gpu-1', rank: 0, gpuUuids: ['GPU-1'], gpuIndices: [0], state: 'ready' }] }),

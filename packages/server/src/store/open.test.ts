@@ -68,7 +68,7 @@ describe('opening the store', () => {
     const s = new SqliteStore(dir);
     expect((await s.loadNodes())).toEqual([expect.objectContaining({ id: 'old-node', admin: { state: 'cordoned' } })]);
     expect((await s.loadCredentials())).toEqual([]);
-    await s.saveCredential({ nodeId: 'old-node', hash: 'h', createdAt: '2026-01-01T00:00:00.000Z' });
+    await s.addCredential({ nodeId: 'old-node', hash: 'h', createdAt: '2026-01-01T00:00:00.000Z' });
     await s.deleteNode('old-node');
     expect([(await s.loadNodes()), (await s.loadCredentials())]).toEqual([[], []]);
     await s.close();

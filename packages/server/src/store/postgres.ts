@@ -174,14 +174,12 @@ export class PostgresStore implements Store {
     return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
   }
 
-  async saveCredential(cred: StoredCredential): Promise<void> {
-    await this.tx(async (c) => {
-      await c.query(
-        `INSERT INTO node_credentials (node_id, hash, created_at) VALUES ($1, $2, $3)
-         ON CONFLICT (node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`,
-        [cred.nodeId, cred.hash, cred.createdAt],
-      );
+  async addCredential(cred: StoredCredential): Promise<boolean> {
+    return this.tx(async (c) => {
+      const r = await c.query('INSERT INTO node_credentials (node_id, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (node_id) DO NOTHING', [cred.nodeId, cred.hash, cred.createdAt]);
+      if (r.rowCount !== 1) return false;
       await PostgresStore.notify(c, 'credentials');
+      return true;
     });
   }
 

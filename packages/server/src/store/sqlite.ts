@@ -85,13 +85,9 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
   }
 
-  async saveCredential(c: StoredCredential): Promise<void> {
-    this.db
-      .prepare(
-        `INSERT INTO node_credentials (node_id, hash, created_at) VALUES (?, ?, ?)
-         ON CONFLICT(node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`,
-      )
-      .run(c.nodeId, c.hash, c.createdAt);
+  async addCredential(c: StoredCredential): Promise<boolean> {
+    const r = this.db.prepare('INSERT INTO node_credentials (node_id, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(node_id) DO NOTHING').run(c.nodeId, c.hash, c.createdAt);
+    return r.changes === 1;
   }
 
   async loadReplicas(): Promise<StoredReplica[]> {

@@ -109,8 +109,12 @@ export interface Store {
   /** Forgets a node: its row and its credential (`ctl nodes delete`). */
   deleteNode(id: string): Promise<void>;
   loadCredentials(): Promise<StoredCredential[]>;
-  /** Adds or replaces the credential of `c.nodeId`. */
-  saveCredential(c: StoredCredential): Promise<void>;
+  /**
+   * Adds the credential of `c.nodeId` in one statement that does nothing when the node
+   * already has one, and says whether it was added: two joins of one id, on one instance
+   * or several, can never both be issued a credential.
+   */
+  addCredential(c: StoredCredential): Promise<boolean>;
   loadReplicas(): Promise<StoredReplica[]>;
   /**
    * Saves and deletes replicas in one transaction: a reconcile pass lands whole or not
