@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
 import type { Controller } from '../controller/controller.js';
-import { methodNotAllowed } from './http.js';
+import { methodNotAllowed } from '../http/http.js';
 import { catalogStatusView, type CatalogStatusSource } from './views.js';
 
 /**

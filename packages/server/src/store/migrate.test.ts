@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { makeReplica, makeReport } from '../../test/factories.js';
 import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { tempDirs } from '../../test/temp-dirs.js';
-import { tokenFor } from '../api/tokens.js';
+import { tokenFor } from './modes.js';
 import { shareSecrets } from '../cluster/secrets.js';
 import { adminTls } from '../tls/index.js';
 import { prepareJoinToken } from '../credentials/join-token.js';
