@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { adminApi } from './api/admin.js';
 import { catalogApi } from './api/catalog-api.js';
 import { rolloutsApi } from './api/rollouts-api.js';
-import type { CatalogStatusSource } from './api/views.js';
+import type { CatalogStatusSource } from './catalog/watch.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
 import { SharedController } from './controller/shared.js';
@@ -42,6 +42,7 @@ import { GuardedStore } from './store/guard.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/store.js';
 import type { ServerTuning } from './settings.js';
+import { parseAddr, type ListenerTls } from './tls/index.js';
 
 /**
  * What `startServer` runs with: the measured settings of `settings.ts` (its table
@@ -78,12 +79,6 @@ export interface ServerSettings extends ServerTuning {
   instanceId?: string;
 }
 
-/** A listener's certificate (chain) and private key, PEM. */
-export interface ListenerTls {
-  cert: string;
-  key: string;
-}
-
 /**
  * What one client connection may hold, the same on both listeners. The timeouts cover
  * receiving a request, never answering it: a long-poll or a stream is a long response to
@@ -101,13 +96,6 @@ export interface RunningServer {
   /** Present with --database-url: the lease, the registry and the sync with the others. */
   cluster?: RunningCluster;
   close(): Promise<void>;
-}
-
-/** `127.0.0.1:8081` → host and port; `:8081` listens on every address. */
-export function parseAddr(addr: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr.trim());
-  if (!m) throw new Error(`invalid address "${addr}": want HOST:PORT, e.g. 127.0.0.1:8081`);
-  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
 function listen(app: http.RequestListener, addr: string, limits: ConnectionLimits, tls?: ListenerTls): Promise<http.Server> {
