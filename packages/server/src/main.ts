@@ -9,7 +9,7 @@ import { addServerOptions, readServerSettings, settingOptionOf, tuningOf, type S
 import { DIR_MODE, octal, secureDataDir, tokenFor } from './store/modes.js';
 import { listenersTls } from './tls/index.js';
 import { prepareJoinToken, readJoinToken } from './credentials/join-token.js';
-import { MIGRATE_HELP, migrateSqliteToPostgres } from './store/migrate.js';
+import { MIGRATE_HELP, migrateSqliteToPostgres } from './cluster/migrate.js';
 import { PostgresStore } from './store/postgres.js';
 import { shareSecrets } from './cluster/secrets.js';
 
