@@ -63,4 +63,18 @@ describe('layers.js', () => {
     expect(src.filter((p) => !listed.includes(p))).toEqual([]);
     expect(listed.filter((p) => !fs.existsSync(path.join(PACKAGE, p)))).toEqual([]);
   });
+
+  it("is what the server README draws: its src/ entries, row by row, top row first", () => {
+    const readme = fs.readFileSync(path.join(PACKAGE, 'README.md'), 'utf8');
+    const block = /The folders are layers[\s\S]*?```\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    const drawn = block
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.trim().split(/\s{2,}/)[0]!.split(' · '));
+    const rows = layers
+      .map((row) => row.filter((p) => p.startsWith('src/')).map((p) => `${p.slice(4)}${p.endsWith('.ts') ? '' : '/'}`))
+      .filter((row) => row.length)
+      .reverse();
+    expect(drawn).toEqual(rows);
+  });
 });
