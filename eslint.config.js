@@ -6,6 +6,32 @@ import js from "@eslint/js";
 import { defineConfig } from "eslint/config";
 import tseslint from "typescript-eslint";
 import { createNodeResolver, importX } from "eslint-plugin-import-x";
+import { SERVER_LAYERS } from "./packages/server/layers.js";
+
+/**
+ * `import-x/no-restricted-paths` zones from an ordered list of layers (rows of paths,
+ * bottom first, relative to the package): each path may import only the rows below its
+ * own. A top-level file's layer takes in its test (`errors.ts`, `errors.test.ts`). A
+ * row may name a file inside a folder of a higher row (`test/factories.ts` low, the
+ * rest of `test/` at the top); that folder's zone then excepts it.
+ */
+export function layerZones(layers, listFile) {
+  const entries = layers.flatMap((row, i) => row.map((at) => ({ at, i })));
+  const nested = (outer) => entries.filter((e) => e.at.startsWith(`${outer}/`));
+  const message = (at) => `${at} imports only the layers below its own (${listFile}).`;
+  return entries.flatMap(({ at, i }) => {
+    const above = entries.filter((e) => e.i > i || (e.i === i && e.at !== at));
+    if (!above.length) return [];
+    if (nested(at).length) throw new Error(`${listFile}: ${at} holds a layer of its own inside; only the top row may`);
+    const target = at.endsWith(".ts") ? [at, at.replace(/\.ts$/, ".test.ts")] : at;
+    const plain = above.filter((e) => !nested(e.at).length).map((e) => e.at);
+    const holders = above.filter((e) => nested(e.at).length);
+    return [
+      ...(plain.length ? [{ target, from: plain, message: message(at) }] : []),
+      ...holders.map((h) => ({ target, from: h.at, except: nested(h.at).map((e) => `./${e.at.slice(h.at.length + 1)}`), message: message(at) })),
+    ];
+  });
+}
 
 export default defineConfig(
   {
@@ -52,6 +78,17 @@ export default defineConfig(
       // it with async methods that answer at once. no-floating-promises and
       // no-misused-promises still catch every promise a caller forgets.
       "@typescript-eslint/require-await": "off",
+    },
+  },
+  {
+    // The server's folders as layers, so that no folder imports one above it and no two
+    // folders import each other: the per-file no-cycle cannot see a cycle of folders.
+    files: ["packages/server/**/*.ts"],
+    rules: {
+      "import-x/no-restricted-paths": ["error", {
+        basePath: `${import.meta.dirname}/packages/server`,
+        zones: layerZones(SERVER_LAYERS, "packages/server/layers.js"),
+      }],
     },
   },
   {

@@ -115,3 +115,17 @@ export interface RolloutHistory {
  * derived from the replicas (`rolloutStatus`).
  */
 export type RolloutRecord = { model: string } & RolloutControl & RolloutHistory;
+
+/**
+ * One decision the controller carried out: a reconcile action as applied (`create`,
+ * `remove`, `update`, with the reconciler's code and reason), or a replica an agent
+ * reported failed (`report`). `replica` is the replica as created, as it was before
+ * removal, or as it is after the update.
+ */
+export interface Decision {
+  kind: 'create' | 'remove' | 'update' | 'report';
+  code: string;
+  reason: string;
+  replicaId?: string;
+  replica?: Replica;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { estimatesFrom, modelsAwaitingEstimates, pendingSources, sourcesToEstimate, withEstimates } from './estimates.js';
+import { estimatesFrom, modelsAwaitingEstimates, pendingSources, placementModels, sourcesToEstimate, withEstimates } from './estimates.js';
 import { place } from './placement/index.js';
 import { makeModel, makeNode, makeProfile, makeReport } from '../test/factories.js';
 
@@ -39,5 +39,18 @@ describe('GGUF memory estimates', () => {
     const models = [gguf];
     expect(withEstimates(models, new Map())).toBe(models);
     expect(withEstimates(models, new Map([['/other.gguf', 1]]))[0]).toBe(gguf);
+  });
+});
+
+describe('placementModels with fetched sources', () => {
+  const url = 'https://files.example/m.gguf';
+  const model = makeModel({ name: 'm', source: url, sha256: 'ab'.repeat(32), profiles: [makeProfile({ engine: 'node-llama-cpp' })] });
+  it('asks agents for none of them, waits while the server reads, then places with the estimate', () => {
+    expect(sourcesToEstimate([model])).toEqual([]);
+    const live = [makeReport({ estimated_sources: [] })];
+    const reading = placementModels([model], live, live, { lookup: () => ({ estimates: new Map(), pending: new Set([url]) }) });
+    expect([...reading.defer]).toEqual(['m']);
+    const read = placementModels([model], live, live, { lookup: (w) => ({ estimates: new Map(w.map((x) => [x.source, 2048])), pending: new Set() }) });
+    expect([[...read.defer], read.models[0]?.profiles[0]]).toEqual([[], expect.objectContaining({ min_memory_gb: 2, memory_estimated: true })]);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Inventory, sameJson } from './inventory.js';
-import { makeReport, memoryStore } from '../test/factories.js';
+import { makeReport } from '../test/factories.js';
+import { memoryStore } from './store/testing.js';
 
 const report = makeReport({ node_id: 'n1' });
 

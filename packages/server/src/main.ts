@@ -6,11 +6,10 @@ import { LOG_REDACT } from '@llmgw/shared';
 import { CatalogError, CatalogWatcher, LoadedCatalog, describeDiff, diffCatalogs } from './catalog/catalog.js';
 import { startServer } from './server.js';
 import { addServerOptions, readServerSettings, settingOptionOf, tuningOf, type ServerConfig } from './settings.js';
-import { tokenFor } from './api/tokens.js';
-import { DIR_MODE, octal, secureDataDir } from './store/modes.js';
+import { DIR_MODE, octal, secureDataDir, tokenFor } from './store/modes.js';
 import { listenersTls } from './tls/index.js';
 import { prepareJoinToken, readJoinToken } from './credentials/join-token.js';
-import { MIGRATE_HELP, migrateSqliteToPostgres } from './store/migrate.js';
+import { MIGRATE_HELP, migrateSqliteToPostgres } from './cluster/migrate.js';
 import { PostgresStore } from './store/postgres.js';
 import { shareSecrets } from './cluster/secrets.js';
 

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { adminApi } from './api/admin.js';
 import { catalogApi } from './api/catalog-api.js';
 import { rolloutsApi } from './api/rollouts-api.js';
-import type { CatalogStatusSource } from './api/views.js';
+import type { CatalogStatusSource } from './catalog/watch.js';
 import { agentApi } from './api/agent.js';
 import { Controller, type CatalogView } from './controller/controller.js';
 import { SharedController } from './controller/shared.js';
@@ -20,18 +20,18 @@ import { readClusterStatus } from './cluster/status.js';
 import { catalogInfo } from './catalog/info.js';
 import { renderJoinToken, type StatusView } from '@llmgw/shared';
 import { engineKeys } from './controller/engine-keys.js';
-import { tokenFor } from './api/tokens.js';
-import { membershipApi } from './credentials/admin-routes.js';
+import { tokenFor } from './store/modes.js';
+import { membershipApi } from './api/membership-api.js';
 import { JoinToken } from './credentials/join-token.js';
 import { Membership, type JoinApproval } from './credentials/membership.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { fleetEvents } from './events/index.js';
 import { HeaderEstimates } from './files/header-estimates.js';
-import { nodeFilesApi } from './files/node-files.js';
+import { nodeFilesApi } from './api/node-files.js';
 import { Gateway } from './gateway/gateway.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
-import { adminErrors, methodNotAllowed } from './api/http.js';
+import { adminErrors, methodNotAllowed } from './http/http.js';
 import { tokensApi } from './api/tokens-api.js';
 import { requireAudited } from './api/routes.js';
 import { DomainError } from './errors.js';
@@ -42,6 +42,7 @@ import { GuardedStore } from './store/guard.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/store.js';
 import type { ServerTuning } from './settings.js';
+import { parseAddr, type ListenerTls } from './tls/index.js';
 
 /**
  * What `startServer` runs with: the measured settings of `settings.ts` (its table
@@ -78,12 +79,6 @@ export interface ServerSettings extends ServerTuning {
   instanceId?: string;
 }
 
-/** A listener's certificate (chain) and private key, PEM. */
-export interface ListenerTls {
-  cert: string;
-  key: string;
-}
-
 /**
  * What one client connection may hold, the same on both listeners. The timeouts cover
  * receiving a request, never answering it: a long-poll or a stream is a long response to
@@ -101,13 +96,6 @@ export interface RunningServer {
   /** Present with --database-url: the lease, the registry and the sync with the others. */
   cluster?: RunningCluster;
   close(): Promise<void>;
-}
-
-/** `127.0.0.1:8081` → host and port; `:8081` listens on every address. */
-export function parseAddr(addr: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr.trim());
-  if (!m) throw new Error(`invalid address "${addr}": want HOST:PORT, e.g. 127.0.0.1:8081`);
-  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
 function listen(app: http.RequestListener, addr: string, limits: ConnectionLimits, tls?: ListenerTls): Promise<http.Server> {

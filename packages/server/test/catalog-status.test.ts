@@ -5,8 +5,7 @@ import { pino } from 'pino';
 import type { CatalogStatusView } from '@llmgw/shared';
 import { CatalogWatcher, parseCatalog } from '../src/catalog/catalog.js';
 import { startServer, type RunningServer } from '../src/server.js';
-import { makeServerSettings } from './factories.js';
-import { send } from './live-server.js';
+import { makeServerSettings, send } from './live-server.js';
 import { tempDirs } from './temp-dirs.js';
 
 // A real server over a real catalog file and its watcher: what GET /api/v1/catalog and

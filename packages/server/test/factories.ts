@@ -1,10 +1,6 @@
 import type { GpuReport, Model, NodeReport, Profile } from '@llmgw/shared';
 import type { Replica } from '../src/domain.js';
-import type { ServerSettings } from '../src/server.js';
-import { defaultTuning } from '../src/settings.js';
-import type { Store, StoredKey, StoredToken, UsageDelta } from '../src/store/store.js';
-import type { NodeSnapshot, PlacementOutcome, Rejection, Reservation } from '../src/snapshot.js';
-import { place, type PlaceInput } from '../src/placement/index.js';
+import type { NodeSnapshot, Rejection, Reservation } from '../src/snapshot.js';
 
 /**
  * Test factories: each returns a complete, valid object describing the common case, and
@@ -125,48 +121,6 @@ export function makeReport(overrides: Partial<NodeReport> = {}): NodeReport {
   return { node_id: id, hostname: id, mgmt_addr: '10.0.0.1', agent_version: 'test', labels: {}, gpus: [], fabrics: [], ...overrides };
 }
 
-/**
- * A store in memory: keys kept, usage recorded in `usage`, replicas loaded from the list
- * given; every other write is dropped. Override a method to make it fail.
- */
-export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): Store & { usage: UsageDelta[] } {
-  const { replicas = [], ...overrides } = o;
-  const keys = new Map<string, StoredKey>();
-  const tokens = new Map<string, StoredToken>();
-  const usage: UsageDelta[] = [];
-  return {
-    kind: 'sqlite',
-    usage,
-    loadNodes: async () => [],
-    saveNodeAdmin: async () => {},
-    saveNodeReports: async () => {},
-    deleteNode: async () => {},
-    loadCredentials: async () => [],
-    addCredential: async () => true,
-    loadReplicas: async () => replicas,
-    loadRollouts: async () => [],
-    saveRolloutHistory: async () => {},
-    saveRolloutControl: async () => {},
-    writeReplicas: async () => {},
-    loadKeys: async () => [...keys.values()],
-    saveKey: async (k) => void keys.set(k.id, k),
-    addUsage: async (ds) => void usage.push(...ds.map((d) => ({ ...d }))),
-    loadUsage: async () => [],
-    addEvents: async (es) => [...es],
-    loadEvents: async () => [],
-    loadTokens: async () => [...tokens.values()],
-    saveToken: async (t) => void tokens.set(t.id, t),
-    probe: async () => {},
-    close: async () => {},
-    ...overrides,
-  };
-}
-
-/** Places one replica of a one-profile model over `nodes`, nothing reserved unless `extra` says. */
-export function placeOne(profile: Partial<Profile>, nodes: NodeSnapshot[], extra: Partial<PlaceInput> = {}): PlacementOutcome {
-  return place({ model: makeModel({ profiles: [makeProfile(profile)] }), nodes, reservations: [], ...extra });
-}
-
 /** The reasons recorded against one node, in check order. */
 export function reasonsFor(rejections: Rejection[], node: string): string[] {
   return rejections.filter((r) => r.node === node).map((r) => r.reason);
@@ -174,30 +128,3 @@ export function reasonsFor(rejections: Rejection[], node: string): string[] {
 
 /** MB in a GB, for memory figures in tests: `8 * GB` is 8 GB in MB. */
 export const GB = 1024;
-
-/** Settings for a server started in a test: loopback on port 0, short timers; override what the test is about. */
-export function makeServerSettings(dataDir: string, overrides: Partial<ServerSettings> = {}): ServerSettings {
-  return {
-    ...defaultTuning(),
-    clientAddr: '127.0.0.1:0',
-    adminAddr: '127.0.0.1:0',
-    adminToken: 'admin',
-    joinToken: 'join',
-    dataDir,
-    notReadyAfterMs: 600_000,
-    lostAfterMs: 3_600_000,
-    reconcileIntervalMs: 60_000,
-    failedBackoffMs: 30_000,
-    maxBodyBytes: 1 << 20,
-    upstreamTimeoutMs: 5000,
-    cooldownMs: 1000,
-    keepAliveMs: 200,
-    drainParallel: 1,
-    minHealthyMs: 0,
-    drainTimeoutMs: 5000,
-    maxLostFraction: 0.5,
-    coldStartTimeoutMs: 3000,
-    streamIdleTimeoutMs: 60_000,
-    ...overrides,
-  };
-}

@@ -9,7 +9,8 @@ import { startServer, type ConnectionLimits, type RunningServer } from '../src/s
 import { adminTls } from '../src/tls/index.js';
 import { SqliteStore } from '../src/store/sqlite.js';
 import { nodeAuth, seedCredential } from './credentials.js';
-import { makeServerSettings } from './factories.js';
+import { defaultTuning } from '../src/settings.js';
+import type { ServerSettings } from '../src/server.js';
 
 /**
  * A real llmgw server in-process on 127.0.0.1:0 with a fresh data directory, one node
@@ -138,5 +139,32 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
       await running.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/** Settings for a server started in a test: loopback on port 0, short timers; override what the test is about. */
+export function makeServerSettings(dataDir: string, overrides: Partial<ServerSettings> = {}): ServerSettings {
+  return {
+    ...defaultTuning(),
+    clientAddr: '127.0.0.1:0',
+    adminAddr: '127.0.0.1:0',
+    adminToken: 'admin',
+    joinToken: 'join',
+    dataDir,
+    notReadyAfterMs: 600_000,
+    lostAfterMs: 3_600_000,
+    reconcileIntervalMs: 60_000,
+    failedBackoffMs: 30_000,
+    maxBodyBytes: 1 << 20,
+    upstreamTimeoutMs: 5000,
+    cooldownMs: 1000,
+    keepAliveMs: 200,
+    drainParallel: 1,
+    minHealthyMs: 0,
+    drainTimeoutMs: 5000,
+    maxLostFraction: 0.5,
+    coldStartTimeoutMs: 3000,
+    streamIdleTimeoutMs: 60_000,
+    ...overrides,
   };
 }

@@ -3,16 +3,9 @@ import type { NextFunction, Request, Response } from 'express';
 import { newHashedSecret, sameSecret, type TokenCreateRequest, type TokenRole, type TokenView } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import type { Store, StoredToken } from '../store/store.js';
-import { bearerToken } from './tokens.js';
+import { bearerToken, type Principal } from '../http/principal.js';
 import { IssuedSecrets } from '../store/issued.js';
 import { latestRead } from '../store/serial.js';
-
-/** Who a request on the admin listener comes from. `tokenId` is absent for the bootstrap admin token. */
-export interface Principal {
-  role: TokenRole;
-  name: string;
-  tokenId?: string;
-}
 
 export type Resolved = { ok: true; who: Principal } | { ok: false; reason: 'missing' | 'invalid' | 'revoked' };
 
@@ -117,9 +110,4 @@ export function requireRole(tokens: AccessTokens, what: string, allowed: (role: 
     res.locals.who = r.who;
     next();
   };
-}
-
-/** The principal `requireRole` let through. */
-export function principalOf(res: Response): Principal | undefined {
-  return res.locals.who as Principal | undefined;
 }

@@ -5,7 +5,7 @@ import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials
 import type { Membership } from '../credentials/membership.js';
 import { badRequest } from '../errors.js';
 import { filesApi } from '../files/files-api.js';
-import { jsonBody, methodNotAllowed, parseBody, sendJson } from './http.js';
+import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;

@@ -1,7 +1,8 @@
 import express, { type Router } from 'express';
 import type { Controller } from '../controller/controller.js';
-import { methodNotAllowed } from './http.js';
-import { catalogStatusView, type CatalogStatusSource } from './views.js';
+import { methodNotAllowed } from '../http/http.js';
+import type { CatalogStatusSource } from '../catalog/watch.js';
+import { catalogStatusView } from './views.js';
 
 /**
  * `GET /api/v1/catalog`: the catalog file in force and its latest failed reload, which

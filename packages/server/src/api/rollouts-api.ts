@@ -3,7 +3,7 @@ import { ROLLOUT_DEFAULTS, type Model, type RolloutView } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { RolloutRecord } from '../domain.js';
 import { rolloutStatus } from '../reconcile/rollout.js';
-import { methodNotAllowed } from './http.js';
+import { methodNotAllowed } from '../http/http.js';
 import { resolveModel } from './models.js';
 import { adminRoute } from './routes.js';
 import { ADMIN_EVENTS } from '../events/admin-events.js';

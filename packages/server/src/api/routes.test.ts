@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import express, { type Router } from 'express';
 import { adminAudit } from '../events/admin-events.js';
 import type { EventLog, NewEvent } from '../events/event-log.js';
-import { adminErrors, jsonBody } from './http.js';
+import { adminErrors, jsonBody } from '../http/http.js';
 import { notFound } from '../errors.js';
 import { adminRoute, requireAudited, unauditedWrites } from './routes.js';
 

@@ -1,6 +1,6 @@
 import type { RequestHandler, Router } from 'express';
 import { audited, isAudit, type Describe } from '../events/admin-events.js';
-import { methodNotAllowed } from './http.js';
+import { methodNotAllowed } from '../http/http.js';
 
 type Handlers = RequestHandler | RequestHandler[];
 

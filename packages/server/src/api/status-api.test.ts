@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
 import { StatusViewSchema, validate, type StatusView } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import { adminErrors } from './http.js';
+import { adminErrors } from '../http/http.js';
 import { soloStatus, statusApi } from './status-api.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');

@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
 import type { StatusView } from '@llmgw/shared';
-import { methodNotAllowed } from './http.js';
+import { methodNotAllowed } from '../http/http.js';
 
 /** What answers `GET /api/v1/status`: `soloStatus` on SQLite, `readClusterStatus` (cluster/status.ts) on PostgreSQL. */
 export interface StatusSource {

@@ -2,7 +2,7 @@ import express, { type Router } from 'express';
 import { TokenCreateRequestSchema } from '@llmgw/shared';
 import type { AccessTokens } from './access.js';
 import { ADMIN_EVENTS } from '../events/admin-events.js';
-import { jsonBody, parseBody } from './http.js';
+import { jsonBody, parseBody } from '../http/http.js';
 import { adminRoute } from './routes.js';
 
 /**

@@ -3,7 +3,8 @@ import pino from 'pino';
 import { Controller, type CatalogView } from '../controller/controller.js';
 import type { Replica } from '../domain.js';
 import { Inventory } from '../inventory.js';
-import { makeModel, makeReplica, makeReport, memoryStore } from '../../test/factories.js';
+import { makeModel, makeReplica, makeReport } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 import { modelViews, nodeViews, replicaViews } from './views.js';
 
 /** A controller over one ready replica on node-1, on a clock the test moves. */

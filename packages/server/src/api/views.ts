@@ -1,7 +1,7 @@
 import type { CatalogStatusView, DownloadProgress, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, redactUrl, sourceForViewer, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
-import type { CatalogError } from '../catalog/errors.js';
+import type { CatalogStatusSource } from '../catalog/watch.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
 import { indexReservations, reservationsOf } from '../placement/index.js';
 import { rolloutStatus } from '../reconcile/rollout.js';
@@ -188,16 +188,6 @@ export function explainView(ctl: Controller, model: string): ExplainView {
     notes: attempt.outcome.notes,
     rejections: attempt.outcome.rejections,
   };
-}
-
-/**
- * What a catalog status is read from: the watcher of the catalog file (`CatalogWatcher`),
- * absent when the server runs without `--catalog`.
- */
-export interface CatalogStatusSource {
-  readonly current: { file: string; models: readonly unknown[] };
-  readonly loadedAtMs: number;
-  readonly failure?: { atMs: number; error: CatalogError };
 }
 
 /** The catalog in force and the latest failed reload, until a good one (`GET /api/v1/catalog`). */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { CatalogStatusSource } from '../api/views.js';
-import type { Controller } from '../controller/controller.js';
+import type { Model } from '@llmgw/shared';
+import type { CatalogStatusSource } from './watch.js';
 
 /** What `ctl status` shows of an instance's catalog: a digest (to see that instances agree), the count, a failed reload. */
 export interface CatalogInfo {
@@ -13,7 +13,7 @@ export interface CatalogInfo {
  * The catalog in force, as a function of now: the digest is worked out again only when
  * the controller's catalog changes (a reload), so this is cheap to call every second.
  */
-export function catalogInfo(controller: Pick<Controller, 'models'>, source?: CatalogStatusSource): () => CatalogInfo {
+export function catalogInfo(controller: { readonly models: readonly Model[] }, source?: CatalogStatusSource): () => CatalogInfo {
   let models: unknown;
   let digest = '';
   return () => {

@@ -6,6 +6,16 @@ import type { LoadedCatalog } from './loaded.js';
 import type { CatalogRules } from './cross-check.js';
 import { parseCatalog, readCatalogText } from './parse.js';
 
+/**
+ * What a catalog status is read from: the watcher of the catalog file (`CatalogWatcher`),
+ * absent when the server runs without `--catalog`.
+ */
+export interface CatalogStatusSource {
+  readonly current: { file: string; models: readonly unknown[] };
+  readonly loadedAtMs: number;
+  readonly failure?: { atMs: number; error: CatalogError };
+}
+
 /** Callbacks and tuning for a `CatalogWatcher`. */
 export interface CatalogWatcherOptions {
   /** A reload produced a catalog whose models differ from the running one. */

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { pino, type Logger } from 'pino';
 import { parseJoinToken, pinMatches } from '@llmgw/shared';
-import { tokenFor } from '../api/tokens.js';
+import { tokenFor } from '../store/modes.js';
 import { adminTls } from '../tls/index.js';
 import { prepareJoinToken } from '../credentials/join-token.js';
 import { describePostgres, freshDatabase } from '../../test/postgres.js';

@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { SECRET_FILE_MODE, parseJoinToken, sameSecret, writePrivateFile } from '@llmgw/shared';
-import { newToken } from '../api/tokens.js';
-import { secureDataDir, tighten } from '../store/modes.js';
+import { newToken, secureDataDir, tighten } from '../store/modes.js';
 import { createCa } from '../tls/certs.js';
 import { readPair, tlsFiles } from '../tls/tls.js';
 

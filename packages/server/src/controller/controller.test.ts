@@ -3,7 +3,8 @@ import pino from 'pino';
 import { Controller, type CatalogView } from './controller.js';
 import type { Replica } from '../domain.js';
 import { Inventory } from '../inventory.js';
-import { makeModel, makeProfile, makeReplica, makeReport, memoryStore } from '../../test/factories.js';
+import { makeModel, makeProfile, makeReplica, makeReport } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 
 function controller(replicas: Replica[], model = makeModel()): Controller {
   const store = memoryStore({ replicas });

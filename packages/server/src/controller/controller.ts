@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import type { Logger } from 'pino';
-import type { Replica, RolloutRecord } from '../domain.js';
-import type { Decision } from '../events/decisions.js';
+import type { Decision, Replica, RolloutRecord } from '../domain.js';
 import type { Inventory } from '../inventory.js';
 import { placementModels, sourcesToEstimateOnce, type FetchedEstimates } from '../estimates.js';
 import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';

@@ -4,7 +4,8 @@ import { Controller, type CatalogView } from './controller.js';
 import { engineKeys } from './engine-keys.js';
 import type { Replica } from '../domain.js';
 import { Inventory } from '../inventory.js';
-import { makeModel, makeReplica, makeReport, memoryStore } from '../../test/factories.js';
+import { makeModel, makeReplica, makeReport } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 
 const keyOf = engineKeys('the secret in <data-dir>/engine-key-secret');
 

@@ -3,7 +3,8 @@ import pino from 'pino';
 import type { Replica } from '../domain.js';
 import { Inventory } from '../inventory.js';
 import type { Store } from '../store/store.js';
-import { makeModel, makeReport, memoryStore } from '../../test/factories.js';
+import { makeModel, makeReport } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 import { Controller, type CatalogView } from './controller.js';
 
 /**

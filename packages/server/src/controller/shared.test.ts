@@ -4,7 +4,8 @@ import type { AdminState, Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
 import { Inventory } from '../inventory.js';
 import type { Fence } from '../store/store.js';
-import { makeModel, makeReplica, makeReport, memoryStore } from '../../test/factories.js';
+import { makeModel, makeReplica, makeReport } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 import type { CatalogView } from './controller.js';
 import { SharedController } from './shared.js';
 

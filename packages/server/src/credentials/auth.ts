@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { DomainError, echo } from '../errors.js';
-import { bearerToken } from '../api/tokens.js';
+import { bearerToken } from '../http/principal.js';
 import type { Membership } from './membership.js';
 
 /** `POST /agent/v1/join` only: the join token, and nothing else, may join. */

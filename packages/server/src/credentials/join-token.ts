@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseJoinToken, renderJoinToken, sameSecret, writePrivateFile } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import { newToken, tokenFor } from '../api/tokens.js';
+import { newToken, tokenFor } from '../store/modes.js';
 
 /**
  * The server's join token: the secret it accepts now, where it is kept, and how it is

@@ -2,11 +2,13 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { ErrorCode, NodeAdminState } from '@llmgw/shared';
 import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import type { Controller } from '../controller/controller.js';
-import { forbidden, type AccessTokens, type Principal } from '../api/access.js';
+import { forbidden, type AccessTokens } from '../api/access.js';
+import type { Principal } from '../http/principal.js';
 import { echo, httpStatus, toDomainError } from '../errors.js';
-import { methodNotAllowed } from '../api/http.js';
+import { methodNotAllowed } from '../http/http.js';
 import type { KeyRing } from '../gateway/keys.js';
-import { catalogStatusView, explainView, modelViews, nodeViews, replicaViews, type CatalogStatusSource } from '../api/views.js';
+import { catalogStatusView, explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
+import type { CatalogStatusSource } from '../catalog/watch.js';
 import { rolloutView } from '../api/rollouts-api.js';
 import { drainPage, fleetPage } from './fleet-page.js';
 import { keysPage } from './keys-page.js';

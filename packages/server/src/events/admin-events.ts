@@ -1,7 +1,7 @@
 import type { NodeAdminState } from '@llmgw/shared';
 import { NodeStateAliases } from '@llmgw/shared';
 import type { RequestHandler, Response } from 'express';
-import { principalOf } from '../api/access.js';
+import { principalOf } from '../http/principal.js';
 import type { AdminState } from '../domain.js';
 import { DomainError } from '../errors.js';
 import type { EventLog, NewEvent } from './event-log.js';

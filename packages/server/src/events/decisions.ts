@@ -1,20 +1,6 @@
 import type { RolloutChange } from '../reconcile/reconcile.js';
-import type { Replica } from '../domain.js';
+import type { Decision } from '../domain.js';
 import type { NewEvent } from './event-log.js';
-
-/**
- * One decision the controller carried out: a reconcile action as applied (`create`,
- * `remove`, `update`, with the reconciler's code and reason), or a replica an agent
- * reported failed (`report`). `replica` is the replica as created, as it was before
- * removal, or as it is after the update.
- */
-export interface Decision {
-  kind: 'create' | 'remove' | 'update' | 'report';
-  code: string;
-  reason: string;
-  replicaId?: string;
-  replica?: Replica;
-}
 
 /** Codes that need an operator's look. */
 const WARNINGS: ReadonlySet<string> = new Set(['failed', 'node-lost', 'node-unknown', 'drain-blocked', 'drain-deadline', 'drain-not-serving', 'engine-failed']);

@@ -1,5 +1,5 @@
 import express, { type Router } from 'express';
-import { methodNotAllowed } from '../api/http.js';
+import { methodNotAllowed } from '../http/http.js';
 import { badRequest } from '../errors.js';
 import type { EventLog, EventQuery } from './event-log.js';
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import express, { type Router } from 'express';
 import { DomainError, echo } from '../errors.js';
-import { methodNotAllowed } from '../api/http.js';
+import { methodNotAllowed } from '../http/http.js';
 import { badFileName } from './sources.js';
 
 /**

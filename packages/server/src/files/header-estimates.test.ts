@@ -5,9 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { buildTestModel, encodeGguf, estimateForSource } from '@llmgw/gguf';
 import { pino } from 'pino';
-import { makeModel, makeProfile, makeReport } from '../../test/factories.js';
 import { tempDirs } from '../../test/temp-dirs.js';
-import { placementModels, sourcesToEstimate } from '../estimates.js';
 import { HeaderEstimates, rangeReader } from './header-estimates.js';
 
 /** The server reads a fetched GGUF source's header for its memory need: real file servers on 127.0.0.1:0. */
@@ -131,18 +129,5 @@ describe('HeaderEstimates', () => {
     expect([...again.first.pending]).toEqual([]);
     expect(seen.filter((s) => s.path === '/missing.gguf').length).toBe(asked + 1);
     await h.close();
-  });
-});
-
-describe('placementModels with fetched sources', () => {
-  const url = 'https://files.example/m.gguf';
-  const model = makeModel({ name: 'm', source: url, sha256: DIGEST, profiles: [makeProfile({ engine: 'node-llama-cpp' })] });
-  it('asks agents for none of them, waits while the server reads, then places with the estimate', () => {
-    expect(sourcesToEstimate([model])).toEqual([]);
-    const live = [makeReport({ estimated_sources: [] })];
-    const reading = placementModels([model], live, live, { lookup: () => ({ estimates: new Map(), pending: new Set([url]) }) });
-    expect([...reading.defer]).toEqual(['m']);
-    const read = placementModels([model], live, live, { lookup: (w) => ({ estimates: new Map(w.map((x) => [x.source, 2048])), pending: new Set() }) });
-    expect([[...read.defer], read.models[0]?.profiles[0]]).toEqual([[], expect.objectContaining({ min_memory_gb: 2, memory_estimated: true })]);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Model } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
-import { memoryStore } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 import { admit, authenticate } from './admission.js';
 import { KeyRing } from './keys.js';
 

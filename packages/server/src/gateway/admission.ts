@@ -1,5 +1,5 @@
 import type { Model } from '@llmgw/shared';
-import { bearerToken } from '../api/tokens.js';
+import { bearerToken } from '../http/principal.js';
 import { DomainError } from '../errors.js';
 import type { StoredKey } from '../store/store.js';
 import type { KeyRing } from './keys.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { KeyRing } from './keys.js';
 import type { StoredKey } from '../store/store.js';
-import { memoryStore } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 
 describe('KeyRing.admit', () => {
   it('does not count a request refused for concurrency against the per-minute limit', async () => {

@@ -7,7 +7,7 @@ import type { CatalogView, Controller, RouteTarget } from '../controller/control
 import { Gateway } from './gateway.js';
 import { KeyRing } from './keys.js';
 import { Metrics } from '../metrics.js';
-import { memoryStore } from '../../test/factories.js';
+import { memoryStore } from '../store/testing.js';
 
 // Shared by the gateway's test files: a gateway in process in front of a fake engine,
 // and the small clients the tests speak to it with. Each test file calls `closeAll`

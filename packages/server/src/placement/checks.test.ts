@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import type { Profile } from '@llmgw/shared';
 import { place } from './index.js';
 import type { NodeSnapshot, Rejection } from '../snapshot.js';
-import { GB, makeGpu, makeH100Node, makeModel, makeNode, makeProfile, makeReservation, makeRtx4090Node, placeOne, reasonsFor } from '../../test/factories.js';
+import { GB, makeGpu, makeH100Node, makeModel, makeNode, makeProfile, makeReservation, makeRtx4090Node, reasonsFor } from '../../test/factories.js';
+import { placeOne } from './testing.js';
 
 describe('place: one check at a time', () => {
   const cases: {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { indexReservations, place, placeMany, placeOnFleet, prepareFleet, renderRejection, reservationsFor, reserve } from './index.js';
-import { GB, makeH100Node, makeModel, makeNode, makeProfile, makeReservation, placeOne } from '../../test/factories.js';
+import { GB, makeH100Node, makeModel, makeNode, makeProfile, makeReservation } from '../../test/factories.js';
+import { placeOne } from './testing.js';
 
 describe('place: reservations', () => {
   const model = makeModel({ profiles: [makeProfile({ min_memory_gb: 24 })] });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { place, renderRejection } from './index.js';
-import { GB, makeGpu, makeH100Node, makeModel, makeNode, makeProfile, makeReservation, placeOne } from '../../test/factories.js';
+import { GB, makeGpu, makeH100Node, makeModel, makeNode, makeProfile, makeReservation } from '../../test/factories.js';
+import { placeOne } from './testing.js';
 
 describe('place: fitting', () => {
   it('a profile with no requirement fits any ready node', () => {

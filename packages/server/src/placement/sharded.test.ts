@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Profile } from '@llmgw/shared';
 import { DEFAULT_POOL, placeMany, renderRejection } from './index.js';
-import { makeH100Node, makeModel, makeProfile, makeRtx4090Node, placeOne } from '../../test/factories.js';
+import { makeH100Node, makeModel, makeProfile, makeRtx4090Node } from '../../test/factories.js';
+import { placeOne } from './testing.js';
 
 describe('place: sharded profiles', () => {
   const tp2: Partial<Profile> = { name: 'tp2', engine: 'vllm', gpus: 8, gpu_class: ['H100'], shards: 2, fabric: 'infiniband' };

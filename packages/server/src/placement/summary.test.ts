@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { reasonCounts, renderRejection, summarize } from './index.js';
-import { GB, makeH100Node, makeNode, placeOne } from '../../test/factories.js';
+import { GB, makeH100Node, makeNode } from '../../test/factories.js';
+import { placeOne } from './testing.js';
 
 describe('summarize', () => {
   it('says why each node cannot run the model, counted by reason', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import pino from 'pino';
 import { DomainError } from '../errors.js';
-import { makeReplica, memoryStore } from '../../test/factories.js';
+import { makeReplica } from '../../test/factories.js';
+import { memoryStore } from './testing.js';
 import { FaultyStore } from './faulty.js';
 import { GuardedStore } from './guard.js';
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { SECRET_FILE_MODE } from '@llmgw/shared';
+import path from 'node:path';
+import { SECRET_FILE_MODE, newSecret, writePrivateFile } from '@llmgw/shared';
 
 /**
  * Who may read what the server keeps: the data directory is 0700 and every file in it
@@ -44,4 +45,34 @@ export function secureDatabaseFiles(file: string): void {
 /** `0o755` as `0755`, the way ls and chmod say it. */
 export function octal(mode: number): string {
   return `0${mode.toString(8)}`;
+}
+
+/**
+ * Returns the token from the environment, or the one kept in `<dataDir>/<name>`,
+ * generating it on first start (like k3s's node-token): a fresh install is never
+ * left open, and the operator finds the secret in one known place.
+ */
+export function tokenFor(fromEnv: string | undefined, dataDir: string, name: string): { token: string; file?: string } {
+  if (fromEnv) return { token: fromEnv };
+  const file = path.join(dataDir, name);
+  try {
+    const existing = fs.readFileSync(file, 'utf8').trim();
+    // A file from an older server or another umask may be readable by others.
+    tighten(file, SECRET_FILE_MODE);
+    if (existing) return { token: existing, file };
+  } catch {
+    /* first start */
+  }
+  secureDataDir(dataDir);
+  const token = newToken(name);
+  writePrivateFile(file, `${token}\n`);
+  return { token, file };
+}
+
+/**
+ * A fresh secret for the file `name`: `llmgw-admin-…` for admin-token, `llmgw-join-…`
+ * for join-token (also what a rotation draws), `llmgw-engine-key-secret-…`.
+ */
+export function newToken(name: string): string {
+  return newSecret(`llmgw-${name.replace(/-token$/, '')}-`);
 }

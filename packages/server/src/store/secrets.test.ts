@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { makeReplica } from '../../test/factories.js';
-import { tokenFor } from '../api/tokens.js';
+import { tokenFor } from './modes.js';
 import { SCHEMA_VERSION } from './schema.js';
 import { SqliteStore } from './sqlite.js';
 import { tempDirs } from '../../test/temp-dirs.js';

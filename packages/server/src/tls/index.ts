@@ -1,8 +1,20 @@
 import type { Logger } from 'pino';
-import { parseAddr, type ListenerTls } from '../server.js';
 import { adminTls, operatorPair, type AdminTls } from './tls.js';
 
 export { adminTls, operatorPair, wantedSans, type AdminTls } from './tls.js';
+
+/** A listener's certificate (chain) and private key, PEM. */
+export interface ListenerTls {
+  cert: string;
+  key: string;
+}
+
+/** `127.0.0.1:8081` → host and port; `:8081` listens on every address. */
+export function parseAddr(addr: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr.trim());
+  if (!m) throw new Error(`invalid address "${addr}": want HOST:PORT, e.g. 127.0.0.1:8081`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
+}
 
 /** The TLS flags of `llmgw-server`, as commander hands them over. */
 export interface TlsFlags {

@@ -2,12 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
-import { makeServerSettings } from '../../test/factories.js';
-import { nodeAuth, seedCredential } from '../../test/credentials.js';
-import { send } from '../../test/live-server.js';
-import { tempDirs } from '../../test/temp-dirs.js';
-import { startServer, type RunningServer } from '../server.js';
-import { SqliteStore } from '../store/sqlite.js';
+import { nodeAuth, seedCredential } from './credentials.js';
+import { makeServerSettings, send } from './live-server.js';
+import { tempDirs } from './temp-dirs.js';
+import { startServer, type RunningServer } from '../src/server.js';
+import { SqliteStore } from '../src/store/sqlite.js';
 
 /** `GET /agent/v1/files/:name` on a real server: who may fetch, ranges to resume, and nothing outside --models-dir. */
 const tmp = tempDirs('llmgw-files-', afterAll);

@@ -9,15 +9,15 @@ import { pino } from 'pino';
 import { makeReplica, makeReport } from '../../test/factories.js';
 import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { tempDirs } from '../../test/temp-dirs.js';
-import { tokenFor } from '../api/tokens.js';
-import { shareSecrets } from '../cluster/secrets.js';
+import { tokenFor } from '../store/modes.js';
+import { shareSecrets } from './secrets.js';
 import { adminTls } from '../tls/index.js';
 import { prepareJoinToken } from '../credentials/join-token.js';
-import { BAD_STORES } from './bad-files.js';
-import { PostgresStore } from './postgres.js';
-import { SCHEMA_VERSION } from './schema.js';
-import { SqliteStore } from './sqlite.js';
-import type { StoredEvent } from './store.js';
+import { BAD_STORES } from '../store/bad-files.js';
+import { PostgresStore } from '../store/postgres.js';
+import { SCHEMA_VERSION } from '../store/schema.js';
+import { SqliteStore } from '../store/sqlite.js';
+import type { StoredEvent } from '../store/store.js';
 
 /** The built server, run as an operator runs it (`pnpm test` builds first). */
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AssignmentsReply, EventList, ExplainView, NodeFileView, ReplicaView } from '@llmgw/shared';
 import { pino } from 'pino';
-import { parseCatalog } from '../catalog/parse.js';
-import { makeReport, makeServerSettings } from '../../test/factories.js';
-import { seedCredential } from '../../test/credentials.js';
-import { tempDirs } from '../../test/temp-dirs.js';
-import { startServer, type RunningServer } from '../server.js';
-import { SqliteStore } from '../store/sqlite.js';
+import { parseCatalog } from '../src/catalog/parse.js';
+import { makeServerSettings } from './live-server.js';
+import { makeReport } from './factories.js';
+import { seedCredential } from './credentials.js';
+import { tempDirs } from './temp-dirs.js';
+import { startServer, type RunningServer } from '../src/server.js';
+import { SqliteStore } from '../src/store/sqlite.js';
 
 /**
  * A URL source end to end on the server, with a real server and the agent played by

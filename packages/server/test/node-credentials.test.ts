@@ -4,13 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
 import { caFingerprint, hashSecret, parseJoinToken } from '@llmgw/shared';
 import type { EventList } from '@llmgw/shared';
-import { makeModel, makeReport, makeServerSettings } from '../../test/factories.js';
-import { startServer } from '../server.js';
-import { SqliteStore } from '../store/sqlite.js';
-import { adminTls } from '../tls/index.js';
-import { JoinToken, prepareJoinToken, readJoinToken } from './join-token.js';
-import { NodeCredentials } from './node-credentials.js';
-import { tempDirs } from '../../test/temp-dirs.js';
+import { makeServerSettings } from './live-server.js';
+import { makeModel, makeReport } from './factories.js';
+import { startServer } from '../src/server.js';
+import { SqliteStore } from '../src/store/sqlite.js';
+import { adminTls } from '../src/tls/index.js';
+import { JoinToken, prepareJoinToken, readJoinToken } from '../src/credentials/join-token.js';
+import { NodeCredentials } from '../src/credentials/node-credentials.js';
+import { tempDirs } from './temp-dirs.js';
 
 /**
  * The node credential over real HTTP: the join token only joins, a credential speaks

@@ -5,11 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import { nodeAuth, seedCredential } from '../../test/credentials.js';
-import { makeModel, makeReport, makeServerSettings } from '../../test/factories.js';
-import { startServer, type RunningServer } from '../server.js';
-import { FaultyStore } from './faulty.js';
-import { SqliteStore } from './sqlite.js';
+import { nodeAuth, seedCredential } from './credentials.js';
+import { makeServerSettings } from './live-server.js';
+import { makeModel, makeReport } from './factories.js';
+import { startServer, type RunningServer } from '../src/server.js';
+import { FaultyStore } from '../src/store/faulty.js';
+import { SqliteStore } from '../src/store/sqlite.js';
 
 /**
  * The real server over HTTP on a store that fails on demand: a full disk (ENOSPC),

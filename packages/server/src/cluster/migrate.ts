@@ -2,14 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { localCa, localSecret, SECRET_NAMES, type SecretName } from '../cluster/secrets.js';
-import { openReadOnly, StoreOpenError } from './open.js';
-import { describeUrl } from './pg-open.js';
-import { DB_MS } from './pg-schema.js';
-import { CHANNEL, PostgresStore, type Topic } from './postgres.js';
+import { localCa, localSecret, SECRET_NAMES, type SecretName } from './secrets.js';
+import { openReadOnly, StoreOpenError } from '../store/open.js';
+import { describeUrl } from '../store/pg-open.js';
+import { DB_MS } from '../store/pg-schema.js';
+import { CHANNEL, PostgresStore, type Topic } from '../store/postgres.js';
 import type { RolloutRecord } from '../domain.js';
-import { SqliteStore } from './sqlite.js';
-import type { StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage } from './store.js';
+import { SqliteStore } from '../store/sqlite.js';
+import type { StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage } from '../store/store.js';
 
 /** Everything `llmgw-server migrate` copies: a SQLite store's rows and its data directory's secrets. */
 export interface SqliteSnapshot {

@@ -1,7 +1,7 @@
 import express, { type Router } from 'express';
-import { adminRoute } from '../api/routes.js';
+import { adminRoute } from './routes.js';
 import { ADMIN_EVENTS } from '../events/admin-events.js';
-import type { Membership } from './membership.js';
+import type { Membership } from '../credentials/membership.js';
 
 /**
  * The admin API's membership routes, mounted beside `adminApi` behind the same admin

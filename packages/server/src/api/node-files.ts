@@ -2,7 +2,7 @@ import express, { type Router } from 'express';
 import type { NodeFileView } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { echo, notFound } from '../errors.js';
-import { methodNotAllowed } from '../api/http.js';
+import { methodNotAllowed } from '../http/http.js';
 
 /**
  * The model files in each node's cache as its agent last reported them
