@@ -354,16 +354,24 @@ export class Controller {
     this.newRevisions = [];
     // For the events (`decided`): each action with its replica as created, removed or updated.
     const touched = new Map<unknown, Replica>();
-    for (const { id, reason } of plan.remove) {
+    // Removals first, then the replicas changed and kept (each once, as the pass left it), then creations.
+    const removed = new Set<string>();
+    for (const action of plan.actions) {
+      if (action.kind !== 'remove') continue;
+      const id = action.replicaId;
+      removed.add(id);
       const r = this.replicas.get(id);
       if (r) touched.set(id, r);
-      const code = plan.actions.find((a) => a.kind === 'remove' && a.replicaId === id)?.code;
       this.replicas.delete(id);
       changed.push(id);
       for (const s of r?.shards ?? []) this.logTails.delete(s.id);
-      this.log.info({ replica: id, model: r?.model, code, reason }, 'replica removed');
+      this.log.info({ replica: id, model: r?.model, code: action.code, reason: action.reason }, 'replica removed');
     }
-    for (const u of plan.update) {
+    const updated = new Set<string>();
+    for (const action of plan.actions) {
+      const u = action.kind === 'update' ? action.replica : undefined;
+      if (!u || removed.has(u.id) || updated.has(u.id)) continue;
+      updated.add(u.id);
       const before = this.replicas.get(u.id);
       this.replicas.set(u.id, frozen(u));
       changed.push(u.id);
