@@ -61,6 +61,16 @@ export interface ControllerOptions {
   engineKey?: EngineKeyOf;
 }
 
+/** A pass planned and applied in memory, not yet committed (`Controller.planPass`). */
+export interface AppliedPass {
+  nowMs: number;
+  plan: ReconcileResult;
+  /** Ids of the replicas it created, changed or removed. */
+  changed: string[];
+  /** Its decisions, for the events once it stands. */
+  decided: Decision[];
+}
+
 const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), models: new Map() }) };
 
 /**
@@ -277,17 +287,32 @@ export class Controller {
     return changed.length > 0;
   }
 
-  /** One reconcile pass: snapshot, plan, apply, and hand agents their new assignments. */
+  /**
+   * One reconcile pass: plan and apply in memory (`planPass`), queue the replicas it
+   * changed for the store, then its events and the agents' new assignments (`settlePass`).
+   * A shared store commits between the two halves instead (SharedController).
+   */
   reconcileNow(): void {
-    const nowMs = this.now();
-    const plan = this.plan(nowMs);
-    this.emitDecided(this.apply(plan, nowMs, (ids) => void this.persist(ids)));
+    const pass = this.planPass(this.now());
+    void this.persist(pass.changed);
     void this.inventory.persistReports();
-    this.followLiveness(nowMs, plan.actions.length > 0);
+    this.settlePass(pass);
+  }
+
+  /** The first half of a pass, the same for one server and several: snapshot, plan, and apply the plan in memory. */
+  protected planPass(nowMs: number): AppliedPass {
+    const plan = this.plan(nowMs);
+    return { nowMs, plan, ...this.apply(plan, nowMs) };
+  }
+
+  /** The second half, once the pass is committed: its events, traffic following the fleet, and the agents' assignments. */
+  protected settlePass(pass: AppliedPass): void {
+    this.emitDecided(pass.decided);
+    this.followLiveness(pass.nowMs, pass.plan.actions.length > 0);
     this.refreshAssignments();
   }
 
-  protected plan(nowMs: number): ReconcileResult {
+  private plan(nowMs: number): ReconcileResult {
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
     const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
@@ -325,7 +350,7 @@ export class Controller {
   }
 
   /** The events of a plan once it stands: its decisions, and the rollouts it moved. */
-  protected emitDecided(decided: Decision[]): void {
+  private emitDecided(decided: Decision[]): void {
     if (decided.length) this.events.emit('decided', decided);
     if (this.rolloutChanges.length) this.events.emit('rollouts', this.rolloutChanges);
     this.rolloutChanges = [];
@@ -338,10 +363,10 @@ export class Controller {
 
   /**
    * Carries out a plan in memory: ids, keys and rendezvous ports are allocated here, not
-   * in planning. Hands the ids of the replicas it changed to `changedIds` (to be
-   * written), and returns the decisions, for the events once the plan stands.
+   * in planning. Returns the ids of the replicas it changed (to be written) and the
+   * decisions, for the events once the plan stands.
    */
-  protected apply(plan: ReconcileResult, nowMs: number, changedIds: (ids: string[]) => void): Decision[] {
+  private apply(plan: ReconcileResult, nowMs: number): Pick<AppliedPass, 'changed' | 'decided'> {
     const changed: string[] = [];
     this.lowSince = plan.lowSince;
     if (plan.paused !== this.paused) {
@@ -388,8 +413,7 @@ export class Controller {
       this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
     }
     const decided = plan.actions.map((a): Decision => ({ kind: a.kind, code: a.code, reason: a.reason, ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? this.replicas.get(a.replicaId) }) }));
-    changedIds(changed);
-    return decided;
+    return { changed, decided };
   }
 
   /** Writes the changed replicas, with any the store refused before (see `ReplicaWrites`). Never rejects. */
