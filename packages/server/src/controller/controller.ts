@@ -13,7 +13,7 @@ import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpe
 import { AssignmentFeed } from './assignment-feed.js';
 import { assignmentsFor } from './assignments.js';
 import { applyShardReports, maskKey } from './replica-status.js';
-import { Downloads } from './downloads.js';
+import { Downloads, type DownloadChange } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
@@ -61,6 +61,19 @@ export interface ControllerOptions {
   engineKey?: EngineKeyOf;
 }
 
+/**
+ * What the controller tells the rest of the server (gateway, events log, long-polls):
+ * `replicas` when the replicas or their routes changed (read them again), `decided` with
+ * a pass's decisions or an engine's failure, `rollouts` with the rollouts a pass moved,
+ * `downloads` with the model files that started, finished or failed coming to agents.
+ */
+export interface ControllerEvents {
+  replicas: [];
+  decided: [Decision[]];
+  rollouts: [RolloutChange[]];
+  downloads: [DownloadChange[]];
+}
+
 /** A pass planned and applied in memory, not yet committed (`Controller.planPass`). */
 export interface AppliedPass {
   nowMs: number;
@@ -80,7 +93,7 @@ const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), mod
  * they read is frozen (a change replaces the replica, it never edits one in place).
  */
 export class Controller {
-  readonly events = new EventEmitter();
+  readonly events = new EventEmitter<ControllerEvents>();
   protected readonly replicas = new Map<string, Replica>();
   private readonly attempts = new Map<string, PlacementAttempt>();
   private readonly failuresByModel = new Map<string, number>();
@@ -125,7 +138,7 @@ export class Controller {
     this.now = opts.now ?? Date.now;
     this.rollouts = new RolloutBook(store, log, rollouts);
     this.passes = new PassSchedule(() => this.reconcileNow(), opts.reportPassMs ?? 100);
-    this.feed = new AssignmentFeed(this.events, (id) => this.assignmentsFor(id), this.now());
+    this.feed = new AssignmentFeed((id) => this.assignmentsFor(id), this.now());
     this.startedAtMs = this.now();
     this.events.setMaxListeners(0);
     // Any replica change invalidates the routing table; it is rebuilt on the next request.
@@ -276,7 +289,7 @@ export class Controller {
       if (before.state !== after.state) {
         this.log.info({ replica: id, model: after.model, from: before.state, to: after.state, error: after.error }, 'replica state changed');
         if (after.state === 'failed') this.failuresByModel.set(after.model, (this.failuresByModel.get(after.model) ?? 0) + 1);
-        if (after.state === 'failed') this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }] satisfies Decision[]);
+        if (after.state === 'failed') this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }]);
         this.events.emit('replicas');
       } else if (before.endpoint !== after.endpoint) {
         // An engine restarted on another port while staying ready: the routing table must follow.

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import type { Model } from '@llmgw/shared';
-import type { CatalogView, Controller, RouteTarget } from '../controller/controller.js';
+import type { CatalogView, Controller, ControllerEvents, RouteTarget } from '../controller/controller.js';
 import { Gateway } from './gateway.js';
 import { KeyRing } from './keys.js';
 import { Metrics } from '../metrics.js';
@@ -53,7 +53,7 @@ export async function setup(upstream: Upstream, settings: Partial<ConstructorPar
     listReplicas: () => [],
     lastAttempt: () => undefined,
     notify: () => void setTimeout(() => (started = true), 20),
-    events: new EventEmitter(),
+    events: new EventEmitter<ControllerEvents>(),
   } as unknown as Controller;
   const store = memoryStore();
   const keys = new KeyRing(store);
@@ -84,7 +84,7 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
   const targets: RouteTarget[] = [];
   for (const [i, e] of engines.entries()) targets.push({ replicaId: `r-${i + 1}`, endpoint: await listen(e), apiKey: 'k' });
   const ready = new Set(targets.map((t) => t.replicaId));
-  const events = new EventEmitter();
+  const events = new EventEmitter<ControllerEvents>();
   const ctl = {
     catalogView: { models: [m], resolve: (n: string) => (n === 'm' ? m : undefined), suggest: () => [] },
     models: [m],
