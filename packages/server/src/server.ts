@@ -12,6 +12,7 @@ import { Controller, type CatalogView } from './controller/controller.js';
 import { SharedController } from './controller/shared.js';
 import { newInstanceId } from './cluster/instances.js';
 import { LeaderLease } from './cluster/lease.js';
+import { SharedLimits } from './cluster/limits.js';
 import { startCluster, type RunningCluster } from './cluster/start.js';
 import { PostgresStore } from './store/postgres.js';
 import { SERVER_VERSION } from './version.js';
@@ -167,7 +168,10 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
   controller.fetchedEstimates = headers;
 
-  const keys = await KeyRing.load(store);
+  // On PostgreSQL the ring adds the other instances' counts to its own; they read this
+  // instance's from the ring, from their first sync on (`startCluster`).
+  const limits = pgStore ? new SharedLimits({ pool: pgStore.pool, log, instanceId, source: () => keys.localCounts() }) : undefined;
+  const keys = await KeyRing.load(store, Date.now, limits);
   const metrics = new Metrics();
   const gateway = new Gateway(
     controller,
@@ -224,11 +228,12 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const clientServer = await listen(gateway.handle, settings.clientAddr, settings, settings.clientTls);
   const catalogNow = catalogInfo(controller, deps.catalogStatus);
   const cluster =
-    pgStore && lease && controller instanceof SharedController
+    pgStore && lease && limits && controller instanceof SharedController
       ? await startCluster({
           store: pgStore,
           databaseUrl: settings.databaseUrl!,
           lease,
+          limits,
           controller,
           keys,
           access,
