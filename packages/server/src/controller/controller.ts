@@ -4,85 +4,22 @@ import type { Logger } from 'pino';
 import type { Replica, RolloutRecord } from '../domain.js';
 import type { Decision } from '../events/decisions.js';
 import type { Inventory } from '../inventory.js';
-import { placementModels, sourcesToEstimate, type FetchedEstimates } from '../estimates.js';
-import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
-import type { PlacementOutcome } from '../snapshot.js';
+import { placementModels, sourcesToEstimate } from '../estimates.js';
+import { reconcile, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { Store, StoredReplica } from '../store/store.js';
 import { ephemeralEngineKeys, type EngineKeyOf } from './engine-keys.js';
-import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
+import { allocatePort, applyActions, frozen, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
 import { AssignmentFeed } from './assignment-feed.js';
 import { assignmentsFor } from './assignments.js';
 import { applyShardReports, maskKey } from './replica-status.js';
-import { Downloads, type DownloadChange } from './downloads.js';
+import { Downloads } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
+import type { AppliedPass, CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt } from './options.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
-export type { RouteTarget };
-
-/** The part of the loaded catalog the controller needs. */
-export interface CatalogView {
-  models: Model[];
-  resolve(nameOrAlias: string): Model | undefined;
-  suggest(name: string): string[];
-}
-
-export interface PlacementAttempt {
-  outcome: PlacementOutcome;
-  atMs: number;
-}
-
-/** Traffic as the gateway counts it, copied once per reconcile pass. */
-export interface LoadSnapshot {
-  /** Requests in flight per replica id. */
-  inFlight: ReadonlyMap<string, number>;
-  /** Traffic per model name. */
-  models: ReadonlyMap<string, ModelLoad>;
-}
-
-/** Where the controller learns about traffic: the gateway. */
-export interface LoadSource {
-  loadSnapshot(): LoadSnapshot;
-}
-
-export interface ControllerOptions {
-  reconcileIntervalMs: number;
-  drainParallel: number;
-  minHealthyMs: number;
-  drainTimeoutMs: number;
-  maxLostFraction: number;
-  /** First backoff of a failed replica before it is replaced; doubles per failure of the model. */
-  failedBackoffMs: number;
-  /** The least time between two passes that only a live node's changed report asks for (default 100 ms; see `PassSchedule`). */
-  reportPassMs?: number;
-  now?: () => number;
-  /** Each replica's engine key; a secret of this process only when not given (tests). */
-  engineKey?: EngineKeyOf;
-}
-
-/**
- * What the controller tells the rest of the server (gateway, events log, long-polls):
- * `replicas` when the replicas or their routes changed (read them again), `decided` with
- * a pass's decisions or an engine's failure, `rollouts` with the rollouts a pass moved,
- * `downloads` with the model files that started, finished or failed coming to agents.
- */
-export interface ControllerEvents {
-  replicas: [];
-  decided: [Decision[]];
-  rollouts: [RolloutChange[]];
-  downloads: [DownloadChange[]];
-}
-
-/** A pass planned and applied in memory, not yet committed (`Controller.planPass`). */
-export interface AppliedPass {
-  nowMs: number;
-  plan: ReconcileResult;
-  /** Ids of the replicas it created, changed or removed. */
-  changed: string[];
-  /** Its decisions, for the events once it stands. */
-  decided: Decision[];
-}
+export type { AppliedPass, RouteTarget, CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt };
 
 const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), models: new Map() }) };
 
@@ -100,11 +37,8 @@ export class Controller {
   private routeCache?: Map<string, readonly RouteTarget[]>;
   private livenessKey = '';
   private lowSince = new Map<string, number>();
-  private loadSource: LoadSource = NO_TRAFFIC;
   /** Set while lost nodes' replicas are not replaced because too many went silent at once. */
   paused?: string;
-  /** The memory estimates of GGUF sources agents fetch, read by the server (`files/header-estimates.ts`). */
-  fetchedEstimates?: FetchedEstimates;
   /** Model files coming to agents now, per shard; soft state, not persisted. */
   readonly downloads = new Downloads();
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
@@ -165,10 +99,6 @@ export class Controller {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.passes.stop();
-  }
-
-  setLoadSource(src: LoadSource): void {
-    this.loadSource = src;
   }
 
   get models(): Model[] {
@@ -328,8 +258,8 @@ export class Controller {
   private plan(nowMs: number): ReconcileResult {
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
-    const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
-    const load = this.loadSource.loadSnapshot();
+    const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.opts.estimates);
+    const load = (this.opts.load ?? NO_TRAFFIC).loadSnapshot();
     this.newRevisions = this.rollouts.observe(this.catalog.models, nowMs);
     return reconcile({
       models,
@@ -380,7 +310,6 @@ export class Controller {
    * decisions, for the events once the plan stands.
    */
   private apply(plan: ReconcileResult, nowMs: number): Pick<AppliedPass, 'changed' | 'decided'> {
-    const changed: string[] = [];
     this.lowSince = plan.lowSince;
     if (plan.paused !== this.paused) {
       if (plan.paused) this.log.warn(plan.paused);
@@ -390,42 +319,8 @@ export class Controller {
     for (const [model, outcome] of plan.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
     this.rolloutChanges = [...this.newRevisions, ...this.rollouts.afterPass(plan.rollouts, plan.halts, nowMs)];
     this.newRevisions = [];
-    // For the events (`decided`): each action with its replica as created, removed or updated.
-    const touched = new Map<unknown, Replica>();
-    // Removals first, then the replicas changed and kept (each once, as the pass left it), then creations.
-    const removed = new Set<string>();
-    for (const action of plan.actions) {
-      if (action.kind !== 'remove') continue;
-      const id = action.replicaId;
-      removed.add(id);
-      const r = this.replicas.get(id);
-      if (r) touched.set(id, r);
-      this.replicas.delete(id);
-      changed.push(id);
-      for (const s of r?.shards ?? []) this.logTails.delete(s.id);
-      this.log.info({ replica: id, model: r?.model, code: action.code, reason: action.reason }, 'replica removed');
-    }
-    const updated = new Set<string>();
-    for (const action of plan.actions) {
-      const u = action.kind === 'update' ? action.replica : undefined;
-      if (!u || removed.has(u.id) || updated.has(u.id)) continue;
-      updated.add(u.id);
-      const before = this.replicas.get(u.id);
-      this.replicas.set(u.id, frozen(u));
-      changed.push(u.id);
-      if (before?.state !== u.state) this.log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
-      else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) this.log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
-    }
-    for (const action of plan.actions) {
-      if (action.kind !== 'create') continue;
-      const p = action.replica;
-      const r = materialize(p, newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined));
-      this.replicas.set(r.id, frozen(r));
-      changed.push(r.id);
-      touched.set(action, r);
-      this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
-    }
-    const decided = plan.actions.map((a): Decision => ({ kind: a.kind, code: a.code, reason: a.reason, ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? this.replicas.get(a.replicaId) }) }));
+    const { changed, removed, decided } = applyActions(plan.actions, this.replicas, (p) => newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined), this.log);
+    for (const s of removed.flatMap((r) => r.shards)) this.logTails.delete(s.id);
     return { changed, decided };
   }
 
