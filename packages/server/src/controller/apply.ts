@@ -100,8 +100,10 @@ export function applyActions(
     const id = action.replicaId;
     gone.add(id);
     const r = replicas.get(id);
-    if (r) touched.set(id, r);
-    if (r) removed.push(r);
+    if (r) {
+      touched.set(id, r);
+      removed.push(r);
+    }
     replicas.delete(id);
     changed.push(id);
     log.info({ replica: id, model: r?.model, code: action.code, reason: action.reason }, 'replica removed');

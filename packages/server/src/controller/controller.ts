@@ -16,10 +16,20 @@ import { Downloads } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
-import type { AppliedPass, CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt } from './options.js';
+import type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt } from './options.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
-export type { AppliedPass, RouteTarget, CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt };
+export type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, RouteTarget };
+
+/** A pass planned and applied in memory, not yet committed (`Controller.planPass`). */
+export interface AppliedPass {
+  nowMs: number;
+  plan: ReconcileResult;
+  /** Ids of the replicas it created, changed or removed. */
+  changed: string[];
+  /** Its decisions, for the events once it stands. */
+  decided: Decision[];
+}
 
 const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), models: new Map() }) };
 

@@ -1,7 +1,7 @@
 import type { Model } from '@llmgw/shared';
 import type { Decision } from '../events/decisions.js';
 import type { FetchedEstimates } from '../estimates.js';
-import type { ModelLoad, ReconcileResult, RolloutChange } from '../reconcile/reconcile.js';
+import type { ModelLoad, RolloutChange } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
 import type { DownloadChange } from './downloads.js';
 import type { EngineKeyOf } from './engine-keys.js';
@@ -54,7 +54,7 @@ export interface ControllerOptions {
 }
 
 /**
- * What the controller tells the rest of the server (gateway, events log, long-polls):
+ * What the controller tells the rest of the server (the gateway, the events log):
  * `replicas` when the replicas or their routes changed (read them again), `decided` with
  * a pass's decisions or an engine's failure, `rollouts` with the rollouts a pass moved,
  * `downloads` with the model files that started, finished or failed coming to agents.
@@ -64,14 +64,4 @@ export interface ControllerEvents {
   decided: [Decision[]];
   rollouts: [RolloutChange[]];
   downloads: [DownloadChange[]];
-}
-
-/** A pass planned and applied in memory, not yet committed (`Controller.planPass`). */
-export interface AppliedPass {
-  nowMs: number;
-  plan: ReconcileResult;
-  /** Ids of the replicas it created, changed or removed. */
-  changed: string[];
-  /** Its decisions, for the events once it stands. */
-  decided: Decision[];
 }
