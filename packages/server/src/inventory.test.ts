@@ -58,14 +58,13 @@ describe('Inventory.setAdmin on a node already in that state', () => {
 describe('Inventory on a shared store', () => {
   it('ages a node heard through the database only up to the last pull that worked, and one heard here by the clock', () => {
     const inv = new Inventory(memoryStore(), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, 0, [], { shared: true });
-    let pulledAt = 1000;
-    inv.remoteHorizon = () => pulledAt;
+    inv.heardFromDatabase(1000);
     inv.applyRemote({ id: 'far', admin: { state: 'ready' }, report: makeReport({ node_id: 'far' }), shards: [] }, 1000);
     inv.report(makeReport({ node_id: 'near' }), 1000);
     // The database is down for a minute: no pull works, 'far' stays as it was last heard.
     expect([inv.liveness(inv.get('far')!, 61_000), inv.liveness(inv.get('near')!, 61_000)]).toEqual(['ready', 'lost']);
     // Pulls work again and bring no newer heartbeat of 'far': it ages like any other.
-    pulledAt = 61_000;
+    inv.heardFromDatabase(61_000);
     expect(inv.liveness(inv.get('far')!, 61_000)).toBe('lost');
     inv.stop();
   });

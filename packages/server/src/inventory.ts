@@ -61,11 +61,12 @@ export class Inventory {
   private batchTimer?: NodeJS.Timeout;
   /**
    * On a shared store, when this instance last heard from the database (its last
-   * successful pull, cluster/sync.ts). A node whose heartbeats reach another instance
-   * ages only up to then: while the database is down this instance cannot know, and its
-   * gateway keeps routing to what was ready rather than to nothing.
+   * successful pull, cluster/sync.ts, told through `heardFromDatabase`). A node whose
+   * heartbeats reach another instance ages only up to then: while the database is down
+   * this instance cannot know, and its gateway keeps routing to what was ready rather
+   * than to nothing.
    */
-  remoteHorizon?: () => number;
+  private heardAtMs?: number;
 
   constructor(
     private readonly store: Store,
@@ -251,8 +252,13 @@ export class Inventory {
     return true;
   }
 
+  /** This instance read the other instances' heartbeats from the database at `atMs` (cluster/sync.ts). */
+  heardFromDatabase(atMs: number): void {
+    this.heardAtMs = atMs;
+  }
+
   liveness(node: InventoryNode, nowMs: number): Liveness {
-    const at = node.remote && this.remoteHorizon ? Math.min(nowMs, Math.max(this.remoteHorizon(), node.lastSeenMs)) : nowMs;
+    const at = node.remote && this.heardAtMs !== undefined ? Math.min(nowMs, Math.max(this.heardAtMs, node.lastSeenMs)) : nowMs;
     const ago = at - node.lastSeenMs;
     if (ago >= this.policy.lostAfterMs) return 'lost';
     if (!node.reported || ago >= this.policy.notReadyAfterMs) return 'not-ready';

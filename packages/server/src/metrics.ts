@@ -1,5 +1,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** What the gauges read at scrape time, given at construction (absent: nothing in flight, the store up). */
+export interface MetricSources {
+  /** Requests in flight per replica (`Traffic.inFlightByReplica`). */
+  inFlight?: () => { model: string; replica: string; value: number }[];
+  /** The store's state (`GuardedStore.stats`). */
+  store?: () => { up: boolean; errors: ReadonlyMap<string, number> };
+}
+
 /**
  * Prometheus metrics, served on the admin listener at /metrics. Labels stay low in
  * cardinality: model and status class, never key or request ids (usage per key is in
@@ -34,7 +42,6 @@ export class Metrics {
     registers: [this.registry],
   });
   /** Read at scrape time rather than updated per request: the hot path stays free of label lookups. */
-  inFlightSource: () => { model: string; replica: string; value: number }[] = () => [];
   readonly inFlight = new Gauge({
     name: 'llmgw_replica_in_flight_requests',
     help: 'Requests in flight per replica',
@@ -42,7 +49,7 @@ export class Metrics {
     registers: [this.registry],
     collect: () => {
       this.inFlight.reset();
-      for (const x of this.inFlightSource()) this.inFlight.set({ model: x.model, replica: x.replica }, x.value);
+      for (const x of this.sources.inFlight?.() ?? []) this.inFlight.set({ model: x.model, replica: x.replica }, x.value);
     },
   });
   readonly fallbacks = new Counter({
@@ -91,14 +98,12 @@ export class Metrics {
     collect: () => flush(this.pendingCachedTokens, this.routingCachedTokens),
   });
 
-  /** The store's state, read at scrape time (GuardedStore.stats). */
-  storeSource: () => { up: boolean; errors: ReadonlyMap<string, number> } = () => ({ up: true, errors: new Map() });
   readonly storeUp = new Gauge({
     name: 'llmgw_store_up',
     help: '1 while the store takes writes; 0 while it is unavailable (writes answer 503, /healthz says degraded)',
     registers: [this.registry],
     collect: () => {
-      this.storeUp.set(this.storeSource().up ? 1 : 0);
+      this.storeUp.set((this.sources.store?.().up ?? true) ? 1 : 0);
     },
   });
   readonly storeErrors = new Counter({
@@ -108,7 +113,7 @@ export class Metrics {
     registers: [this.registry],
     collect: () => {
       this.storeErrors.reset();
-      for (const [op, n] of this.storeSource().errors) this.storeErrors.inc({ op }, n);
+      for (const [op, n] of this.sources.store?.().errors ?? []) this.storeErrors.inc({ op }, n);
     },
   });
   readonly badUsage = new Counter({
@@ -124,7 +129,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  constructor(private readonly sources: MetricSources = {}) {
     // prom-client's names already say what they are (process_cpu_…, nodejs_heap_…): the
     // prefix only says whose, so `llmgw_process_cpu_…`, never `llmgw_process_process_cpu_…`.
     collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_' });

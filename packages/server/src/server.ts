@@ -12,6 +12,7 @@ import { Controller, type CatalogView } from './controller/controller.js';
 import { SharedController } from './controller/shared.js';
 import { newInstanceId } from './cluster/instances.js';
 import { LeaderLease } from './cluster/lease.js';
+import { SharedLimits } from './cluster/limits.js';
 import { startCluster, type RunningCluster } from './cluster/start.js';
 import { PostgresStore } from './store/postgres.js';
 import { SERVER_VERSION } from './version.js';
@@ -30,6 +31,7 @@ import { fleetEvents } from './events/index.js';
 import { HeaderEstimates } from './files/header-estimates.js';
 import { nodeFilesApi } from './api/node-files.js';
 import { Gateway } from './gateway/gateway.js';
+import { Traffic } from './gateway/traffic.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './http/http.js';
 import { tokensApi } from './api/tokens-api.js';
@@ -141,6 +143,10 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const instanceId = settings.instanceId ?? newInstanceId();
   const lease = pgStore ? new LeaderLease({ pool: pgStore.pool, log, instanceId, ttlMs: settings.leaderLeaseMs }) : undefined;
   const inventory = await Inventory.load(store, { notReadyAfterMs: settings.notReadyAfterMs, lostAfterMs: settings.lostAfterMs }, Date.now(), lease ? { shared: true } : {});
+  const traffic = new Traffic();
+  // A reading that ends asks for a pass, so placement uses it at once. Readings start from
+  // a pass, so the controller (made just below) is there by the time one ends.
+  const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
   const controllerOpts = {
     reconcileIntervalMs: settings.reconcileIntervalMs,
     failedBackoffMs: settings.failedBackoffMs,
@@ -149,18 +155,23 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     drainTimeoutMs: settings.drainTimeoutMs,
     maxLostFraction: settings.maxLostFraction,
     engineKey: engineKeys(settings.engineKeySecret ?? tokenFor(undefined, settings.dataDir, 'engine-key-secret').token),
+    // The gateway counts its traffic here; the controller copies it each pass, the metrics read it at scrape time.
+    load: traffic,
+    estimates: headers,
   };
   const controller = lease ? await SharedController.loadShared(inventory, store, catalog, controllerOpts, log, lease) : await Controller.load(inventory, store, catalog, controllerOpts, log);
   const events = await fleetEvents(store, controller, log);
-  const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
-  controller.fetchedEstimates = headers;
 
-  const keys = await KeyRing.load(store);
-  const metrics = new Metrics();
+  // On PostgreSQL the ring adds the other instances' counts to its own; they read this
+  // instance's from the ring, from their first sync on (`startCluster`).
+  const limits = pgStore ? new SharedLimits({ pool: pgStore.pool, log, instanceId, source: () => keys.localCounts() }) : undefined;
+  const keys = await KeyRing.load(store, Date.now, limits);
+  const metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), store: () => store.stats() });
   const gateway = new Gateway(
     controller,
     keys,
     metrics,
+    traffic,
     {
       maxBodyBytes: settings.maxBodyBytes,
       upstreamTimeoutMs: settings.upstreamTimeoutMs,
@@ -173,8 +184,6 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     },
     log,
   );
-  controller.setLoadSource(gateway);
-  metrics.storeSource = () => store.stats();
 
   const admin = express();
   admin.disable('x-powered-by');
@@ -212,11 +221,12 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const clientServer = await listen(gateway.handle, settings.clientAddr, settings, settings.clientTls);
   const catalogNow = catalogInfo(controller, deps.catalogStatus);
   const cluster =
-    pgStore && lease && controller instanceof SharedController
+    pgStore && lease && limits && controller instanceof SharedController
       ? await startCluster({
           store: pgStore,
           databaseUrl: settings.databaseUrl!,
           lease,
+          limits,
           controller,
           keys,
           access,

@@ -1,13 +1,15 @@
 import { Notifications } from '../store/notify.js';
 import { InstanceRegistry, type InstanceInfo } from './instances.js';
 import type { LeaderLease } from './lease.js';
-import { SharedLimits } from './limits.js';
+import type { SharedLimits } from './limits.js';
 import { ClusterSync, type ClusterSyncOptions } from './sync.js';
 
 /** What ClusterSync keeps in step (its options, less what startCluster makes), and what the rest needs. */
 export interface ClusterParts extends Omit<ClusterSyncOptions, 'notifications' | 'pullEveryMs' | 'overlapMs' | 'fullEveryMs'> {
   databaseUrl: string;
   lease: LeaderLease;
+  /** The per-key counts shared with the others; the key ring was made with them (server.ts). */
+  limits: SharedLimits;
   instanceId: string;
   adminUrl: string;
   clientUrl: string;
@@ -36,9 +38,7 @@ export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
   const sync = new ClusterSync({ ...p, notifications });
   sync.start();
   await sync.pull();
-  const limits = new SharedLimits({ pool: p.store.pool, log: p.log, instanceId: p.instanceId, source: () => p.keys.localCounts() });
-  await limits.start();
-  p.keys.others = limits;
+  await p.limits.start();
   const registry = new InstanceRegistry({ pool: p.store.pool, log: p.log, id: p.instanceId, adminUrl: p.adminUrl, clientUrl: p.clientUrl, info: p.info });
   await registry.start();
   // Every instance's catalog result reaches the others within a second (ctl status).
@@ -65,7 +65,7 @@ export async function startCluster(p: ClusterParts): Promise<RunningCluster> {
       // The lease first, so a successor can take over while the rest shuts down.
       await p.lease.stop();
       await registry.stop();
-      await limits.stop();
+      await p.limits.stop();
       await notifications.close();
     },
   };

@@ -39,8 +39,6 @@ export interface ClusterSyncOptions {
  */
 export class ClusterSync {
   private cursorMs?: number;
-  /** When the last pull succeeded, on this clock. */
-  private pulledAtMs = Date.now();
   private timers: NodeJS.Timeout[] = [];
   private readonly off: (() => void)[] = [];
   private pulling = false;
@@ -51,7 +49,7 @@ export class ClusterSync {
   start(): void {
     const { notifications: n, controller, keys, access, credentials, events } = this.o;
     // Nodes heard through the database age only up to the last pull that worked.
-    controller.inventory.remoteHorizon = () => this.pulledAtMs;
+    controller.inventory.heardFromDatabase(Date.now());
     const guard = (what: string, fn: () => Promise<void>) => () => fn().catch((err: unknown) => this.o.log.warn({ err: messageOf(err) }, `could not reload ${what} from the database: ${messageOf(err)}`));
     this.off.push(
       n.on('replicas', guard('replicas', () => controller.reloadReplicas())),
@@ -95,7 +93,7 @@ export class ClusterSync {
       const skew = dbNowMs - Date.now();
       for (const row of nodes) this.o.controller.applyRemoteNode(row, row.lastSeenMs === undefined ? undefined : row.lastSeenMs - skew);
       this.cursorMs = dbNowMs;
-      this.pulledAtMs = Date.now();
+      this.o.controller.inventory.heardFromDatabase(Date.now());
       if (this.failing) this.o.log.info('pulling heartbeats from the database again');
       this.failing = undefined;
     } catch (err) {

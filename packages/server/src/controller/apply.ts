@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Model } from '@llmgw/shared';
+import type { Logger } from 'pino';
 import { HOLDS_RESOURCES, type Replica } from '../domain.js';
-import type { PlannedReplica } from '../reconcile/reconcile.js';
+import type { Decision } from '../domain.js';
+import type { PlannedAction, PlannedReplica } from '../reconcile/reconcile.js';
 import { specOf } from '../reconcile/spec.js';
 import type { StoredReplica } from '../store/store.js';
 import type { EngineKeyOf } from './engine-keys.js';
@@ -74,4 +76,57 @@ export function frozen(r: Replica): Replica {
   if (r.spec?.file) Object.freeze(r.spec.file);
   if (r.spec) Object.freeze(r.spec);
   return Object.freeze(r);
+}
+
+/**
+ * Applies a plan's actions to the replicas in memory, in the order that keeps them
+ * consistent: removals first, then the replicas changed and kept (each once, as the
+ * whole pass left it), then creations, which get their ids from `idsFor` here. Returns
+ * the ids it changed (to be written), the replicas it removed, and the decisions, each
+ * with its replica as created, removed or updated (for the events).
+ */
+export function applyActions(
+  actions: readonly PlannedAction[],
+  replicas: Map<string, Replica>,
+  idsFor: (p: PlannedReplica) => ReplicaIds,
+  log: Logger,
+): { changed: string[]; removed: Replica[]; decided: Decision[] } {
+  const changed: string[] = [];
+  const removed: Replica[] = [];
+  const touched = new Map<unknown, Replica>();
+  const gone = new Set<string>();
+  for (const action of actions) {
+    if (action.kind !== 'remove') continue;
+    const id = action.replicaId;
+    gone.add(id);
+    const r = replicas.get(id);
+    if (r) {
+      touched.set(id, r);
+      removed.push(r);
+    }
+    replicas.delete(id);
+    changed.push(id);
+    log.info({ replica: id, model: r?.model, code: action.code, reason: action.reason }, 'replica removed');
+  }
+  const updated = new Set<string>();
+  for (const action of actions) {
+    const u = action.kind === 'update' ? action.replica : undefined;
+    if (!u || gone.has(u.id) || updated.has(u.id)) continue;
+    updated.add(u.id);
+    const before = replicas.get(u.id);
+    replicas.set(u.id, frozen(u));
+    changed.push(u.id);
+    if (before?.state !== u.state) log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
+    else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
+  }
+  for (const action of actions) {
+    if (action.kind !== 'create') continue;
+    const r = materialize(action.replica, idsFor(action.replica));
+    replicas.set(r.id, frozen(r));
+    changed.push(r.id);
+    touched.set(action, r);
+    log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
+  }
+  const decided = actions.map((a): Decision => ({ kind: a.kind, code: a.code, reason: a.reason, ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? replicas.get(a.replicaId) }) }));
+  return { changed, removed, decided };
 }

@@ -1,4 +1,4 @@
-import type { EventEmitter } from 'node:events';
+import { EventEmitter } from 'node:events';
 import type { AssignmentsReply, ShardAssignment } from '@llmgw/shared';
 
 /**
@@ -10,9 +10,10 @@ import type { AssignmentsReply, ShardAssignment } from '@llmgw/shared';
 export class AssignmentFeed {
   private readonly json = new Map<string, string>();
   private readonly versions = new Map<string, number>();
+  /** One event per node id, emitted when its assignments change; every long-poll of the node listens. */
+  private readonly changed = new EventEmitter<Record<string, []>>().setMaxListeners(0);
 
   constructor(
-    private readonly events: EventEmitter,
     private readonly of: (nodeId: string) => ShardAssignment[],
     private readonly base: number,
   ) {}
@@ -28,12 +29,12 @@ export class AssignmentFeed {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.events.off(`assignments:${nodeId}`, done);
+        this.changed.off(nodeId, done);
         signal?.removeEventListener('abort', done);
         resolve(this.reply(nodeId));
       };
       const timer = setTimeout(done, timeoutMs);
-      this.events.on(`assignments:${nodeId}`, done);
+      this.changed.on(nodeId, done);
       signal?.addEventListener('abort', done);
     });
   }
@@ -45,7 +46,7 @@ export class AssignmentFeed {
       if (this.json.get(id) === json) continue;
       this.json.set(id, json);
       this.versions.set(id, (this.versions.get(id) ?? this.base) + 1);
-      this.events.emit(`assignments:${id}`);
+      this.changed.emit(id);
     }
   }
 }

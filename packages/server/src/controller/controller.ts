@@ -3,12 +3,11 @@ import { type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model,
 import type { Logger } from 'pino';
 import type { Decision, Replica, RolloutRecord } from '../domain.js';
 import type { Inventory } from '../inventory.js';
-import { placementModels, sourcesToEstimateOnce, type FetchedEstimates } from '../estimates.js';
-import { reconcile, type ModelLoad, type ReconcileResult } from '../reconcile/reconcile.js';
-import type { PlacementOutcome } from '../snapshot.js';
+import { placementModels, sourcesToEstimateOnce } from '../estimates.js';
+import { reconcile, type ReconcileResult } from '../reconcile/reconcile.js';
 import type { Store, StoredReplica } from '../store/store.js';
 import { ephemeralEngineKeys, type EngineKeyOf } from './engine-keys.js';
-import { allocatePort, frozen, materialize, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
+import { allocatePort, applyActions, frozen, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
 import { AssignmentFeed } from './assignment-feed.js';
 import { assignmentsFor } from './assignments.js';
 import { applyShardReports, maskKey } from './replica-status.js';
@@ -16,48 +15,19 @@ import { Downloads } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
+import type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt } from './options.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
-export type { RouteTarget };
+export type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, RouteTarget };
 
-/** The part of the loaded catalog the controller needs. */
-export interface CatalogView {
-  models: Model[];
-  resolve(nameOrAlias: string): Model | undefined;
-  suggest(name: string): string[];
-}
-
-export interface PlacementAttempt {
-  outcome: PlacementOutcome;
-  atMs: number;
-}
-
-/** Traffic as the gateway counts it, copied once per reconcile pass. */
-export interface LoadSnapshot {
-  /** Requests in flight per replica id. */
-  inFlight: ReadonlyMap<string, number>;
-  /** Traffic per model name. */
-  models: ReadonlyMap<string, ModelLoad>;
-}
-
-/** Where the controller learns about traffic: the gateway. */
-export interface LoadSource {
-  loadSnapshot(): LoadSnapshot;
-}
-
-export interface ControllerOptions {
-  reconcileIntervalMs: number;
-  drainParallel: number;
-  minHealthyMs: number;
-  drainTimeoutMs: number;
-  maxLostFraction: number;
-  /** First backoff of a failed replica before it is replaced; doubles per failure of the model. */
-  failedBackoffMs: number;
-  /** The least time between two passes that only a live node's changed report asks for (default 100 ms; see `PassSchedule`). */
-  reportPassMs?: number;
-  now?: () => number;
-  /** Each replica's engine key; a secret of this process only when not given (tests). */
-  engineKey?: EngineKeyOf;
+/** A pass planned and applied in memory, not yet committed (`Controller.planPass`). */
+export interface AppliedPass {
+  nowMs: number;
+  plan: ReconcileResult;
+  /** Ids of the replicas it created, changed or removed. */
+  changed: string[];
+  /** Its decisions, for the events once it stands. */
+  decided: Decision[];
 }
 
 const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), models: new Map() }) };
@@ -69,18 +39,15 @@ const NO_TRAFFIC: LoadSource = { loadSnapshot: () => ({ inFlight: new Map(), mod
  * they read is frozen (a change replaces the replica, it never edits one in place).
  */
 export class Controller {
-  readonly events = new EventEmitter();
+  readonly events = new EventEmitter<ControllerEvents>();
   protected readonly replicas = new Map<string, Replica>();
   private readonly attempts = new Map<string, PlacementAttempt>();
   private readonly failuresByModel = new Map<string, number>();
   private routeCache?: Map<string, readonly RouteTarget[]>;
   private livenessKey = '';
   private lowSince = new Map<string, number>();
-  private loadSource: LoadSource = NO_TRAFFIC;
   /** Set while lost nodes' replicas are not replaced because too many went silent at once. */
   paused?: string;
-  /** The memory estimates of GGUF sources agents fetch, read by the server (`files/header-estimates.ts`). */
-  fetchedEstimates?: FetchedEstimates;
   /** Model files coming to agents now, per shard; soft state, not persisted. */
   readonly downloads = new Downloads();
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
@@ -112,7 +79,7 @@ export class Controller {
     this.now = opts.now ?? Date.now;
     this.rollouts = new RolloutBook(store, log, rollouts);
     this.passes = new PassSchedule(() => this.reconcileNow(), opts.reportPassMs ?? 100);
-    this.feed = new AssignmentFeed(this.events, (id) => this.assignmentsFor(id), this.now());
+    this.feed = new AssignmentFeed((id) => this.assignmentsFor(id), this.now());
     this.startedAtMs = this.now();
     this.events.setMaxListeners(0);
     // Any replica change invalidates the routing table; it is rebuilt on the next request.
@@ -139,10 +106,6 @@ export class Controller {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.passes.stop();
-  }
-
-  setLoadSource(src: LoadSource): void {
-    this.loadSource = src;
   }
 
   get models(): Model[] {
@@ -256,7 +219,7 @@ export class Controller {
       if (before.state !== after.state) {
         this.log.info({ replica: id, model: after.model, from: before.state, to: after.state, error: after.error }, 'replica state changed');
         if (after.state === 'failed') this.failuresByModel.set(after.model, (this.failuresByModel.get(after.model) ?? 0) + 1);
-        if (after.state === 'failed') this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }] satisfies Decision[]);
+        if (after.state === 'failed') this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }]);
         this.events.emit('replicas');
       } else if (before.endpoint !== after.endpoint) {
         // An engine restarted on another port while staying ready: the routing table must follow.
@@ -267,21 +230,36 @@ export class Controller {
     return changed.length > 0;
   }
 
-  /** One reconcile pass: snapshot, plan, apply, and hand agents their new assignments. */
+  /**
+   * One reconcile pass: plan and apply in memory (`planPass`), queue the replicas it
+   * changed for the store, then its events and the agents' new assignments (`settlePass`).
+   * A shared store commits between the two halves instead (SharedController).
+   */
   reconcileNow(): void {
-    const nowMs = this.now();
-    const plan = this.plan(nowMs);
-    this.emitDecided(this.apply(plan, nowMs, (ids) => void this.persist(ids)));
+    const pass = this.planPass(this.now());
+    void this.persist(pass.changed);
     void this.inventory.persistReports();
-    this.followLiveness(nowMs, plan.actions.length > 0);
+    this.settlePass(pass);
+  }
+
+  /** The first half of a pass, the same for one server and several: snapshot, plan, and apply the plan in memory. */
+  protected planPass(nowMs: number): AppliedPass {
+    const plan = this.plan(nowMs);
+    return { nowMs, plan, ...this.apply(plan, nowMs) };
+  }
+
+  /** The second half, once the pass is committed: its events, traffic following the fleet, and the agents' assignments. */
+  protected settlePass(pass: AppliedPass): void {
+    this.emitDecided(pass.decided);
+    this.followLiveness(pass.nowMs, pass.plan.actions.length > 0);
     this.refreshAssignments();
   }
 
-  protected plan(nowMs: number): ReconcileResult {
+  private plan(nowMs: number): ReconcileResult {
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
-    const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.fetchedEstimates);
-    const load = this.loadSource.loadSnapshot();
+    const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.opts.estimates);
+    const load = (this.opts.load ?? NO_TRAFFIC).loadSnapshot();
     this.rolloutChanges = this.rollouts.observe(this.catalog.models, nowMs);
     return reconcile({
       models,
@@ -315,7 +293,7 @@ export class Controller {
   }
 
   /** The events of a plan once it stands: its decisions, and the rollouts it moved. */
-  protected emitDecided(decided: Decision[]): void {
+  private emitDecided(decided: Decision[]): void {
     if (decided.length) this.events.emit('decided', decided);
     if (this.rolloutChanges.length) this.events.emit('rollouts', this.rolloutChanges);
     this.rolloutChanges = [];
@@ -323,11 +301,10 @@ export class Controller {
 
   /**
    * Carries out a plan in memory: ids, keys and rendezvous ports are allocated here, not
-   * in planning. Hands the ids of the replicas it changed to `changedIds` (to be
-   * written), and returns the decisions, for the events once the plan stands.
+   * in planning. Returns the ids of the replicas it changed (to be written) and the
+   * decisions, for the events once the plan stands.
    */
-  protected apply(plan: ReconcileResult, nowMs: number, changedIds: (ids: string[]) => void): Decision[] {
-    const changed: string[] = [];
+  private apply(plan: ReconcileResult, nowMs: number): Pick<AppliedPass, 'changed' | 'decided'> {
     this.lowSince = plan.lowSince;
     if (plan.paused !== this.paused) {
       if (plan.paused) this.log.warn(plan.paused);
@@ -336,36 +313,9 @@ export class Controller {
     }
     for (const [model, outcome] of plan.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
     this.rolloutChanges.push(...this.rollouts.afterPass(plan.rollouts, plan.halts, nowMs));
-    // For the events (`decided`): each action with its replica as created, removed or updated.
-    const touched = new Map<unknown, Replica>();
-    for (const { id, reason } of plan.remove) {
-      const r = this.replicas.get(id);
-      if (r) touched.set(id, r);
-      const code = plan.actions.find((a) => a.kind === 'remove' && a.replicaId === id)?.code;
-      this.replicas.delete(id);
-      changed.push(id);
-      for (const s of r?.shards ?? []) this.logTails.delete(s.id);
-      this.log.info({ replica: id, model: r?.model, code, reason }, 'replica removed');
-    }
-    for (const u of plan.update) {
-      const before = this.replicas.get(u.id);
-      this.replicas.set(u.id, frozen(u));
-      changed.push(u.id);
-      if (before?.state !== u.state) this.log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
-      else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) this.log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
-    }
-    for (const action of plan.actions) {
-      if (action.kind !== 'create') continue;
-      const p = action.replica;
-      const r = materialize(p, newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined));
-      this.replicas.set(r.id, frozen(r));
-      changed.push(r.id);
-      touched.set(action, r);
-      this.log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
-    }
-    const decided = plan.actions.map((a): Decision => ({ kind: a.kind, code: a.code, reason: a.reason, ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? this.replicas.get(a.replicaId) }) }));
-    changedIds(changed);
-    return decided;
+    const { changed, removed, decided } = applyActions(plan.actions, this.replicas, (p) => newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined), this.log);
+    for (const s of removed.flatMap((r) => r.shards)) this.logTails.delete(s.id);
+    return { changed, decided };
   }
 
   /** Writes the changed replicas, with any the store refused before (see `ReplicaWrites`). Never rejects. */

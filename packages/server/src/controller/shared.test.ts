@@ -32,7 +32,7 @@ function instance(db: Map<string, Replica> = new Map()) {
   const leadership = { isLeader: () => fence !== undefined, fence: () => fence };
   const ctl = new SharedController(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, Date.now(), [], { shared: true }), store, catalog, opts, pino({ level: 'silent' }), leadership, [...db.values()]);
   const decided: unknown[] = [];
-  ctl.events.on('decided', (d: unknown[]) => decided.push(...d));
+  ctl.events.on('decided', (d) => decided.push(...d));
   // A pass is asynchronous on a shared store: let it run to its end.
   const pass = async () => {
     ctl.reconcileNow();

@@ -101,25 +101,20 @@ export class SharedController extends Controller {
         } catch (err) {
           this.log.warn({ err: (err as Error).message }, `rollout records not read, so this pass plans with the last ones: ${(err as Error).message}`);
         }
-        const planAt = this.now();
-        const plan = this.plan(planAt);
-        let ids: string[] = [];
-        const decided = this.apply(plan, planAt, (changed) => (ids = changed));
-        if (ids.length) {
+        const pass = this.planPass(this.now());
+        if (pass.changed.length) {
           try {
-            await this.store.writeReplicas(ids.flatMap((id) => this.replicas.get(id) ?? []), ids.filter((id) => !this.replicas.has(id)), fence);
+            await this.store.writeReplicas(pass.changed.flatMap((id) => this.replicas.get(id) ?? []), pass.changed.filter((id) => !this.replicas.has(id)), fence);
           } catch (err) {
-            this.log.warn({ err: (err as Error).message, replicas: ids.length }, `reconcile pass not written, so not acted on: ${(err as Error).message}`);
+            this.log.warn({ err: (err as Error).message, replicas: pass.changed.length }, `reconcile pass not written, so not acted on: ${(err as Error).message}`);
             await this.readReplicas().catch(() => undefined);
             continue;
           }
         }
-        this.emitDecided(decided);
-        this.followLiveness(planAt, plan.actions.length > 0);
-        this.refreshAssignments();
+        this.settlePass(pass);
         if (this.plannedEpoch !== fence.epoch) {
           this.plannedEpoch = fence.epoch;
-          this.log.info({ epoch: fence.epoch, actions: plan.actions.length }, `first reconcile pass as leader (epoch ${fence.epoch}): ${plan.actions.length} action(s)`);
+          this.log.info({ epoch: fence.epoch, actions: pass.plan.actions.length }, `first reconcile pass as leader (epoch ${fence.epoch}): ${pass.plan.actions.length} action(s)`);
         }
       } while (this.passAgain);
     } catch (err) {

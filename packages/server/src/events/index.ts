@@ -3,8 +3,6 @@ import type { Logger } from 'pino';
 import type { Controller } from '../controller/controller.js';
 import type { Store } from '../store/store.js';
 import { adminAudit, nodeStateEvent, recordAdmin } from './admin-events.js';
-import type { DownloadChange } from '../controller/downloads.js';
-import type { RolloutChange } from '../reconcile/reconcile.js';
 import type { Decision } from '../domain.js';
 import { decisionEvent, rolloutEvent } from './decisions.js';
 import { downloadEvent } from './downloads.js';
@@ -24,13 +22,13 @@ export { EventLog, type Decision };
 export async function fleetEvents(store: Store, controller: Controller, log: Logger) {
   const events = await EventLog.load(store, { log });
   const nodesOf = (id: string) => controller.listReplicas().find((r) => r.id === id)?.shards.map((s) => s.nodeId) ?? [];
-  controller.events.on('decided', (ds: Decision[]) => {
+  controller.events.on('decided', (ds) => {
     for (const d of ds) events.record(decisionEvent(d, nodesOf));
   });
-  controller.events.on('rollouts', (rs: RolloutChange[]) => {
+  controller.events.on('rollouts', (rs) => {
     for (const r of rs) events.record(rolloutEvent(r));
   });
-  controller.events.on('downloads', (ds: DownloadChange[]) => {
+  controller.events.on('downloads', (ds) => {
     for (const d of ds) events.record(downloadEvent(d));
   });
   const admin = (id: string) => controller.inventory.get(id)?.admin;

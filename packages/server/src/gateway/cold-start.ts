@@ -3,31 +3,21 @@ import type { Logger } from 'pino';
 import type { Model } from '@llmgw/shared';
 import { ACTIVE_REPLICA_STATES } from '../domain.js';
 import type { GatewayController } from './controller-view.js';
+import type { Traffic } from './traffic.js';
 import { write } from './sse.js';
 
 /**
  * A request for a model with `min: 0` and no replica at all starts one and waits for it.
- * The number of requests waiting per model is what the autoscaler reads to start the
- * first replica (and not scale back to zero under them).
+ * The number of requests waiting per model (counted in `Traffic`) is what the autoscaler
+ * reads to start the first replica (and not scale back to zero under them).
  */
 export class ColdStart {
-  private readonly waiting = new Map<string, number>();
-
   constructor(
     private readonly ctl: GatewayController,
+    private readonly traffic: Traffic,
     private readonly settings: { keepAliveMs: number; coldStartTimeoutMs: number },
     private readonly log: Logger,
   ) {}
-
-  /** The models with requests waiting for a first replica. */
-  waitingModels(): IterableIterator<string> {
-    return this.waiting.keys();
-  }
-
-  /** Requests waiting for a first replica of `model`. */
-  waitingFor(model: string): number {
-    return this.waiting.get(model) ?? 0;
-  }
 
   /** Whether a request for `model` must start a replica: `min: 0` and none active. */
   needed(model: Model): boolean {
@@ -49,7 +39,7 @@ export class ColdStart {
    * or the cold-start timeout passes. Returns why it gave up (when it did).
    */
   async wait(model: Model, res: ServerResponse, stream: boolean, signal: AbortSignal): Promise<string> {
-    this.waiting.set(model.name, (this.waiting.get(model.name) ?? 0) + 1);
+    this.traffic.waitStarted(model.name);
     const started = Date.now();
     const keepAlive = stream ? setInterval(() => write(res, ': keep-alive\n\n'), this.settings.keepAliveMs) : undefined;
     this.log.info({ model: model.name }, 'request for a model at zero replicas; starting one');
@@ -64,7 +54,7 @@ export class ColdStart {
       }
     } finally {
       if (keepAlive) clearInterval(keepAlive);
-      this.waiting.set(model.name, (this.waiting.get(model.name) ?? 1) - 1);
+      this.traffic.waitEnded(model.name);
     }
   }
 

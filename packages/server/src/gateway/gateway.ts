@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { LoadSnapshot, LoadSource } from '../controller/controller.js';
 import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLoad } from '../reconcile/reconcile.js';
@@ -16,6 +15,7 @@ import { Fallbacks, routingOf } from './fallbacks.js';
 import type { KeyRing } from './keys.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
 import { SseRelay } from './sse.js';
+import type { Traffic } from './traffic.js';
 import { Upstream, type Exchange } from './upstream.js';
 import { UsageMeter } from './usage.js';
 
@@ -54,9 +54,7 @@ export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
  * read the model; responses stream through without per-event JSON parsing, except the
  * one usage event at the end.
  */
-export class Gateway implements LoadSource {
-  private readonly modelInFlight = new Map<string, number>();
-  private readonly lastRequest = new Map<string, number>();
+export class Gateway {
   private readonly upstream: Upstream;
   private readonly coldStart: ColdStart;
   private readonly fallbacks: Fallbacks;
@@ -65,6 +63,8 @@ export class Gateway implements LoadSource {
     private readonly ctl: GatewayController,
     private readonly keys: KeyRing,
     metrics: Metrics,
+    /** Where it counts its requests; the controller and the metrics read the same (`Traffic`). */
+    private readonly traffic: Traffic,
     private readonly settings: GatewaySettings,
     private readonly log: Logger,
     /** One policy for every model, whatever the catalog says (tests); else each model's `routing`. */
@@ -72,12 +72,11 @@ export class Gateway implements LoadSource {
   ) {
     const usage = new UsageMeter(keys, metrics, log);
     const sse = new SseRelay(metrics, { keepAliveMs: settings.keepAliveMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs, maxEventBytes: settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES });
-    this.upstream = new Upstream(metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
-    this.coldStart = new ColdStart(ctl, settings, log);
+    this.upstream = new Upstream(traffic, metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
+    this.coldStart = new ColdStart(ctl, traffic, settings, log);
     const leastLoaded = new LeastLoaded();
     const cacheAware = new CacheAware({ prefixCacheTokens: settings.prefixCacheTokens }, metrics);
     this.fallbacks = new Fallbacks(ctl, this.upstream, (m) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware), this.coldStart, usage, metrics, log);
-    metrics.inFlightSource = () => this.upstream.inFlightByReplica();
     ctl.events.on('replicas', () => {
       const replicas = ctl.listReplicas();
       this.upstream.prune(replicas);
@@ -100,20 +99,12 @@ export class Gateway implements LoadSource {
 
   /** Requests in flight on a replica, for the controller (drains wait for zero). */
   inFlight(replicaId: string): number {
-    return this.upstream.inFlight(replicaId);
+    return this.traffic.inFlight(replicaId);
   }
 
-  /** What the autoscaler reads: in-flight requests, the last request, and cold-start waiters. */
+  /** What the autoscaler reads of `model` (`Traffic.load`). */
   load(model: string): ModelLoad {
-    const last = this.lastRequest.get(model);
-    return { inFlight: this.modelInFlight.get(model) ?? 0, waiting: this.coldStart.waitingFor(model), ...(last !== undefined ? { lastRequestMs: last } : {}) };
-  }
-
-  /** A copy of the traffic counters for one reconcile pass, so the controller holds no live view of them. */
-  loadSnapshot(): LoadSnapshot {
-    const models = new Map<string, ModelLoad>();
-    for (const m of new Set([...this.modelInFlight.keys(), ...this.coldStart.waitingModels(), ...this.lastRequest.keys()])) models.set(m, this.load(m));
-    return { inFlight: this.upstream.inFlightSnapshot(), models };
+    return this.traffic.load(model);
   }
 
   async close(): Promise<void> {
@@ -148,8 +139,7 @@ export class Gateway implements LoadSource {
       throw err;
     }
     const model = request.model.name;
-    this.lastRequest.set(model, Date.now());
-    this.modelInFlight.set(model, (this.modelInFlight.get(model) ?? 0) + 1);
+    this.traffic.requestStarted(model, Date.now());
     try {
       const abort = new AbortController();
       const ex: Exchange = { ...request, key, t0, abort, signal: abort.signal };
@@ -159,7 +149,7 @@ export class Gateway implements LoadSource {
       await this.fallbacks.forward(res, ex);
     } finally {
       release();
-      this.modelInFlight.set(model, (this.modelInFlight.get(model) ?? 1) - 1);
+      this.traffic.requestEnded(model);
     }
   }
 

@@ -83,9 +83,8 @@ describe('KeyRing and a store that refuses writes', () => {
 
 describe('KeyRing with other instances counting the same key', () => {
   it('adds what the others counted to its own, for the per-minute and the concurrency limit', async () => {
-    const ring = new KeyRing(memoryStore(), () => 0);
     const others = { requests: 2, inFlight: 0 };
-    ring.others = { othersRequests: () => others.requests, othersInFlight: () => others.inFlight };
+    const ring = new KeyRing(memoryStore(), () => 0, undefined, { othersRequests: () => others.requests, othersInFlight: () => others.inFlight });
     const { secret } = await ring.create({ name: 'k', rpm: 3, max_concurrent: 2 }, (m) => m);
     const auth = ring.authenticate(secret);
     if (!auth.ok) throw new Error('key not found');

@@ -11,6 +11,12 @@ export type AuthResult =
 
 export type Admission = { ok: true; release: () => void } | { ok: false; reason: 'rpm' | 'concurrency'; retryAfterS: number };
 
+/** The other instances' counts per key (`SharedLimits`), which a ring adds to its own. */
+export interface OtherInstances {
+  othersRequests(keyId: string): number;
+  othersInFlight(keyId: string): number;
+}
+
 /**
  * Client API keys: created and revoked through the admin API, checked on every gateway
  * request without touching the database (an in-memory map by hash, rebuilt on change),
@@ -40,6 +46,12 @@ export class KeyRing {
     private readonly store: Store,
     private readonly now: () => number = Date.now,
     stored: { keys: readonly StoredKey[]; usage: readonly StoredUsage[] } = { keys: [], usage: [] },
+    /**
+     * What other server instances counted for each key, last synced (cluster/limits.ts):
+     * added to this instance's own counts, so a key's limits hold across instances with no
+     * database round trip per request. Absent: this instance alone.
+     */
+    private readonly others?: OtherInstances,
   ) {
     this.keys.replace(stored.keys);
     for (const u of stored.usage) {
@@ -51,8 +63,8 @@ export class KeyRing {
   }
 
   /** The keys and usage totals the store holds. */
-  static async load(store: Store, now: () => number = Date.now): Promise<KeyRing> {
-    return new KeyRing(store, now, { keys: await store.loadKeys(), usage: await store.loadUsage() });
+  static async load(store: Store, now: () => number = Date.now, others?: OtherInstances): Promise<KeyRing> {
+    return new KeyRing(store, now, { keys: await store.loadKeys(), usage: await store.loadUsage() }, others);
   }
 
   /** Replaces the keys in memory with the store's (another instance created or revoked one); the newest read wins. */
@@ -110,13 +122,6 @@ export class KeyRing {
     if (key.expiresAt && Date.parse(key.expiresAt) <= this.now()) return { ok: false, reason: 'expired' };
     return { ok: true, key };
   }
-
-  /**
-   * What other server instances counted for each key, last synced (cluster/limits.ts):
-   * added to this instance's own counts, so a key's limits hold across instances with no
-   * database round trip per request.
-   */
-  others?: { othersRequests(keyId: string): number; othersInFlight(keyId: string): number };
 
   /** Counts a request against the key's limits, or says which limit it hit. */
   admit(key: StoredKey): Admission {

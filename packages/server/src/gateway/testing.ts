@@ -3,10 +3,11 @@ import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import type { Model } from '@llmgw/shared';
-import type { CatalogView, Controller, RouteTarget } from '../controller/controller.js';
-import { Gateway } from './gateway.js';
+import type { CatalogView, Controller, ControllerEvents, RouteTarget } from '../controller/controller.js';
+import { Gateway, type GatewaySettings } from './gateway.js';
 import { KeyRing } from './keys.js';
 import { Metrics } from '../metrics.js';
+import { Traffic } from './traffic.js';
 import { memoryStore } from '../store/testing.js';
 
 // Shared by the gateway's test files: a gateway in process in front of a fake engine,
@@ -34,7 +35,7 @@ export async function listen(handler: http.RequestListener): Promise<string> {
 }
 
 /** A gateway in front of one fake engine, with one API key. */
-export async function setup(upstream: Upstream, settings: Partial<ConstructorParameters<typeof Gateway>[3]> = {}, replicas = 1, scaling?: Model['scaling'], catalog?: CatalogView) {
+export async function setup(upstream: Upstream, settings: Partial<GatewaySettings> = {}, replicas = 1, scaling?: Model['scaling'], catalog?: CatalogView) {
   const engineUrl = await listen(upstream);
   const model: Model = { name: 'm', source: 'x', profiles: [{ name: 'cpu', engine: 'llama.cpp' }], ...(scaling ? { scaling } : {}) };
   // A model that scales from zero has no replica until the gateway asks for one.
@@ -53,16 +54,18 @@ export async function setup(upstream: Upstream, settings: Partial<ConstructorPar
     listReplicas: () => [],
     lastAttempt: () => undefined,
     notify: () => void setTimeout(() => (started = true), 20),
-    events: new EventEmitter(),
+    events: new EventEmitter<ControllerEvents>(),
   } as unknown as Controller;
   const store = memoryStore();
   const keys = new KeyRing(store);
   const { secret } = await keys.create({ name: 'test' }, (n) => n);
-  const metrics = new Metrics();
+  const traffic = new Traffic();
+  const metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica() });
   const gw = new Gateway(
     ctl,
     keys,
     metrics,
+    traffic,
     { maxBodyBytes: 1 << 20, upstreamTimeoutMs: 5000, cooldownMs: 1000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings },
     pino({ level: 'silent' }),
   );
@@ -79,12 +82,12 @@ export async function setup(upstream: Upstream, settings: Partial<ConstructorPar
  * tests: `ready` is the set of replicas routed to, and `changed()` tells the gateway the
  * replicas changed (as the controller's `replicas` event does).
  */
-export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}, settings: Partial<ConstructorParameters<typeof Gateway>[3]> = {}) {
+export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}, settings: Partial<GatewaySettings> = {}) {
   const m: Model = { name: 'm', source: 'x', profiles: [{ name: 'cpu', engine: 'llama.cpp' }], ...model };
   const targets: RouteTarget[] = [];
   for (const [i, e] of engines.entries()) targets.push({ replicaId: `r-${i + 1}`, endpoint: await listen(e), apiKey: 'k' });
   const ready = new Set(targets.map((t) => t.replicaId));
-  const events = new EventEmitter();
+  const events = new EventEmitter<ControllerEvents>();
   const ctl = {
     catalogView: { models: [m], resolve: (n: string) => (n === 'm' ? m : undefined), suggest: () => [] },
     models: [m],
@@ -97,8 +100,9 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
   } as unknown as Controller;
   const keys = new KeyRing(memoryStore());
   const { secret } = await keys.create({ name: 'test' }, (n) => n);
-  const metrics = new Metrics();
-  const gw = new Gateway(ctl, keys, metrics, { maxBodyBytes: 1 << 22, upstreamTimeoutMs: 5000, cooldownMs: 60_000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings }, pino({ level: 'silent' }));
+  const traffic = new Traffic();
+  const metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica() });
+  const gw = new Gateway(ctl, keys, metrics, traffic, { maxBodyBytes: 1 << 22, upstreamTimeoutMs: 5000, cooldownMs: 60_000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings }, pino({ level: 'silent' }));
   const url = await listen(gw.handle);
   closers.push(async () => {
     await keys.close();

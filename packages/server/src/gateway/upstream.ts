@@ -7,6 +7,7 @@ import type { AttemptOutcome } from './balancer.js';
 import type { Metrics } from '../metrics.js';
 import type { StoredKey } from '../store/store.js';
 import type { ClientRequest } from './request.js';
+import type { Traffic } from './traffic.js';
 import { end, replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
 import { findUsage, type UsageMeter, type UsageReport } from './usage.js';
 
@@ -33,29 +34,19 @@ export class RetryableUpstreamError extends Error {}
  */
 export class Upstream {
   private readonly pools = new Map<string, Pool>();
-  private readonly outstanding = new Map<string, number>();
   private readonly cooldownUntil = new Map<string, number>();
-  /** The model of each replica with requests in flight, for the in-flight metric's label. */
-  private readonly replicaModel = new Map<string, string>();
 
-  /** Requests in flight on a replica; bound once so the balancer can call it as is. */
-  readonly inFlight = (replicaId: string): number => this.outstanding.get(replicaId) ?? 0;
+  /** Requests in flight on a replica (counted in `traffic`); bound once so the balancer can call it as is. */
+  readonly inFlight: (replicaId: string) => number;
 
   constructor(
+    private readonly traffic: Traffic,
     private readonly metrics: Metrics,
     private readonly sse: SseRelay,
     private readonly usage: UsageMeter,
     private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number; maxReplyBytes: number; streamIdleTimeoutMs: number },
-  ) {}
-
-  /** A copy of the in-flight counts per replica, for one reconcile pass. */
-  inFlightSnapshot(): Map<string, number> {
-    return new Map(this.outstanding);
-  }
-
-  /** In-flight requests per replica with its model, read by the metric at scrape time. */
-  inFlightByReplica(): { replica: string; model: string; value: number }[] {
-    return [...this.outstanding].map(([replica, value]) => ({ replica, value, model: this.replicaModel.get(replica) ?? '' }));
+  ) {
+    this.inFlight = traffic.inFlight;
   }
 
   coolingDown(replicaId: string, now: number): boolean {
@@ -75,7 +66,7 @@ export class Upstream {
     const ids = new Set(replicas.map((r) => r.id));
     const endpoints = new Set(replicas.map((r) => r.endpoint).filter((e): e is string => e !== undefined));
     for (const id of [...this.cooldownUntil.keys()]) if (!ids.has(id)) this.cooldownUntil.delete(id);
-    for (const id of [...this.replicaModel.keys()]) if (!ids.has(id) && !this.outstanding.has(id)) this.replicaModel.delete(id);
+    this.traffic.prune(ids);
     for (const [endpoint, pool] of [...this.pools]) {
       if (endpoints.has(endpoint)) continue;
       this.pools.delete(endpoint);
@@ -106,8 +97,7 @@ export class Upstream {
    * @param onFirstByte called when the engine's first byte arrives
    */
   async attempt(res: ServerResponse, ex: Exchange, model: Model, target: RouteTarget, payload: Buffer | string, fallbackFrom: string | undefined, onFirstByte?: () => void): Promise<AttemptOutcome> {
-    this.outstanding.set(target.replicaId, this.inFlight(target.replicaId) + 1);
-    this.replicaModel.set(target.replicaId, model.name);
+    this.traffic.attemptStarted(target.replicaId, model.name);
     try {
       let up;
       try {
@@ -175,10 +165,7 @@ export class Upstream {
       if (usage && usage !== 'bad') outcome.usage = usage;
       return outcome;
     } finally {
-      const left = this.inFlight(target.replicaId) - 1;
-      // Forget replicas with nothing in flight so the map and the metric do not grow forever.
-      if (left > 0) this.outstanding.set(target.replicaId, left);
-      else this.outstanding.delete(target.replicaId);
+      this.traffic.attemptEnded(target.replicaId);
     }
   }
 }

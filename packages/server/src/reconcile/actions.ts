@@ -1,5 +1,5 @@
 import type { ReplicaState } from '@llmgw/shared';
-import type { ReplicaSpec } from '../domain.js';
+import type { Replica, ReplicaSpec } from '../domain.js';
 
 /**
  * Why the plan does something, as a closed set: logs, tests and (later) the admin API
@@ -66,8 +66,12 @@ export interface PlannedReplica {
   shards: PlannedShard[];
 }
 
-/** One decision of a pass, in the order the steps took them. */
+/**
+ * One decision of a pass, in the order the steps took them: the plan's only record of
+ * what it does. An update carries the replica as the whole pass changed it (every update
+ * of one replica in a pass shares that copy); a replica a later step removes is removed.
+ */
 export type PlannedAction =
   | { kind: 'remove'; code: RemoveCode; replicaId: string; model: string; reason: string }
   | { kind: 'create'; code: CreateCode; replica: PlannedReplica; reason: string }
-  | { kind: 'update'; code: UpdateCode; replicaId: string; model: string; reason: string };
+  | { kind: 'update'; code: UpdateCode; replicaId: string; model: string; reason: string; replica: Replica };

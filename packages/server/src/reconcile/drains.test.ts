@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Replica } from '../domain.js';
 import { makeModel, makeNode, makeProfile, makeReplica } from '../../test/factories.js';
 import { drains, drainsFinished } from './drains.js';
-import { planOf } from './fixtures.js';
+import { planOf, updated } from './fixtures.js';
 
 const codes = (plan: { actions: { code: string }[] }) => plan.actions.map((a) => a.code);
 const onNode1 = (id: string, extra: Partial<Replica> = {}) =>
@@ -37,7 +37,7 @@ describe('drains', () => {
     const [created] = plan.creations();
     expect(created).toMatchObject({ replaces: 'r-1', state: 'pending' });
     expect(created!.shards[0]!.nodeId).not.toBe('node-1');
-    expect(plan.updates()).toEqual([]);
+    expect(updated(plan)).toEqual([]);
   });
 
   it('starts at most drainParallel replacements of a model at once', () => {
@@ -67,7 +67,7 @@ describe('drains', () => {
     const blocked = planOf({ models: [model], nodes: full, replicas: [onNode1('r-1', { memoryMb: 48 * 1024 })] });
     drains(blocked);
     expect(codes(blocked)).toEqual(['drain-blocked']);
-    const summary = blocked.updates()[0]!.drainBlocked!;
+    const summary = updated(blocked)[0]!.drainBlocked!;
     expect(summary).toMatch(/^0\/2 nodes can run qwen-coder-14b/);
     const again = planOf({ models: [model], nodes: full, replicas: [onNode1('r-1', { memoryMb: 48 * 1024, drainBlocked: summary })] });
     drains(again);
@@ -75,7 +75,7 @@ describe('drains', () => {
     const room = planOf({ nodes: draining(), replicas: [onNode1('r-1', { drainBlocked: 'no room' })] });
     drains(room);
     expect(codes(room)).toEqual(['drain-replacement', 'drain-unblocked']);
-    expect(room.updates()[0]!.drainBlocked).toBeUndefined();
+    expect(updated(room)[0]!.drainBlocked).toBeUndefined();
   });
 
   it('moves traffic once the replacement has been ready for the minimum healthy time', () => {
@@ -85,8 +85,8 @@ describe('drains', () => {
     expect(young.actions).toEqual([]);
     const healthy = planOf({ nodes: draining(), replicas: [onNode1('r-1'), repl(1_000_000 - 5_000)] });
     drains(healthy);
-    expect(healthy.actions).toEqual([{ kind: 'update', code: 'traffic-moved', replicaId: 'r-1', model: 'qwen-coder-14b', reason: 'node node-1 drained; traffic moved to r-2' }]);
-    expect(healthy.updates()[0]).toMatchObject({ state: 'draining', drainStartedMs: 1_000_000, drainReason: 'node node-1 drained; traffic moved to r-2' });
+    expect(healthy.actions).toEqual([{ kind: 'update', code: 'traffic-moved', replicaId: 'r-1', model: 'qwen-coder-14b', reason: 'node node-1 drained; traffic moved to r-2', replica: updated(healthy)[0] }]);
+    expect(updated(healthy)[0]).toMatchObject({ state: 'draining', drainStartedMs: 1_000_000, drainReason: 'node node-1 drained; traffic moved to r-2' });
     // The snapshot is not changed: the update is a copy.
     expect(healthy.input.replicas[0]!.state).toBe('ready');
   });

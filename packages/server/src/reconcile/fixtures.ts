@@ -1,4 +1,6 @@
 import { makeModel, makeNode } from '../../test/factories.js';
+import type { Replica } from '../domain.js';
+import type { PlannedAction, PlannedReplica } from './actions.js';
 import type { ReconcileInput } from './input.js';
 import { Plan } from './plan.js';
 
@@ -24,4 +26,22 @@ export function snapshot(overrides: Partial<ReconcileInput> = {}): ReconcileInpu
 /** For tests: a fresh plan over `snapshot(overrides)`, for running one step alone. */
 export function planOf(overrides: Partial<ReconcileInput> = {}): Plan {
   return new Plan(snapshot(overrides));
+}
+
+type Actions = { readonly actions: readonly PlannedAction[] };
+
+/** For tests: the replicas a pass (or a step's plan) creates, read from its actions. */
+export function created(p: Actions): PlannedReplica[] {
+  return p.actions.flatMap((a) => (a.kind === 'create' ? [a.replica] : []));
+}
+
+/** For tests: the replicas a pass removes, with why, read from its actions. */
+export function removed(p: Actions): { id: string; reason: string }[] {
+  return p.actions.flatMap((a) => (a.kind === 'remove' ? [{ id: a.replicaId, reason: a.reason }] : []));
+}
+
+/** For tests: the replicas a pass changes and keeps, each once as the pass left it, read from its actions. */
+export function updated(p: Actions): Replica[] {
+  const gone = new Set(removed(p).map((r) => r.id));
+  return [...new Set(p.actions.flatMap((a) => (a.kind === 'update' && !gone.has(a.replicaId) ? [a.replica] : [])))];
 }

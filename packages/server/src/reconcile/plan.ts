@@ -82,7 +82,7 @@ export class Plan {
     }
     change(copy);
     this.liveCache = undefined;
-    this.actions.push({ kind: 'update', code, replicaId: r.id, model: r.model, reason });
+    this.actions.push({ kind: 'update', code, replicaId: r.id, model: r.model, reason, replica: copy });
   }
 
   /** Stops sending `r` new traffic; it is removed once its requests finish (`drainsFinished`). */
@@ -98,15 +98,5 @@ export class Plan {
   create(replica: PlannedReplica, code: CreateCode, reason: string): void {
     this.created.push(replica);
     this.actions.push({ kind: 'create', code, replica, reason });
-  }
-
-  /** Replicas to stop and forget, with why. */
-  removals(): { id: string; reason: string }[] {
-    return this.actions.flatMap((a) => (a.kind === 'remove' ? [{ id: a.replicaId, reason: a.reason }] : []));
-  }
-
-  /** Changed replicas that are not removed (copies; the input is not mutated). */
-  updates(): Replica[] {
-    return [...this.updated.values()].filter((u) => !this.removed.has(u.id));
   }
 }

@@ -1,6 +1,5 @@
 import type { PlacementOutcome } from '../snapshot.js';
-import type { Replica } from '../domain.js';
-import type { PlannedAction, PlannedReplica } from './actions.js';
+import type { PlannedAction } from './actions.js';
 import { drains, drainsFinished } from './drains.js';
 import { failures } from './failures.js';
 import type { ReconcileInput } from './input.js';
@@ -17,14 +16,12 @@ export { ACTION_CODES } from './actions.js';
 export type { RolloutChange, RolloutHalt, RolloutStatus } from './rollout.js';
 
 export interface ReconcileResult {
-  /** Every decision of the pass, in order, each with its code and reason. */
+  /**
+   * Every decision of the pass, in order, each with its code and reason: replicas to
+   * create (the caller gives each its id, key and port when it applies the plan), to
+   * stop and forget, and to change (copies; the input is not mutated).
+   */
   actions: PlannedAction[];
-  /** Replicas to create; the caller gives each its id, key and port when it applies the plan. */
-  create: PlannedReplica[];
-  /** Replicas to stop and forget, with why. */
-  remove: { id: string; reason: string }[];
-  /** Replicas whose state or drain notes changed (copies; the input is not mutated). */
-  update: Replica[];
   /** The last placement attempt per model, for `explain`. */
   attempts: Map<string, PlacementOutcome>;
   /** Replicas each model should have, after autoscaling. */
@@ -58,9 +55,6 @@ export function reconcile(input: ReconcileInput): ReconcileResult {
   scaling(plan);
   return {
     actions: plan.actions,
-    create: [...plan.creations()],
-    remove: plan.removals(),
-    update: plan.updates(),
     attempts: plan.attempts,
     desired: plan.desired,
     lowSince: plan.lowSince,

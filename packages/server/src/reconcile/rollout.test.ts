@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Model } from '@llmgw/shared';
 import type { Replica, RolloutRecord } from '../domain.js';
 import { makeModel, makeNode, makeProfile, makeReplica } from '../../test/factories.js';
-import { snapshot } from './fixtures.js';
+import { created, snapshot, updated } from './fixtures.js';
 import type { ReconcileInput } from './input.js';
 import { reconcile } from './reconcile.js';
 import { describeChange, revisionContent, revisionOf } from './revision.js';
@@ -58,7 +58,7 @@ describe('rollouts', () => {
   it('start one surge replacement of the new revision first, and leave both old replicas serving', () => {
     const p = pass();
     expect(codes(p)).toEqual(['rollout']);
-    expect(p.create[0]).toMatchObject({ replaces: 'r-1', revision: NEW });
+    expect(created(p)[0]).toMatchObject({ replaces: 'r-1', revision: NEW });
     expect(p.rollouts.get(two.name)).toMatchObject({ state: 'progressing', replicas: 2, updated: 1, ready: 0, outdated: 2 });
   });
 
@@ -66,15 +66,15 @@ describe('rollouts', () => {
     const ready = onNode('r-3', 'node-3', { revision: NEW, replaces: 'r-1', readySinceMs: 1_000_000 - 5_000 });
     const p = pass({ replicas: [...serving, ready] });
     expect(codes(p)).toEqual(['rolled-over', 'rollout']);
-    expect(p.update[0]).toMatchObject({ id: 'r-1', state: 'draining' });
-    expect(p.create[0]).toMatchObject({ replaces: 'r-2', revision: NEW });
+    expect(updated(p)[0]).toMatchObject({ id: 'r-1', state: 'draining' });
+    expect(created(p)[0]).toMatchObject({ replaces: 'r-2', revision: NEW });
     const young = pass({ replicas: [...serving, { ...ready, readySinceMs: 1_000_000 - 1_000 }] });
     expect(codes(young)).toEqual([]);
   });
 
   it('start up to max_surge replacements at once', () => {
     const p = pass({ model: { ...two, rollout: { max_surge: 2 } } });
-    expect(p.create.map((c) => c.replaces)).toEqual(['r-1', 'r-2']);
+    expect(created(p).map((c) => c.replaces)).toEqual(['r-1', 'r-2']);
   });
 
   it('where no node has room for a surge replica, replace in place only as max_unavailable allows, else wait and say why', () => {
@@ -88,7 +88,7 @@ describe('rollouts', () => {
     expect(waiting.attempts.get(two.name)?.placement).toBeUndefined();
     const inPlace = pass({ model: { ...big, rollout: { max_unavailable: 1 } }, nodes, replicas });
     expect(codes(inPlace)).toEqual(['rollout-in-place']);
-    expect(inPlace.update.map((u) => [u.id, u.state])).toEqual([['r-1', 'draining']]);
+    expect(updated(inPlace).map((u) => [u.id, u.state])).toEqual([['r-1', 'draining']]);
     // The next pass: r-1 is leaving and one is out of service, so r-2 waits.
     const next = pass({ model: { ...big, rollout: { max_unavailable: 1 } }, nodes, replicas: [{ ...replicas[0]!, state: 'draining', drainStartedMs: 999_000 }, replicas[1]!], inFlight: new Map([['r-1', 1]]) });
     expect(codes(next)).toEqual([]);
@@ -106,7 +106,7 @@ describe('rollouts', () => {
     const spec = { engine: 'llama.cpp', source: 'old', args: ['--old'], env: {} };
     const later = pass({ model: { ...two, scaling: { min: 3, max: 3 } }, record, replicas: serving.map((r) => ({ ...r, spec })) });
     expect(codes(later)).toEqual(['scale-up']);
-    expect(later.create[0]).toMatchObject({ revision: OLD, spec });
+    expect(created(later)[0]).toMatchObject({ revision: OLD, spec });
     // A resume after the halt lifts it: the rollout goes on.
     const resumed = pass({ record: { ...record, resumed: { revision: NEW, atMs: 2 } } });
     expect(codes(resumed)).toEqual(['rollout']);
@@ -157,6 +157,6 @@ describe('rollouts', () => {
     const current = onNode('r-3', 'node-3', { revision: NEW, createdAtMs: -1 });
     const one = { ...two, scaling: { min: 1, max: 1, scale_down_delay_s: 0 } };
     const p = pass({ model: one, replicas: [serving[0]!, current] });
-    expect(p.update.map((u) => [u.id, u.state])).toEqual([['r-1', 'draining']]);
+    expect(updated(p).map((u) => [u.id, u.state])).toEqual([['r-1', 'draining']]);
   });
 });
