@@ -67,15 +67,23 @@ describe('GuardedStore', () => {
 describe('GuardedStore probe', () => {
   it('does not call the store healthy while the writes callers retry keep failing', async () => {
     const faulty = new FaultyStore(memoryStore());
-    const store = new GuardedStore(faulty, { log: pino({ level: 'silent' }), probeIntervalMs: 20 });
+    // The guard's clock moves 5 ms per retry, whatever the machine's load does to the
+    // real timers: callers retry more often than the probe interval, so no probe may run.
+    let nowMs = 0;
+    const store = new GuardedStore(faulty, { log: pino({ level: 'silent' }), probeIntervalMs: 20, now: () => nowMs });
     // Usage writes fail (a corrupt page), the probe's write would succeed.
     faulty.inner.addUsage = () => Promise.reject(Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' }));
-    const until = Date.now() + 200;
-    while (Date.now() < until) {
+    for (let i = 0; i < 40; i++) {
       await expect(store.addUsage([])).rejects.toThrow('store unavailable: database disk image is malformed (SQLITE_CORRUPT)');
-      await new Promise((r) => setTimeout(r, 5));
+      nowMs += 5;
+      // Real time for the probe timer (20 ms) to fire, had it anything to do.
+      await new Promise((r) => setTimeout(r, 25));
       expect(store.health().status).toBe('degraded');
     }
+    // And once callers stop writing, the probe does run and finds the store healthy.
+    nowMs += 1000;
+    for (let i = 0; i < 200 && store.health().status !== 'ok'; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(store.health().status).toBe('ok');
     await store.close();
   });
 });
