@@ -142,17 +142,24 @@ export function lowestFirst<T>(ranking: readonly RankKey<T>[]): ((inputs: T, c: 
  * call site of its own, rather than through a loop over `RANK_VALUES`: V8 inlines a call
  * site that has only ever called one function, and one that calls six is a plain call
  * each time, which doubled the cost of a decision (same run, 5,000 and 20,000 nodes).
- * A key added to `RANKING` needs a constant and a line in each of the two functions
- * below; the check makes that impossible to miss.
+ * A key added to `RANKING` needs a constant here and a line where they are called
+ * (`rankValues`, `orderAgainst`, select.ts `bestFit`); the check makes that impossible to
+ * miss.
  */
 if (RANK_VALUES.length !== 6) throw new Error('placement: ranking.ts calls six ranking keys; RANKING has another number of them');
 const slot = (k: number): ((r: RankInputs, c: number) => number) => RANK_VALUES[k] ?? RANK_VALUES[0]!;
-const F0 = slot(0);
-const F1 = slot(1);
-const F2 = slot(2);
-const F3 = slot(3);
-const F4 = slot(4);
-const F5 = slot(5);
+/** The figure of `RANKING[0]`, lowest first (`RANK_VALUES[0]`). */
+export const F0 = slot(0);
+/** The figure of `RANKING[1]`, lowest first (`RANK_VALUES[1]`). */
+export const F1 = slot(1);
+/** The figure of `RANKING[2]`, lowest first (`RANK_VALUES[2]`). */
+export const F2 = slot(2);
+/** The figure of `RANKING[3]`, lowest first (`RANK_VALUES[3]`). */
+export const F3 = slot(3);
+/** The figure of `RANKING[4]`, lowest first (`RANK_VALUES[4]`). */
+export const F4 = slot(4);
+/** The figure of `RANKING[5]`, lowest first (`RANK_VALUES[5]`). */
+export const F5 = slot(5);
 
 /** Every key's figure (lowest first) of candidate `c`, into `out` (one entry per key). */
 export function rankValues(r: RankInputs, c: number, out: Float64Array): void {

@@ -1,5 +1,5 @@
 import { NEED_MEM, NEED_PACK, type Column, type Fleet, type ProfileView } from './fleet.js';
-import { POOL_RANK_VALUES, rankValues, valuesOrder, type PoolPick, type RankInputs } from './ranking.js';
+import { idBefore, orderAgainst, POOL_RANK_VALUES, rankValues, valuesOrder, type PoolPick, type RankInputs } from './ranking.js';
 import { before, blank, extraFit, rankInputs, type Candidate, type Context, type Found } from './select.js';
 
 /**
@@ -63,12 +63,18 @@ function poolTop(
     if (mems[c]! < needMem || packs[c]! < needPack || (extra.length !== 0 && !extraFit(extra, extraNeeds, c))) continue;
     fit++;
     const pos = cand[c]!;
+    if (k === n) {
+      // Full: a candidate that does not beat the last is dropped without working out its
+      // figures past the first key it differs on.
+      const last = top[n - 1]!;
+      const order = orderAgainst(r, c, last.keys);
+      if (order > 0 || (order === 0 && !idBefore(nodes[pos]!, last.node))) continue;
+    }
     const next = top[n]!;
     next.pos = pos;
     next.c = c;
     next.node = nodes[pos]!;
     rankValues(r, c, next.keys);
-    if (k === n && !before(next, top[n - 1]!)) continue;
     // Insert in order, dropping the last when full.
     let i = k < n ? k++ : n - 1;
     top[n] = top[i]!;
