@@ -147,7 +147,11 @@ export function lowestFirst<T>(ranking: readonly RankKey<T>[]): ((inputs: T, c: 
  * miss.
  */
 if (RANK_VALUES.length !== 6) throw new Error('placement: ranking.ts calls six ranking keys; RANKING has another number of them');
-const slot = (k: number): ((r: RankInputs, c: number) => number) => RANK_VALUES[k] ?? RANK_VALUES[0]!;
+function slot(k: number): (r: RankInputs, c: number) => number {
+  const figure = RANK_VALUES[k];
+  if (figure === undefined) throw new Error(`placement: RANKING has no key ${k}`);
+  return figure;
+}
 /** The figure of `RANKING[0]`, lowest first (`RANK_VALUES[0]`). */
 export const F0 = slot(0);
 /** The figure of `RANKING[1]`, lowest first (`RANK_VALUES[1]`). */
