@@ -44,8 +44,12 @@ export interface FairQueueSettings {
   quantumTokens: number;
 }
 
-/** 1,000 waiting requests per band per model; 30 s in the queue (llm-d's default TTL); a quantum of 1,024 tokens. */
-export const DEFAULT_QUEUE_SETTINGS: FairQueueSettings = { maxPerBand: 1000, ttlMs: 30_000, quantumTokens: 1024 };
+/**
+ * 1,000 waiting requests per band per model; 30 s in the queue (llm-d's default TTL); a
+ * quantum of 256 tokens (about 1 KiB of prompt), below a typical request's cost, so keys
+ * alternate request by request; a smaller quantum costs no more, as empty rounds are skipped.
+ */
+export const DEFAULT_QUEUE_SETTINGS: FairQueueSettings = { maxPerBand: 1000, ttlMs: 30_000, quantumTokens: 256 };
 
 /** One waiting request. */
 export interface Waiting<T> {

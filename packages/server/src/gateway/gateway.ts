@@ -1,20 +1,24 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Model } from '@llmgw/shared';
 import type { LoadSnapshot, LoadSource } from '../controller/controller.js';
 import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLoad } from '../reconcile/reconcile.js';
 import type { StoredKey } from '../store/store.js';
-import { admitLimits, authenticate, checkModel, mayUse } from './admission.js';
+import { PRIORITY_HEADER, admitLimits, authenticate, bandOf, checkModel, mayUse } from './admission.js';
 import { LeastLoaded, type Balancer } from './balancer.js';
 import { CacheAware } from './cache-aware.js';
 import { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { asDomainError, sendError, sendJson } from './errors.js';
 import { Fallbacks, routingOf } from './fallbacks.js';
+import { FlowControl, type FlowSettings } from './flow.js';
 import type { KeyRing } from './keys.js';
+import { BYTES_PER_TOKEN } from './prefix.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
+import { pressures } from './saturation.js';
 import { SseRelay } from './sse.js';
 import { Upstream, type Exchange } from './upstream.js';
 import { UsageMeter } from './usage.js';
@@ -39,6 +43,8 @@ export interface GatewaySettings {
   maxEventBytes?: number;
   /** Prefix cache capacity, in tokens, assumed for a replica whose engine does not send `x-llmgw-prefix-cache-tokens`. */
   prefixCacheTokens?: number;
+  /** Flow control's queue limits, TTL and saturation bound (README.md, "Flow control"); the documented defaults when absent. */
+  flow?: FlowSettings;
 }
 
 /** Engine replies this large are not believed: 64 MiB holds a large batch of embeddings. */
@@ -60,11 +66,13 @@ export class Gateway implements LoadSource {
   private readonly upstream: Upstream;
   private readonly coldStart: ColdStart;
   private readonly fallbacks: Fallbacks;
+  /** Requests held in the gateway while every replica of their model is saturated. */
+  readonly flow: FlowControl;
 
   constructor(
     private readonly ctl: GatewayController,
     private readonly keys: KeyRing,
-    metrics: Metrics,
+    private readonly metrics: Metrics,
     private readonly settings: GatewaySettings,
     private readonly log: Logger,
     /** One policy for every model, whatever the catalog says (tests); else each model's `routing`. */
@@ -76,7 +84,21 @@ export class Gateway implements LoadSource {
     this.coldStart = new ColdStart(ctl, settings, log);
     const leastLoaded = new LeastLoaded();
     const cacheAware = new CacheAware({ prefixCacheTokens: settings.prefixCacheTokens }, metrics);
-    this.fallbacks = new Fallbacks(ctl, this.upstream, (m) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware), this.coldStart, usage, metrics, log);
+    const balancerOf = (m: Model) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware);
+    this.flow = new FlowControl(
+      {
+        routes: (m) => ctl.routes(m),
+        eligible: (id) => !this.upstream.coolingDown(id, Date.now()),
+        // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
+        pressure: (m, ids) => {
+          const b = balancerOf(m);
+          const ca = b instanceof CacheAware ? b : undefined;
+          return pressures(ids, (id) => ca?.uncachedInFlight(id) ?? 0, (id) => ca?.prefillRate(id), this.upstream.inFlight);
+        },
+      },
+      settings.flow,
+    );
+    this.fallbacks = new Fallbacks(ctl, this.upstream, balancerOf, this.coldStart, usage, metrics, log, (m) => this.flow.freed(m));
     metrics.inFlightSource = () => this.upstream.inFlightByReplica();
     ctl.events.on('replicas', () => {
       const replicas = ctl.listReplicas();
@@ -85,6 +107,7 @@ export class Gateway implements LoadSource {
       // A replica that is not ready has lost its cache, or will have when it is back.
       const ready = new Set(replicas.filter((r) => r.state === 'ready').map((r) => r.id));
       (balancer ?? cacheAware).retain?.(ready);
+      this.flow.freedAll();
     });
   }
 
@@ -117,6 +140,7 @@ export class Gateway implements LoadSource {
   }
 
   async close(): Promise<void> {
+    this.flow.close();
     await this.upstream.close();
   }
 
@@ -140,7 +164,9 @@ export class Gateway implements LoadSource {
     // parsing the body, resolving the model), so a client over its limits costs little.
     const release = admitLimits(this.keys, key);
     let request;
+    let band;
     try {
+      band = bandOf(key, req.headers[PRIORITY_HEADER]);
       request = parseRequest(path, await readBody(req, this.settings.maxBodyBytes), this.ctl.catalogView);
       checkModel(key, request.model);
     } catch (err) {
@@ -156,10 +182,17 @@ export class Gateway implements LoadSource {
       res.on('close', () => {
         if (!res.writableFinished) abort.abort();
       });
+      // Held here while every replica is saturated (its prompt tokens weigh its key's share); `true` at once otherwise.
+      const go = this.flow.admit(request.model, key.id, band, request.raw.length / BYTES_PER_TOKEN, abort.signal);
+      if (go !== true && !(await go)) {
+        this.metrics.cancelled.inc({ model });
+        return;
+      }
       await this.fallbacks.forward(res, ex);
     } finally {
       release();
       this.modelInFlight.set(model, (this.modelInFlight.get(model) ?? 1) - 1);
+      this.flow.freed(model);
     }
   }
 
