@@ -63,8 +63,8 @@ export const PRIORITY_HEADER = 'x-llmgw-priority';
  * has gets the key's. A value that is no band is refused, so a typo does not pass as
  * the default.
  */
-export function bandOf(_key: StoredKey, header: string | string[] | undefined): Band {
-  const own: Band = DEFAULT_BAND;
+export function bandOf(key: StoredKey, header: string | string[] | undefined): Band {
+  const own = key.priority ?? DEFAULT_BAND;
   if (header === undefined) return own;
   const h = Array.isArray(header) ? header[0] : header;
   if (!isBand(h)) throw new DomainError('invalid_request', `${PRIORITY_HEADER} "${clip(h ?? '')}" is not a priority (want one of ${BANDS.join(', ')})`);

@@ -1,3 +1,5 @@
+import { PRIORITIES, type Priority } from '@llmgw/shared';
+
 /**
  * The queue discipline of flow control (DESIGN.md §16, README.md "Flow control"): what
  * waits in the gateway while every replica of a model is saturated, and in which order
@@ -15,9 +17,9 @@
  *   refused, `queue_full`), and each waits at most `ttlMs` (then `queue_timeout`).
  */
 
-/** Priority bands, highest first. */
-export const BANDS = ['interactive', 'standard', 'batch'] as const;
-export type Band = (typeof BANDS)[number];
+/** Priority bands, highest first (a key's `priority`). */
+export const BANDS = PRIORITIES;
+export type Band = Priority;
 
 /** The band of a key that names none. */
 export const DEFAULT_BAND: Band = 'standard';

@@ -105,6 +105,27 @@ describe('flow control', () => {
     expect(engine.arrived).toEqual(['a', 'standard', 'raised', 'batch']);
   });
 
+  it('serves an interactive key before a standard one, and a batch key cannot ask for more', async () => {
+    const { url, secret, keys, engine, queued } = await saturatedAtOne();
+    const interactive = (await keys.create({ name: 'chat', priority: 'interactive' }, (n) => n)).secret;
+    const batch = (await keys.create({ name: 'nightly', priority: 'batch' }, (n) => n)).secret;
+    const a = send(url, secret, 'a');
+    await engine.until(1);
+    const sent = [send(url, batch, 'batch-asks-interactive', { priority: 'interactive' })];
+    await queued(1);
+    sent.push(send(url, secret, 'standard'));
+    await queued(2);
+    sent.push(send(url, interactive, 'interactive'));
+    await queued(3);
+    for (let i = 0; i < 4; i++) {
+      await engine.until(i + 1);
+      engine.answer();
+    }
+    await a;
+    await Promise.all(sent);
+    expect(engine.arrived).toEqual(['a', 'interactive', 'standard', 'batch-asks-interactive']);
+  });
+
   it('refuses a priority that is no band, before reading the body', async () => {
     const { url, secret } = await saturatedAtOne();
     const r = await send(url, secret, 'x', { priority: 'urgent' });
