@@ -3,14 +3,15 @@ import type { Model } from '@llmgw/shared';
 import type { RouteTarget } from '../controller/controller.js';
 import { DomainError } from '../errors.js';
 import { DEFAULT_QUEUE_SETTINGS, FairQueue, type Band, type FairQueueSettings } from './fair-queue.js';
-import { DEFAULT_SATURATION, allSaturated, retryAfterS, type ReplicaPressure, type SaturationSettings } from './saturation.js';
+import { DEFAULT_SATURATION, everySaturated, pressures, retryAfterS, type LoadReader, type ReplicaPressure, type SaturationSettings } from './saturation.js';
 
 /** What flow control reads of the gateway: a model's routes, which may be tried now, and their load. */
 export interface FlowView {
   routes(model: string): readonly RouteTarget[];
   /** False for a replica cooling down. */
-  eligible(replicaId: string): boolean;
-  pressure(model: Model, replicaIds: readonly string[]): ReplicaPressure[];
+  readonly eligible: (replicaId: string) => boolean;
+  /** How its replicas' load is read: cache-aware routing's state for a cache-aware model, requests in flight for another. */
+  load(model: Model): LoadReader;
 }
 
 export interface FlowSettings {
@@ -100,15 +101,17 @@ export class FlowControl {
     return mq;
   }
 
-  /** The model's eligible replicas' pressure; empty when none may be tried (then nothing is held: the 503 or cold start path answers). */
+  /** The model's eligible replicas' load, for a Retry-After (off the hot path). */
   private pressures(model: Model): ReplicaPressure[] {
     const ids: string[] = [];
     for (const t of this.view.routes(model.name)) if (this.view.eligible(t.replicaId)) ids.push(t.replicaId);
-    return ids.length ? this.view.pressure(model, ids) : [];
+    const l = this.view.load(model);
+    return pressures(ids, (id) => l.uncached(id), (id) => l.rate(id), (id) => l.inFlight(id));
   }
 
+  /** Every eligible replica saturated; false when none may be tried (then nothing is held: the cold start or the 503 answers). */
   private mustHold(model: Model): boolean {
-    return allSaturated(this.pressures(model), this.saturation);
+    return everySaturated(this.view.routes(model.name), this.view.eligible, this.view.load(model), this.saturation);
   }
 
   private hold(mq: ModelQueue, key: string, band: Band, cost: number, signal: AbortSignal): Promise<boolean> {

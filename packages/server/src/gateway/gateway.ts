@@ -18,7 +18,7 @@ import { FlowControl, type FlowSettings } from './flow.js';
 import type { KeyRing } from './keys.js';
 import { BYTES_PER_TOKEN } from './prefix.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
-import { pressures } from './saturation.js';
+import type { LoadReader } from './saturation.js';
 import { SseRelay } from './sse.js';
 import { Upstream, type Exchange } from './upstream.js';
 import { UsageMeter } from './usage.js';
@@ -84,17 +84,17 @@ export class Gateway implements LoadSource {
     this.coldStart = new ColdStart(ctl, settings, log);
     const leastLoaded = new LeastLoaded();
     const cacheAware = new CacheAware({ prefixCacheTokens: settings.prefixCacheTokens }, metrics);
+    const routed = balancer ?? cacheAware;
+    const ca = routed instanceof CacheAware ? routed : cacheAware;
+    const cacheAwareLoad: LoadReader = { uncached: (id) => ca.uncachedInFlight(id), rate: (id) => ca.prefillRate(id), inFlight: this.upstream.inFlight };
+    const inFlightLoad: LoadReader = { uncached: () => 0, rate: () => undefined, inFlight: this.upstream.inFlight };
     const balancerOf = (m: Model) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware);
     this.flow = new FlowControl(
       {
         routes: (m) => ctl.routes(m),
         eligible: (id) => !this.upstream.coolingDown(id, Date.now()),
         // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
-        pressure: (m, ids) => {
-          const b = balancerOf(m);
-          const ca = b instanceof CacheAware ? b : undefined;
-          return pressures(ids, (id) => ca?.uncachedInFlight(id) ?? 0, (id) => ca?.prefillRate(id), this.upstream.inFlight);
-        },
+        load: (m) => (balancerOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad),
       },
       settings.flow,
     );

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { allSaturated, estimatedWaitS, isSaturated, pressures, retryAfterS } from './saturation.js';
+import { allSaturated, estimatedWaitS, everySaturated, isSaturated, pressures, retryAfterS } from './saturation.js';
 
 const s = { maxWaitMs: 250, maxInFlight: 4 };
 
@@ -34,6 +34,20 @@ describe('saturation', () => {
     expect(allSaturated([], s)).toBe(false);
     expect(allSaturated([busy, idle], s)).toBe(false);
     expect(allSaturated([busy, busy], s)).toBe(true);
+  });
+
+  it('decides as allSaturated over the pressures when read replica by replica, skipping replicas not eligible', () => {
+    const replica = fc.record({ uncached: fc.nat(20_000), rate: fc.option(fc.integer({ min: 1, max: 100_000 }), { nil: undefined }), inFlight: fc.nat(8), eligible: fc.boolean() });
+    fc.assert(
+      fc.property(fc.array(replica, { maxLength: 6 }), (rs) => {
+        const ids = rs.map((_, i) => ({ replicaId: `r-${i}` }));
+        const at = (id: string) => rs[Number(id.slice(2))]!;
+        const load = { uncached: (id: string) => at(id).uncached, rate: (id: string) => at(id).rate, inFlight: (id: string) => at(id).inFlight };
+        const eligible = ids.filter((t) => at(t.replicaId).eligible).map((t) => t.replicaId);
+        const expected = allSaturated(pressures(eligible, load.uncached, load.rate, load.inFlight), s);
+        expect(everySaturated(ids, (id) => at(id).eligible, load, s)).toBe(expected);
+      }),
+    );
   });
 
   it('gives a replica not measured yet the mean rate of those that are', () => {

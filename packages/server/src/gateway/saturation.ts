@@ -67,6 +67,42 @@ export function allSaturated(ps: readonly ReplicaPressure[], s: SaturationSettin
   return ps.length > 0 && ps.every((p) => isSaturated(p, s));
 }
 
+/** How the load of a model's replicas is read, replica by replica (cache-aware routing's state, the requests in flight). */
+export interface LoadReader {
+  uncached(replicaId: string): number;
+  rate(replicaId: string): number | undefined;
+  inFlight(replicaId: string): number;
+}
+
+/**
+ * {@link allSaturated} over the replicas as they are, allocating nothing: this runs on
+ * every request, and below saturation it answers at the first replica with room.
+ */
+export function everySaturated(ids: readonly { replicaId: string }[], eligible: (replicaId: string) => boolean, load: LoadReader, s: SaturationSettings = DEFAULT_SATURATION): boolean {
+  let sum = 0;
+  let k = 0;
+  let any = false;
+  for (const { replicaId } of ids) {
+    if (!eligible(replicaId)) continue;
+    any = true;
+    const r = load.rate(replicaId);
+    if (r === undefined) continue;
+    sum += r;
+    k++;
+  }
+  if (!any) return false;
+  const mean = k ? sum / k : undefined;
+  const p: ReplicaPressure = { uncachedTokens: 0, inFlight: 0 };
+  for (const { replicaId } of ids) {
+    if (!eligible(replicaId)) continue;
+    p.uncachedTokens = load.uncached(replicaId);
+    p.inFlight = load.inFlight(replicaId);
+    p.prefillRate = load.rate(replicaId) ?? mean;
+    if (!isSaturated(p, s)) return false;
+  }
+  return true;
+}
+
 /**
  * Seconds until a request with `tokensAhead` queued before it could be placed: their
  * prefill at the replicas' summed rate, at least 1 s (HTTP's `Retry-After` is whole
