@@ -71,18 +71,20 @@ describe('flow control', () => {
   });
 
   it('holds a request while every replica is saturated and sends it when one frees', async () => {
-    const { url, secret, engine, queued, gw } = await saturatedAtOne();
+    const { url, secret, engine, queued, gw, metrics } = await saturatedAtOne();
     const a = send(url, secret, 'a');
     await engine.until(1);
     const b = send(url, secret, 'b', { stream: true });
     await queued(1);
     expect(engine.arrived).toEqual(['a']);
+    expect(await metrics.registry.getSingleMetricAsString('llmgw_queued_requests')).toContain('llmgw_queued_requests{model="m",band="standard"} 1');
     engine.answer();
     expect((await a).status).toBe(200);
     await engine.until(2);
     expect(gw.flow.waiting('m')).toBe(0);
     engine.answer();
     expect(reply((await b).text).id).toBe('b');
+    expect(await metrics.registry.getSingleMetricAsString('llmgw_queue_wait_seconds')).toContain('llmgw_queue_wait_seconds_count{model="m",band="standard"} 1');
   });
 
   it('lets a higher band go first, and a request may lower its priority but not raise it', async () => {
@@ -156,7 +158,7 @@ describe('flow control', () => {
   });
 
   it('answers 429 with Retry-After when a request waits past its TTL, streamed or not', async () => {
-    const { url, secret, engine } = await saturatedAtOne({ ttlMs: 100 });
+    const { url, secret, engine, metrics } = await saturatedAtOne({ ttlMs: 100 });
     const a = send(url, secret, 'a');
     await engine.until(1);
     const [plain, streamed] = await Promise.all([send(url, secret, 'b'), send(url, secret, 'c', { stream: true })]);
@@ -168,6 +170,7 @@ describe('flow control', () => {
       expect(e.message).toMatch(/^queue_timeout: every replica of `m` stayed saturated/);
     }
     expect(engine.arrived).toEqual(['a']);
+    expect(await metrics.registry.getSingleMetricAsString('llmgw_queue_refusals_total')).toContain('llmgw_queue_refusals_total{model="m",reason="queue_timeout"} 2');
     engine.answer();
     expect((await a).status).toBe(200);
   });

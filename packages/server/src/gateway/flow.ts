@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import type { Model } from '@llmgw/shared';
 import type { RouteTarget } from '../controller/controller.js';
 import { DomainError } from '../errors.js';
-import { DEFAULT_QUEUE_SETTINGS, FairQueue, type Band, type FairQueueSettings } from './fair-queue.js';
+import type { Metrics } from '../metrics.js';
+import { BANDS, DEFAULT_QUEUE_SETTINGS, FairQueue, type Band, type FairQueueSettings } from './fair-queue.js';
 import { DEFAULT_SATURATION, everySaturated, pressures, retryAfterS, type LoadReader, type ReplicaPressure, type SaturationSettings } from './saturation.js';
 
 /** What flow control reads of the gateway: a model's routes, which may be tried now, and their load. */
@@ -53,6 +54,7 @@ export class FlowControl {
     private readonly view: FlowView,
     settings: FlowSettings = {},
     private readonly now: () => number = Date.now,
+    private readonly metrics?: Metrics,
   ) {
     this.queueSettings = { ...DEFAULT_QUEUE_SETTINGS, ...settings.queue };
     this.saturation = { ...DEFAULT_SATURATION, ...settings.saturation };
@@ -85,6 +87,13 @@ export class FlowControl {
   /** Requests waiting for a model, in one band or all. */
   waiting(model: string, band?: Band): number {
     return this.queues.get(model)?.q.size(band) ?? 0;
+  }
+
+  /** Requests waiting per model and band, for `llmgw_queued_requests` at scrape time. */
+  depths(): { model: string; band: Band; value: number }[] {
+    const out: { model: string; band: Band; value: number }[] = [];
+    for (const [model, mq] of this.queues) for (const band of BANDS) out.push({ model, band, value: mq.q.size(band) });
+    return out;
   }
 
   /** Refuses everything still waiting (the gateway is closing). */
@@ -132,6 +141,7 @@ export class FlowControl {
       const r = mq.q.enqueue(held, key, band, cost, this.now());
       if (!r.ok) {
         const retry = retryAfterS(mq.q.tokensAhead(band), this.pressures(mq.model));
+        this.metrics?.queueRefusals.inc({ model, reason: 'queue_full' });
         reject(new DomainError('rate_limited', `queue_full: every replica of \`${model}\` is saturated and ${mq.q.size(band)} requests of priority ${band} already wait; retry after ${retry} s`, { retryAfterS: retry }));
         return;
       }
@@ -156,6 +166,7 @@ export class FlowControl {
       mq.pumping = false;
       if (mq.q.size() === 0 || this.mustHold(mq.model)) return;
       const w = mq.q.next()!;
+      this.metrics?.queueWait.observe({ model: mq.model.name, band: w.band }, (this.now() - w.enqueuedMs) / 1000);
       this.left(mq);
       w.item.settle(true);
       if (mq.q.size() > 0) this.pump(mq);
@@ -177,6 +188,7 @@ export class FlowControl {
     const ps = this.pressures(mq.model);
     for (const w of expired) {
       const retry = retryAfterS(mq.q.tokensAhead(w.band) + w.cost, ps);
+      this.metrics?.queueRefusals.inc({ model, reason: 'queue_timeout' });
       w.item.fail(new DomainError('rate_limited', `queue_timeout: every replica of \`${model}\` stayed saturated for the ${this.queueSettings.ttlMs / 1000} s a request may wait; retry after ${retry} s`, { retryAfterS: retry }));
       this.events.emit('left', model);
     }

@@ -97,7 +97,10 @@ export class Gateway implements LoadSource {
         load: (m) => (balancerOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad),
       },
       settings.flow,
+      Date.now,
+      metrics,
     );
+    metrics.queuedSource = () => this.flow.depths();
     this.fallbacks = new Fallbacks(ctl, this.upstream, balancerOf, this.coldStart, usage, metrics, log, (m) => this.flow.freed(m));
     metrics.inFlightSource = () => this.upstream.inFlightByReplica();
     ctl.events.on('replicas', () => {
