@@ -54,7 +54,66 @@ async function waitFor(ev: EventEmitter, name: string, done: () => boolean): Pro
   while (!done()) await once(ev, name);
 }
 
+/**
+ * A streaming engine that reports usage (so cache-aware routing learns its prefill rate)
+ * and holds each stream twice: before its first event (`prefill()` ends it) and before
+ * its end (`finish()`). A request tagged `warm` streams through at once.
+ */
+function streamingEngine() {
+  const arrived: string[] = [];
+  const prefills: (() => void)[] = [];
+  const finishes: (() => void)[] = [];
+  const ev = new EventEmitter();
+  const usage = `data: ${JSON.stringify({ id: 'x', choices: [], usage: { prompt_tokens: 100, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 0 } } })}\n\n`;
+  const handler: Upstream = (req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const tag = (JSON.parse(body) as { messages: { content: string }[] }).messages[0]!.content;
+      arrived.push(tag);
+      const first = () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify({ id: tag, choices: [{ index: 0, delta: { content: 'x' } }] })}\n\n`);
+      };
+      const end = () => res.end(`${usage}data: [DONE]\n\n`);
+      if (tag === 'warm') {
+        first();
+        end();
+      } else {
+        prefills.push(first);
+        finishes.push(end);
+      }
+      ev.emit('arrived');
+    });
+  };
+  const until = async (n: number) => {
+    while (arrived.length < n) await once(ev, 'arrived');
+  };
+  return { handler, arrived, until, prefill: () => prefills.shift()!(), finish: () => finishes.shift()!() };
+}
+
 describe('flow control', () => {
+  it('judges a replica by its queued prefill once its rate is known, and sends the next request when a stream’s prefill ends', async () => {
+    const engine = streamingEngine();
+    // Any uncached prompt in flight is over a bound of 0 ms; requests in flight alone never saturate.
+    const { url, secret, gw } = await setupFleet([engine.handler], {}, { flow: { saturation: { maxWaitMs: 0, maxInFlight: 1000 } } });
+    const prompt = 'p'.repeat(400);
+    expect((await send(url, secret, 'warm', { stream: true })).status).toBe(200);
+    const a = send(url, secret, `${prompt}a`, { stream: true });
+    await engine.until(2);
+    const b = send(url, secret, `${prompt}b`, { stream: true });
+    await waitFor(gw.flow.events, 'queued', () => gw.flow.waiting('m') === 1);
+    // a's prefill ends (its first event) while it still streams: b goes now, not at a's end.
+    engine.prefill();
+    await engine.until(3);
+    expect(gw.flow.waiting('m')).toBe(0);
+    engine.prefill();
+    engine.finish();
+    engine.finish();
+    expect((await a).status).toBe(200);
+    expect((await b).status).toBe(200);
+  });
+
   it('forwards at once below saturation: nothing waits in the gateway', async () => {
     const engine = gatedEngine();
     const { url, secret, gw } = await setupFleet([engine.handler], {}, { flow: { saturation: { maxInFlight: 2 } } });
