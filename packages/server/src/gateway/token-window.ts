@@ -15,7 +15,9 @@ export class TokenWindow {
     readonly windowMs = 60_000,
     readonly bucketMs = 1000,
   ) {
-    const n = Math.ceil(windowMs / bucketMs);
+    // One bucket more than the window holds: the oldest is the one the window's start is
+    // inside, so no token younger than the window is dropped early.
+    const n = Math.ceil(windowMs / bucketMs) + 1;
     this.buckets = new Float64Array(n);
     this.slots = new Float64Array(n).fill(-1);
   }
@@ -32,7 +34,7 @@ export class TokenWindow {
     this.buckets[i]! += tokens;
   }
 
-  /** Tokens in the window ending now: the buckets of the last `windowMs`, this one included. */
+  /** Tokens in the window ending now: every bucket that holds a time of the last `windowMs`. */
   total(nowMs: number): number {
     const now = Math.floor(nowMs / this.bucketMs);
     let t = 0;
