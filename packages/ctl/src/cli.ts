@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { flagOrEnv } from '@llmgw/shared';
+import { PRIORITIES, flagOrEnv, type Priority } from '@llmgw/shared';
 import type { CatalogStatusView, ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
 import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
@@ -131,9 +131,10 @@ keys
   .option('--models <a,b>', 'models (names or aliases) the key may use; default all')
   .option('--rpm <n>', 'requests per minute')
   .option('--max-concurrent <n>', 'requests in flight at once')
+  .option('--priority <band>', `who goes first while every replica is saturated: ${PRIORITIES.join(', ')} (default standard)`)
   .option('--expires <when>', 'a duration (30d, 12h, 90m) or an ISO 8601 time')
   .addHelpText('after', examplesText('ctl keys create --name webapp --rpm 600 --expires 30d', 'ctl keys create --name ci --models coder,echo -o json   # the secret is in "secret"'))
-  .action(async (o: { name: string; models?: string; rpm?: string; maxConcurrent?: string; expires?: string }) => {
+  .action(async (o: { name: string; models?: string; rpm?: string; maxConcurrent?: string; priority?: string; expires?: string }) => {
     const { conn, json } = globals();
     const int = (flag: string, v: string | undefined) => {
       if (v === undefined) return undefined;
@@ -141,11 +142,13 @@ keys
       if (!Number.isInteger(n) || n < 1) throw new CtlError(`invalid ${flag} "${v}": want a whole number >= 1`, 'usage');
       return n;
     };
+    if (o.priority !== undefined && !(PRIORITIES as readonly string[]).includes(o.priority)) throw new CtlError(`invalid --priority "${o.priority}": want one of ${PRIORITIES.join(', ')}`, 'usage');
     const body = {
       name: o.name,
       ...(o.models ? { models: o.models.split(',').map((m) => m.trim()).filter(Boolean) } : {}),
       ...(o.rpm ? { rpm: int('--rpm', o.rpm) } : {}),
       ...(o.maxConcurrent ? { max_concurrent: int('--max-concurrent', o.maxConcurrent) } : {}),
+      ...(o.priority ? { priority: o.priority as Priority } : {}),
       ...(o.expires ? { expires_at: parseExpiry(o.expires, new Date()) } : {}),
     };
     const created = await call<KeyCreated>(conn, 'POST', '/keys', body);

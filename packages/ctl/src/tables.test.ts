@@ -107,8 +107,9 @@ describe('keys and expiry', () => {
   });
 
   it('shows keys without secrets, with their status', () => {
-    const out = keysTable([{ id: 'key-1', name: 'app', prefix: 'sk-llmgw-abcd', models: [], created_at: 'x', expires_at: '2026-01-01T00:00:00.000Z' }], now);
-    expect(out.split('\n')[1]).toMatch(/^key-1\s+app\s+sk-llmgw-abcd…\s+all\s+-\s+-\s+2026-01-01T00:00:00.000Z\s+expired$/);
+    const out = keysTable([{ id: 'key-1', name: 'app', prefix: 'sk-llmgw-abcd', models: [], created_at: 'x', expires_at: '2026-01-01T00:00:00.000Z' }, { id: 'key-2', name: 'jobs', prefix: 'sk-llmgw-ef01', models: [], priority: 'batch', created_at: 'x' }], now);
+    expect(out.split('\n')[1]).toMatch(/^key-1\s+app\s+sk-llmgw-abcd…\s+all\s+-\s+-\s+standard\s+2026-01-01T00:00:00.000Z\s+expired$/);
+    expect(out.split('\n')[2]).toMatch(/^key-2\s+jobs\s+sk-llmgw-ef01…\s+all\s+-\s+-\s+batch\s+never\s+active$/);
   });
 });
 

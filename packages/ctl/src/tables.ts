@@ -165,7 +165,7 @@ export function explainText(v: ExplainView, c: ChalkInstance): string {
 export function keysTable(keys: KeyView[], now: Date): string {
   if (keys.length === 0) return 'No keys. Create one with: ctl keys create --name NAME';
   return table(
-    ['ID', 'NAME', 'PREFIX', 'MODELS', 'RPM', 'CONCURRENT', 'EXPIRES', 'STATUS'],
+    ['ID', 'NAME', 'PREFIX', 'MODELS', 'RPM', 'CONCURRENT', 'PRIORITY', 'EXPIRES', 'STATUS'],
     keys.map((k) => [
       k.id,
       k.name,
@@ -173,6 +173,7 @@ export function keysTable(keys: KeyView[], now: Date): string {
       k.models.join(',') || 'all',
       k.rpm ?? '-',
       k.max_concurrent ?? '-',
+      k.priority ?? 'standard',
       k.expires_at ?? 'never',
       k.revoked_at ? 'revoked' : k.expires_at && Date.parse(k.expires_at) <= now.getTime() ? 'expired' : 'active',
     ]),

@@ -32,8 +32,9 @@ import { buildSide, cpuSamples, importSide, minMedian, rng, type Side } from './
  * Then the same run against a baseline: placement as it was at `--baseline=REV` (default
  * HEAD, i.e. what the working tree changes; `none` to skip) and as it is in this tree,
  * each built the same way into a file of its own, each run in fresh processes that
- * alternate (`--processes=N` per side, default 4), over 5,000 nodes: every process warms
- * up with the same calls, then takes CPU time per call (min and median of its samples).
+ * alternate (`--processes=N` per side, default 4), over 5,000 and 20,000 nodes
+ * (`--compare=N,M`; fewer samples on the larger fleet): every process warms up with the
+ * same calls, then takes CPU time per call (min and median of its samples).
  * The table gives, per side, the median over its processes of those figures, and the
  * baseline run again in processes of its own ("baseline again"): how far two runs of
  * the same code land apart here, the noise any ratio is to be read against. Separate
@@ -209,30 +210,36 @@ function arg(name: string): string | undefined {
   return process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 }
 
-/** What one comparison process measures: explain and placeMany over 5,000 nodes. */
+/** What one comparison process measures: explain and placeMany over one fleet. */
 interface Measured {
   explain: Side;
   many: Side;
 }
 
+/** Fleet sizes the same-run comparison measures (`--compare=N,M`). */
+const compareSizes = (arg('compare') ?? '5000,20000').split(',').map(Number).filter((n) => n > 0);
+
 /**
- * A comparison process (`--child=FILE`): imports one side's build, warms up with the same
- * calls as every other side, measures, prints its figures as JSON, and exits.
+ * A comparison process (`--child=FILE`, `--size=N`, default 5,000): imports one side's
+ * build, warms up with the same calls as every other side, measures, prints its figures
+ * as JSON, and exits. Fewer samples on a larger fleet, so each size costs about the same.
  */
-async function child(file: string): Promise<Measured> {
+async function child(file: string, size: number): Promise<Measured> {
   const api = await importSide(file);
-  const nodes = fleet(5000);
+  const nodes = fleet(size);
   const reqs = requests(REPLICAS);
   const explain = () => void api.place({ model: unplaceable, nodes, reservations: [] });
   const many = () => void api.placeMany({ nodes, reservations: [], requests: reqs });
-  cpuSamples(explain, 20);
-  cpuSamples(many, 5);
-  return { explain: minMedian(cpuSamples(explain, 60)), many: minMedian(cpuSamples(many, 20)) };
+  const scale = Math.min(1, 5000 / size);
+  const times = (n: number) => Math.max(3, Math.round(n * scale));
+  cpuSamples(explain, times(20));
+  cpuSamples(many, times(5));
+  return { explain: minMedian(cpuSamples(explain, times(60))), many: minMedian(cpuSamples(many, times(20))) };
 }
 
 const childFile = arg('child');
 if (childFile !== undefined) {
-  process.stdout.write(JSON.stringify(await child(childFile)));
+  process.stdout.write(JSON.stringify(await child(childFile, Number(arg('size') ?? 5000))));
   process.exit(0);
 }
 
@@ -257,19 +264,7 @@ if (baselineRev !== 'none') {
   else if ('error' in tree) console.log(`\n${tree.error}`);
   else {
     const processes = Math.max(1, Number(arg('processes') ?? 4));
-    const sides = [
-      { name: 'baseline', file: base.file, runs: [] as Measured[] },
-      { name: 'this tree', file: tree.file, runs: [] as Measured[] },
-      { name: 'baseline again', file: base.file, runs: [] as Measured[] },
-    ];
     const self = fileURLToPath(import.meta.url);
-    for (let i = 0; i < processes; i++) {
-      // The order flips every round, so neither side always runs on a warmer machine.
-      for (const side of i % 2 === 0 ? sides : sides.slice().reverse()) {
-        const out = execFileSync(process.execPath, [self, `--child=${side.file}`], { encoding: 'utf8', maxBuffer: 1 << 20 });
-        side.runs.push(JSON.parse(out) as Measured);
-      }
-    }
     const mid = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
     const of = (runs: Measured[], what: keyof Measured): Side => ({
       min: mid(runs.map((r) => r[what].min)),
@@ -277,19 +272,30 @@ if (baselineRev !== 'none') {
     });
     const pair = (x: Side): string => `${x.min.toFixed(2)} / ${x.median.toFixed(2)}`;
     const ratio = (x: Side, y: Side): string => `${(x.min / y.min).toFixed(2)} / ${(x.median / y.median).toFixed(2)}`;
-    const [b, c, again] = sides.map((side) => side.runs);
-    const row = (label: string, what: keyof Measured): string[] => {
-      const [bs, cs, as] = [of(b ?? [], what), of(c ?? [], what), of(again ?? [], what)];
-      return [label, pair(bs), pair(cs), ratio(cs, bs), ratio(as, bs)];
-    };
+    const rows: string[][] = [];
+    for (const size of compareSizes) {
+      const sides = [
+        { name: 'baseline', file: base.file, runs: [] as Measured[] },
+        { name: 'this tree', file: tree.file, runs: [] as Measured[] },
+        { name: 'baseline again', file: base.file, runs: [] as Measured[] },
+      ];
+      for (let i = 0; i < processes; i++) {
+        // The order flips every round, so neither side always runs on a warmer machine.
+        for (const side of i % 2 === 0 ? sides : sides.slice().reverse()) {
+          const out = execFileSync(process.execPath, [self, `--child=${side.file}`, `--size=${size}`], { encoding: 'utf8', maxBuffer: 1 << 20 });
+          side.runs.push(JSON.parse(out) as Measured);
+        }
+      }
+      const [b, c, again] = sides.map((side) => side.runs);
+      const row = (label: string, what: keyof Measured): string[] => {
+        const [bs, cs, as] = [of(b ?? [], what), of(c ?? [], what), of(again ?? [], what)];
+        return [`${size.toLocaleString('en-US')} nodes, ${label}`, pair(bs), pair(cs), ratio(cs, bs), ratio(as, bs)];
+      };
+      rows.push(row('explain, one model nothing fits', 'explain'), row(`placeMany, ${REPLICAS} replicas`, 'many'));
+    }
     console.log(
       `\nsame run against ${baselineRev}: CPU ms per call, min / median, each the median of ${processes} fresh processes per side, alternating`,
     );
-    console.log(
-      table(
-        ['5,000 nodes', `${baselineRev} ms`, 'this tree ms', 'this / baseline', 'baseline again / baseline (noise)'],
-        [row('explain, one model nothing fits', 'explain'), row(`placeMany, ${REPLICAS} replicas`, 'many')],
-      ),
-    );
+    console.log(table(['same run', `${baselineRev} ms`, 'this tree ms', 'this / baseline', 'baseline again / baseline (noise)'], rows));
   }
 }

@@ -6,6 +6,8 @@ export interface MetricSources {
   inFlight?: () => { model: string; replica: string; value: number }[];
   /** The store's state (`GuardedStore.stats`). */
   store?: () => { up: boolean; errors: ReadonlyMap<string, number> };
+  /** Requests waiting in the gateway per model and band (`Gateway.queued`). */
+  queued?: () => { model: string; band: string; value: number }[];
 }
 
 /**
@@ -51,6 +53,29 @@ export class Metrics {
       this.inFlight.reset();
       for (const x of this.sources.inFlight?.() ?? []) this.inFlight.set({ model: x.model, replica: x.replica }, x.value);
     },
+  });
+  readonly queued = new Gauge({
+    name: 'llmgw_queued_requests',
+    help: 'Requests waiting in the gateway because every replica of their model is saturated, per model and priority band',
+    labelNames: ['model', 'band'] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.queued.reset();
+      for (const x of this.sources.queued?.() ?? []) this.queued.set({ model: x.model, band: x.band }, x.value);
+    },
+  });
+  readonly queueWait = new Histogram({
+    name: 'llmgw_queue_wait_seconds',
+    help: 'Time a request waited in the gateway before it was sent to a replica (only requests that waited)',
+    labelNames: ['model', 'band'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly queueRefusals = new Counter({
+    name: 'llmgw_queue_refusals_total',
+    help: 'Requests answered 429 by flow control, by model and reason (queue_full, queue_timeout)',
+    labelNames: ['model', 'reason'] as const,
+    registers: [this.registry],
   });
   readonly fallbacks = new Counter({
     name: 'llmgw_fallbacks_total',

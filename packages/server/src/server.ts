@@ -166,7 +166,8 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   // instance's from the ring, from their first sync on (`startCluster`).
   const limits = pgStore ? new SharedLimits({ pool: pgStore.pool, log, instanceId, source: () => keys.localCounts() }) : undefined;
   const keys = await KeyRing.load(store, Date.now, limits);
-  const metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), store: () => store.stats() });
+  // `gateway` is made next; a scrape (after the listeners start) is the first to read it.
+  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), store: () => store.stats(), queued: () => gateway.queued() });
   const gateway = new Gateway(
     controller,
     keys,

@@ -33,6 +33,7 @@ const ADMIN_CASES: Case[] = [
   ['toString as a state', state({ state: 'toString' }), 400, 'state'],
   ['a deadline_s of 1e20', state({ state: 'drain', deadline_s: 1e20 }), 400, 'deadline_s'],
   ['an rpm of 1e20', admin({ method: 'POST', path: '/api/v1/keys', ...json({ name: 'x', rpm: 1e20 }) }), 400, 'rpm'],
+  ['a key priority that is no band', admin({ method: 'POST', path: '/api/v1/keys', ...json({ name: 'x', priority: 'urgent' }) }), 400, 'priority'],
   ['a key body nested 5,000 deep', admin({ method: 'POST', path: '/api/v1/keys', ...json(`{"name":"x","extra":${deep(5000)}}`) }), 400, '(body)'],
   ['an unknown method', admin({ method: 'PUT', path: '/api/v1/nodes' }), 405, 'method'],
   ['an unknown method on keys', admin({ method: 'PATCH', path: '/api/v1/keys' }), 405, 'method'],

@@ -2,6 +2,15 @@ import { Type, type Static } from '@sinclair/typebox';
 
 /** Client API keys (admin API `/api/v1/keys`) and usage (`/api/v1/usage`). */
 
+/**
+ * A key's priority band when the gateway holds requests (every replica saturated):
+ * strict, highest first. `standard` when a key names none; a request may lower its own
+ * (`x-llmgw-priority`), never raise it.
+ */
+export const PRIORITIES = ['interactive', 'standard', 'batch'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+const PrioritySchema = Type.Union(PRIORITIES.map((p) => Type.Literal(p)));
+
 export const KeyCreateRequestSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
   /** Models (names or aliases) the key may use; absent or empty = all. */
@@ -10,6 +19,8 @@ export const KeyCreateRequestSchema = Type.Object({
   rpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e9 })),
   /** Requests in flight at once; absent = unlimited. */
   max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e6 })),
+  /** Priority band under saturation; absent = `standard`. */
+  priority: Type.Optional(PrioritySchema),
   /** ISO 8601 time after which the key stops working. */
   expires_at: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 });
@@ -23,6 +34,7 @@ export const KeyViewSchema = Type.Object({
   models: Type.Array(Type.String()),
   rpm: Type.Optional(Type.Integer()),
   max_concurrent: Type.Optional(Type.Integer()),
+  priority: Type.Optional(PrioritySchema),
   expires_at: Type.Optional(Type.String()),
   created_at: Type.String(),
   revoked_at: Type.Optional(Type.String()),

@@ -55,7 +55,7 @@ async function sqliteInstall(dir: string) {
     ],
     [],
   );
-  await s.saveKey({ id: 'key-1', name: 'ci', hash: 'c'.repeat(64), prefix: 'sk-ci', models: ['qwen-coder-14b'], rpm: 60, maxConcurrent: 2, createdAt: '2026-01-01T00:00:00.000Z' });
+  await s.saveKey({ id: 'key-1', name: 'ci', hash: 'c'.repeat(64), prefix: 'sk-ci', models: ['qwen-coder-14b'], rpm: 60, maxConcurrent: 2, priority: 'interactive', createdAt: '2026-01-01T00:00:00.000Z' });
   await s.saveKey({ id: 'key-2', name: 'old', hash: 'd'.repeat(64), prefix: 'sk-old', models: [], expiresAt: '2027-01-01T00:00:00.000Z', createdAt: '2026-01-02T00:00:00.000Z', revokedAt: '2026-01-03T00:00:00.000Z' });
   await s.addUsage([
     { keyId: 'key-1', model: 'qwen-coder-14b', requests: 10, errors: 1, cancelled: 2, promptTokens: 1000, completionTokens: 500 },
@@ -181,8 +181,8 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     await s.close();
     // The store as the server before events left it.
     const raw = new Database(path.join(old, 'llmgw.db'));
-    raw.exec('DROP TABLE events; DROP TABLE rollouts');
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
+    raw.exec('DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority');
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 3}`);
     raw.pragma('wal_checkpoint(TRUNCATE)');
     raw.close();
     const bytes = fs.readFileSync(path.join(old, 'llmgw.db'));

@@ -2,6 +2,8 @@ import type { Model } from '@llmgw/shared';
 import { bearerToken } from '../http/principal.js';
 import { DomainError } from '../errors.js';
 import type { StoredKey } from '../store/store.js';
+import { BANDS, DEFAULT_BAND, isBand, lowerOf, type Band } from './fair-queue.js';
+import { clip } from './request.js';
 import type { KeyRing } from './keys.js';
 
 const AUTH_MESSAGE = {
@@ -50,4 +52,21 @@ export function admitLimits(keys: KeyRing, key: StoredKey): () => void {
     throw new DomainError('rate_limited', `rate limit of ${key.rpm} requests per minute reached for this key`, { retryAfterS: a.retryAfterS });
   }
   throw new DomainError('concurrency_limited', `limit of ${key.maxConcurrent} concurrent requests reached for this key`, { retryAfterS: a.retryAfterS });
+}
+
+/** The request header with which a client lowers its own priority. */
+export const PRIORITY_HEADER = 'x-llmgw-priority';
+
+/**
+ * A request's priority band: its key's, or lower when the request asks for lower with
+ * `x-llmgw-priority` (a batch job on an interactive key); asking for higher than the key
+ * has gets the key's. A value that is no band is refused, so a typo does not pass as
+ * the default.
+ */
+export function bandOf(key: StoredKey, header: string | string[] | undefined): Band {
+  const own = key.priority ?? DEFAULT_BAND;
+  if (header === undefined) return own;
+  const h = Array.isArray(header) ? header[0] : header;
+  if (!isBand(h)) throw new DomainError('invalid_request', `${PRIORITY_HEADER} "${clip(h ?? '')}" is not a priority (want one of ${BANDS.join(', ')})`);
+  return lowerOf(own, h);
 }

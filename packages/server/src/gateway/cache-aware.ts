@@ -182,6 +182,16 @@ export class CacheAware implements Balancer {
     for (const m of [this.rates, this.capacities]) for (const id of [...m.keys()]) if (!ready.has(id)) m.delete(id);
   }
 
+  /** Uncached prompt tokens sent to a replica whose prefill has not ended (flow control's saturation). */
+  uncachedInFlight(replicaId: string): number {
+    return this.uncached.get(replicaId) ?? 0;
+  }
+
+  /** A replica's measured prefill rate, tokens/s, or undefined before its first measurement. */
+  prefillRate(replicaId: string): number | undefined {
+    return this.rates.get(replicaId);
+  }
+
   /** Index entries over all replicas (for the memory bound). */
   get entries(): number {
     return this.index.entries;

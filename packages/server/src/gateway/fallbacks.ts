@@ -27,6 +27,8 @@ export class Fallbacks {
     private readonly usage: UsageMeter,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    /** Told when a stream's prefill ended on a replica of the model the client asked for: flow control may let a waiting request go. */
+    private readonly freed: (requested: string) => void = () => {},
   ) {}
 
   async forward(res: ServerResponse, ex: Exchange): Promise<void> {
@@ -66,7 +68,7 @@ export class Fallbacks {
         let outcome: AttemptOutcome = { answered: false };
         try {
           const t = target;
-          outcome = await this.upstream.attempt(res, ex, model, target, payload, fallbackFrom, balancer.firstByte && (() => balancer.firstByte?.(routed, t)));
+          outcome = await this.upstream.attempt(res, ex, model, target, payload, fallbackFrom, balancer.firstByte && (() => (balancer.firstByte?.(routed, t), this.freed(ex.model.name))));
           // A stream the client left returns, its tokens so far counted.
           if (ex.signal.aborted) this.metrics.cancelled.inc({ model: model.name });
           return;

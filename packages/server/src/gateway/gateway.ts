@@ -1,19 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Model } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ModelLoad } from '../reconcile/reconcile.js';
 import type { StoredKey } from '../store/store.js';
-import { admitLimits, authenticate, checkModel, mayUse } from './admission.js';
+import { PRIORITY_HEADER, admitLimits, authenticate, bandOf, checkModel, mayUse } from './admission.js';
 import { LeastLoaded, type Balancer } from './balancer.js';
 import { CacheAware } from './cache-aware.js';
 import { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { asDomainError, sendError, sendJson } from './errors.js';
 import { Fallbacks, routingOf } from './fallbacks.js';
+import { FlowControl, type FlowSettings } from './flow.js';
 import type { KeyRing } from './keys.js';
+import { BYTES_PER_TOKEN } from './prefix.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
+import type { LoadReader } from './saturation.js';
 import { SseRelay } from './sse.js';
 import type { Traffic } from './traffic.js';
 import { Upstream, type Exchange } from './upstream.js';
@@ -39,6 +43,8 @@ export interface GatewaySettings {
   maxEventBytes?: number;
   /** Prefix cache capacity, in tokens, assumed for a replica whose engine does not send `x-llmgw-prefix-cache-tokens`. */
   prefixCacheTokens?: number;
+  /** Flow control's queue limits, TTL and saturation bound (README.md, "Flow control"); the documented defaults when absent. */
+  flow?: FlowSettings;
 }
 
 /** Engine replies this large are not believed: 64 MiB holds a large batch of embeddings. */
@@ -58,11 +64,18 @@ export class Gateway {
   private readonly upstream: Upstream;
   private readonly coldStart: ColdStart;
   private readonly fallbacks: Fallbacks;
+  /** Requests held in the gateway while every replica of their model is saturated. */
+  readonly flow: FlowControl;
+
+  /** Requests waiting per model and band, for the metrics at scrape time. */
+  queued(): { model: string; band: string; value: number }[] {
+    return this.flow.depths();
+  }
 
   constructor(
     private readonly ctl: GatewayController,
     private readonly keys: KeyRing,
-    metrics: Metrics,
+    private readonly metrics: Metrics,
     /** Where it counts its requests; the controller and the metrics read the same (`Traffic`). */
     private readonly traffic: Traffic,
     private readonly settings: GatewaySettings,
@@ -76,7 +89,23 @@ export class Gateway {
     this.coldStart = new ColdStart(ctl, traffic, settings, log);
     const leastLoaded = new LeastLoaded();
     const cacheAware = new CacheAware({ prefixCacheTokens: settings.prefixCacheTokens }, metrics);
-    this.fallbacks = new Fallbacks(ctl, this.upstream, (m) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware), this.coldStart, usage, metrics, log);
+    const routed = balancer ?? cacheAware;
+    const ca = routed instanceof CacheAware ? routed : cacheAware;
+    const cacheAwareLoad: LoadReader = { uncached: (id) => ca.uncachedInFlight(id), rate: (id) => ca.prefillRate(id), inFlight: this.upstream.inFlight };
+    const inFlightLoad: LoadReader = { uncached: () => 0, rate: () => undefined, inFlight: this.upstream.inFlight };
+    const balancerOf = (m: Model) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware);
+    this.flow = new FlowControl(
+      {
+        routes: (m) => ctl.routes(m),
+        eligible: (id) => !this.upstream.coolingDown(id, Date.now()),
+        // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
+        load: (m) => (balancerOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad),
+      },
+      settings.flow,
+      Date.now,
+      metrics,
+    );
+    this.fallbacks = new Fallbacks(ctl, this.upstream, balancerOf, this.coldStart, usage, metrics, log, (m) => this.flow.freed(m));
     ctl.events.on('replicas', () => {
       const replicas = ctl.listReplicas();
       this.upstream.prune(replicas);
@@ -84,6 +113,7 @@ export class Gateway {
       // A replica that is not ready has lost its cache, or will have when it is back.
       const ready = new Set(replicas.filter((r) => r.state === 'ready').map((r) => r.id));
       (balancer ?? cacheAware).retain?.(ready);
+      this.flow.freedAll();
     });
   }
 
@@ -108,6 +138,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    this.flow.close();
     await this.upstream.close();
   }
 
@@ -131,7 +162,9 @@ export class Gateway {
     // parsing the body, resolving the model), so a client over its limits costs little.
     const release = admitLimits(this.keys, key);
     let request;
+    let band;
     try {
+      band = bandOf(key, req.headers[PRIORITY_HEADER]);
       request = parseRequest(path, await readBody(req, this.settings.maxBodyBytes), this.ctl.catalogView);
       checkModel(key, request.model);
     } catch (err) {
@@ -146,10 +179,17 @@ export class Gateway {
       res.on('close', () => {
         if (!res.writableFinished) abort.abort();
       });
+      // Held here while every replica is saturated (its prompt tokens weigh its key's share); `true` at once otherwise.
+      const go = this.flow.admit(request.model, key.id, band, request.raw.length / BYTES_PER_TOKEN, abort.signal);
+      if (go !== true && !(await go)) {
+        this.metrics.cancelled.inc({ model });
+        return;
+      }
       await this.fallbacks.forward(res, ex);
     } finally {
       release();
       this.traffic.requestEnded(model);
+      this.flow.freed(model);
     }
   }
 

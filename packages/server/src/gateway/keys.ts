@@ -97,6 +97,7 @@ export class KeyRing {
       models: [...new Set(models)],
       ...(req.rpm ? { rpm: req.rpm } : {}),
       ...(req.max_concurrent ? { maxConcurrent: req.max_concurrent } : {}),
+      ...(req.priority ? { priority: req.priority } : {}),
       ...(expiresAt ? { expiresAt } : {}),
       createdAt: new Date(this.now()).toISOString(),
     };
@@ -248,6 +249,7 @@ function keyView(k: StoredKey): KeyView {
     models: k.models,
     ...(k.rpm ? { rpm: k.rpm } : {}),
     ...(k.maxConcurrent ? { max_concurrent: k.maxConcurrent } : {}),
+    ...(k.priority ? { priority: k.priority } : {}),
     ...(k.expiresAt ? { expires_at: k.expiresAt } : {}),
     created_at: k.createdAt,
     ...(k.revokedAt ? { revoked_at: k.revokedAt } : {}),

@@ -108,7 +108,7 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
     await keys.close();
     await gw.close();
   });
-  return { url, secret, gw, metrics, ready, changed: () => events.emit('replicas') };
+  return { url, secret, keys, gw, metrics, ready, changed: () => events.emit('replicas') };
 }
 
 export async function post(url: string, secret: string, body: unknown): Promise<{ status: number; text: string; headers: http.IncomingHttpHeaders }> {

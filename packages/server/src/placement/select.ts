@@ -1,55 +1,31 @@
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot } from '../snapshot.js';
 import { NEED_MEM, NEED_PACK, type Column, type Fleet, type ProfileView } from './fleet.js';
+import { F0, F1, F2, F3, F4, F5, idBefore, RANK_VALUES, valuesOrder, type RankInputs } from './ranking.js';
 import { serves } from './requirement.js';
 
 /**
- * Choosing among fitting nodes. The selection rule, compared field by field, lowest first:
- *
- * 1. `avoid`: nodes in `avoidNodes` only as a last resort (a replica just failed there,
- *    and the same node straight away would likely fail the same way);
- * 2. `existing`: fewer replicas of this model already on the node: spread a model's
- *    replicas so one machine going away takes down as few of them as possible;
- * 3. `pack`: best fit on GPUs. For a GPU profile, the fewest free GPUs of the accepted
- *    kind that still suffice, so partly used machines fill up and whole ones stay free
- *    for 8-GPU models. For a CPU profile, the fewest free GPUs of any kind, so CPU work
- *    goes to CPU machines (or GPU machines that are full) before idle GPU machines;
- * 4. `mem`: best fit on host memory, the least free memory that still suffices (a node
- *    that did not report memory counts as unlimited, so known fits go first);
- * 5. `cached`: for a profile whose source is a file agents fetch (files/README.md), a node
- *    whose agent already holds that file (by its SHA-256, from `NodeReport.files`), so
- *    the replica starts without a transfer. After the rules above on purpose: the spread
- *    and the fit keep the fleet healthy, and a download is a delay that ends, so the
- *    file decides among nodes those rules leave equal (identical machines, the common
- *    case of a CPU fleet), never against them;
- * 6. node id, so the same inputs always give the same answer, whatever the input order.
- *
- * `pack` and `mem` are the GPU and memory checks' columns of the profile's view.
+ * Choosing among fitting nodes: the best by the selection rule, `RANKING` (ranking.ts).
+ * A candidate a pick loop keeps: which node, and its figures.
  */
 export interface Candidate {
   pos: number;
   /** Index into the view's candidate arrays. */
   c: number;
   node: NodeSnapshot;
-  avoid: number;
-  existing: number;
-  pack: number;
-  mem: number;
-  /** 0 when the node holds the profile's file (or the profile fetches none), else 1. */
-  cached: number;
+  /** Its figure for each key of `RANKING`, in order, lowest first (`RANK_VALUES`). */
+  keys: Float64Array;
 }
 
+/** True when `a` ranks before `b` by the selection rule. */
 export function before(a: Candidate, b: Candidate): boolean {
-  if (a.avoid !== b.avoid) return a.avoid < b.avoid;
-  if (a.existing !== b.existing) return a.existing < b.existing;
-  if (a.pack !== b.pack) return a.pack < b.pack;
-  if (a.mem !== b.mem) return a.mem < b.mem;
-  if (a.cached !== b.cached) return a.cached < b.cached;
-  return a.node.id < b.node.id;
+  const order = valuesOrder(a.keys, b.keys);
+  return order !== 0 ? order < 0 : idBefore(a.node, b.node);
 }
 
+/** A candidate to fill in: the scratch entries of sharded.ts's pool scan. */
 export function blank(): Candidate {
-  return { pos: -1, c: -1, node: undefined as unknown as NodeSnapshot, avoid: 0, existing: 0, pack: 0, mem: 0, cached: 0 };
+  return { pos: -1, c: -1, node: undefined as unknown as NodeSnapshot, keys: new Float64Array(RANK_VALUES.length) };
 }
 
 /** What one decision knows beyond the fleet: the model's spread and the nodes to avoid. */
@@ -63,27 +39,20 @@ export interface Context {
   file?: string | undefined;
 }
 
-/** 1 for a node in `avoid`, else 0: the `avoid` rule. The node is read only when there is a set to look in. */
-export function avoidKey(avoid: ReadonlySet<string> | undefined, nodes: readonly NodeSnapshot[], pos: number): number {
-  return avoid !== undefined && avoid.has(nodes[pos]!.id) ? 1 : 0;
-}
-
-/**
- * Replicas of this model on the node at `pos`: the `existing` rule, from the caller's map
- * when it gave one, else from the reservations' counts (then the node is not read).
- */
-export function existingKey(
-  existing: ReadonlyMap<string, number> | undefined,
-  counts: Int32Array | undefined,
-  nodes: readonly NodeSnapshot[],
-  pos: number,
-): number {
-  return existing !== undefined ? existing.get(nodes[pos]!.id) ?? 0 : counts !== undefined ? counts[pos]! : 0;
-}
-
-/** 0 when `node` holds `file` (or there is none to hold), else 1: the `cached` rule. */
-export function cachedKey(node: NodeSnapshot, file: string | undefined): number {
-  return file === undefined || node.files?.has(file) === true ? 0 : 1;
+/** What the keys of `RANKING` read in one decision over `view`. */
+export function rankInputs(fleet: Fleet, view: ProfileView, ctx: Context): RankInputs {
+  // Always these fields in this order: one shape for every decision.
+  return {
+    nodes: fleet.nodes,
+    cand: view.cand,
+    pack: view.pack,
+    mem: view.mem,
+    idRank: fleet.idRank,
+    avoid: ctx.avoid,
+    existing: ctx.existing,
+    counts: ctx.counts,
+    file: ctx.file,
+  };
 }
 
 /** True when candidate `c` passes the view's dynamic checks: no allocation, no strings. */
@@ -109,118 +78,82 @@ export interface Found {
 
 /**
  * One shard: the best fitting node, kept as we go, without sorting or collecting. This
- * is the hot loop of a decision, so it runs the dynamic checks and `before` inline on
- * locals; the order is exactly `before`'s.
+ * is the hot loop of a decision: the winner's figures are kept in one array and a
+ * candidate's are worked out only as far as the first key it differs on.
  */
 export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found {
-  const { nodes, idRank } = fleet;
-  const { avoid, existing, counts, file } = ctx;
-  const { cand, pack, mem } = view;
-  const best = bestFit(cand, mem, pack, view.needs, view.extra, view.extraNeeds, nodes, idRank, avoid, existing, counts, file);
-  const fit = BEST[B_FIT]!;
+  const keys = new Float64Array(RANK_VALUES.length);
+  const { best, fit } = bestFit(rankInputs(fleet, view, ctx), view.needs, view.extra, view.extraNeeds, keys);
   if (best < 0) return { fit, chosen: undefined, pool: undefined };
   // `best` is a candidate index: in range of the view's arrays, and cand[best] of `nodes`.
-  const pos = cand[best]!;
-  const node = nodes[pos]!;
-  const chosen: Candidate = {
-    pos,
-    c: best,
-    node,
-    avoid: BEST[B_AVOID]!,
-    existing: BEST[B_EXISTING]!,
-    pack: pack[best]!,
-    mem: mem[best]!,
-    cached: BEST[B_CACHED]!,
-  };
-  return { fit, chosen: [chosen], pool: node.pool };
+  const pos = view.cand[best]!;
+  const node = fleet.nodes[pos]!;
+  return { fit, chosen: [{ pos, c: best, node, keys }], pool: node.pool };
 }
 
 /**
- * `bestFit`'s other results, so the loop allocates nothing: the fitting candidates
- * counted, and the best one's `avoid`, `existing` and `cached` keys (doubles: `existing`
- * comes from the caller's map as it is).
+ * The loop of `pickSingle`: the index of the best fitting candidate (-1 when none) and
+ * the fitting ones counted, the winner's figures left in `keys`. The rest of what it
+ * reads comes in as arguments or in `r`, whose shape never changes, rather than as
+ * fields of the fleet, view or context, and every figure from a typed array: V8 throws
+ * away optimised code that read a field whose type changes (the fleet's `idRank` once
+ * ranked, say) or that was handed a number stored differently than before (a small
+ * integer one call, a double the next), and on Node 20 that has been seen to leave this
+ * loop in unoptimised code for dozens of decisions, doubling their cost.
  */
-const BEST = new Float64Array(4);
-const B_FIT = 0;
-const B_AVOID = 1;
-const B_EXISTING = 2;
-const B_CACHED = 3;
-
-/**
- * The loop of `pickSingle`: the index of the best fitting candidate (-1 when none), the
- * count and the winner's keys in BEST. Everything it reads comes in as an argument rather than as a field of
- * the fleet, view or context, and every figure from a typed array: V8 throws away
- * optimised code that read a field whose type changes (the fleet's `idRank` once ranked,
- * say) or that was handed a number stored differently than before (a small integer one
- * call, a double the next), and on Node 20 that has been seen to leave this loop in
- * unoptimised code for dozens of decisions, doubling their cost. An argument's type is
- * checked once per call instead.
- */
-function bestFit(
-  cand: Int32Array,
-  mems: Float64Array,
-  packs: Int32Array,
-  needs: Float64Array,
-  extra: Column[],
-  extraNeeds: Float64Array,
-  nodes: readonly NodeSnapshot[],
-  idRank: Int32Array,
-  avoid: ReadonlySet<string> | undefined,
-  existing: ReadonlyMap<string, number> | undefined,
-  counts: Int32Array | undefined,
-  file: string | undefined,
-): number {
-  // Every column has one entry per candidate (cand.length); cand[c] indexes `nodes`, and
-  // `counts`/`idRank` have one entry per node. The `!`s below rest on these.
+function bestFit(r: RankInputs, needs: Float64Array, extra: Column[], extraNeeds: Float64Array, keys: Float64Array): { best: number; fit: number } {
+  // Every column has one entry per candidate (cand.length); cand[c] indexes `nodes`;
+  // `keys` has one entry per key. The `!`s below rest on these.
+  const { cand, mem: mems, pack: packs, nodes } = r;
   const nExtra = extra.length;
   const needMem = needs[NEED_MEM]!;
   const needPack = needs[NEED_PACK]!;
   let fit = 0;
   let best = -1;
-  let bAvoid = 0;
-  let bExisting = 0;
-  let bPack = 0;
-  let bMem = 0;
-  let bCached = 0;
+  // The best so far's figure for each key of RANKING, in its order, kept in locals: in an
+  // array (and compared through `orderAgainst`) a decision cost 1.4x as much, same run,
+  // 5,000 nodes. One local and one line per key; ranking.ts fails at load when RANKING
+  // has another number of keys than F0..F5.
+  let b0 = 0;
+  let b1 = 0;
+  let b2 = 0;
+  let b3 = 0;
+  let b4 = 0;
+  let b5 = 0;
   for (let c = 0; c < cand.length; c++) {
-    // The two columns every decision tests are also the ranking keys: one load each.
-    const mem = mems[c]!;
-    const pack = packs[c]!;
-    if (mem < needMem || pack < needPack || (nExtra !== 0 && !extraFit(extra, extraNeeds, c))) continue;
-    const pos = cand[c]!;
+    if (mems[c]! < needMem || packs[c]! < needPack || (nExtra !== 0 && !extraFit(extra, extraNeeds, c))) continue;
     fit++;
-    // The node object is read only when a rule needs its id: loading one per candidate
-    // is a cache miss per node on a large fleet.
-    const a = avoidKey(avoid, nodes, pos);
-    const e = existingKey(existing, counts, nodes, pos);
-    const k = file === undefined ? 0 : cachedKey(nodes[pos]!, file);
     if (best >= 0) {
-      if (a !== bAvoid) {
-        if (a > bAvoid) continue;
-      } else if (e !== bExisting) {
-        if (e > bExisting) continue;
-      } else if (pack !== bPack) {
-        if (pack > bPack) continue;
-      } else if (mem !== bMem) {
-        if (mem > bMem) continue;
-      } else if (k !== bCached) {
-        if (k > bCached) continue;
-      } else if (idRank.length !== 0 ? idRank[pos]! > idRank[cand[best]!]! : !(nodes[pos]!.id < nodes[cand[best]!]!.id)) {
+      // The first key on which `c` differs from the best so far decides; the keys after
+      // it are not worked out.
+      let v = F0(r, c);
+      if (v !== b0) {
+        if (v > b0) continue;
+      } else if ((v = F1(r, c)) !== b1) {
+        if (v > b1) continue;
+      } else if ((v = F2(r, c)) !== b2) {
+        if (v > b2) continue;
+      } else if ((v = F3(r, c)) !== b3) {
+        if (v > b3) continue;
+      } else if ((v = F4(r, c)) !== b4) {
+        if (v > b4) continue;
+      } else if ((v = F5(r, c)) !== b5) {
+        if (v > b5) continue;
+      } else if (!idBefore(nodes[cand[c]!]!, nodes[cand[best]!]!)) {
         continue;
       }
     }
+    // A new best, rare after the first few candidates: its figures are worked out anew.
+    b0 = F0(r, c);
+    b1 = F1(r, c);
+    b2 = F2(r, c);
+    b3 = F3(r, c);
+    b4 = F4(r, c);
+    b5 = F5(r, c);
     best = c;
-    bAvoid = a;
-    bExisting = e;
-    bPack = pack;
-    bMem = mem;
-    bCached = k;
   }
-  BEST[B_FIT] = fit;
-  BEST[B_AVOID] = bAvoid;
-  BEST[B_EXISTING] = bExisting;
-  BEST[B_CACHED] = bCached;
-  return best;
+  keys.set([b0, b1, b2, b3, b4, b5]);
+  return { best, fit };
 }
 
 /** Lowest indices first: deterministic, and what an operator reading nvidia-smi expects. */

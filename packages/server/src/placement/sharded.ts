@@ -1,104 +1,80 @@
-import type { NodeSnapshot } from '../snapshot.js';
 import { NEED_MEM, NEED_PACK, type Column, type Fleet, type ProfileView } from './fleet.js';
-import { avoidKey, before, blank, cachedKey, existingKey, extraFit, type Candidate, type Context, type Found } from './select.js';
+import { idBefore, orderAgainst, POOL_RANK_VALUES, rankValues, valuesOrder, type PoolPick, type RankInputs } from './ranking.js';
+import { before, blank, extraFit, rankInputs, type Candidate, type Context, type Found } from './select.js';
 
 /**
  * Sharded profiles: N shards on N distinct fitting nodes of one pool. Within a pool,
- * nodes are ranked by the selection rule (select.ts) and the first N taken (rank 0
- * first). Among pools that can hold the replica, the pool chosen has, in order: the
- * fewest avoided nodes among those N, the fewest replicas of this model on them
- * (spread), the fewest fitting nodes (best fit: keep the large pools whole for larger
- * replicas), the fewest free GPUs on those N (pack), then the lowest name.
+ * nodes are ranked by the selection rule (`RANKING`, ranking.ts) and the first N taken
+ * (rank 0 first). Among pools that can hold the replica, the pool chosen is the first by
+ * `POOL_RANKING` (ranking.ts), then the lowest name.
  */
 export function pickSharded(fleet: Fleet, view: ProfileView, ctx: Context): Found {
   const n = view.req.shards;
   // top[0..k) is the current pool's best k candidates, in order; top[n] is scratch.
-  // Every index into `top` below is in 0..n, and poolStart has one entry per pool plus
-  // one: the `!`s rest on these.
+  // poolStart has one entry per pool plus one: the `!`s rest on these.
   const top = Array.from({ length: n + 1 }, blank);
-  const { cand, mem, pack, needs, extra, extraNeeds, poolStart } = view;
-  const { avoid, existing, counts, file } = ctx;
+  const r = rankInputs(fleet, view, ctx);
+  const { needs, extra, extraNeeds, poolStart } = view;
   let fit = 0;
-  let best: { pool: string; nodes: Candidate[]; score: number[] } | undefined;
+  let best: { pool: string; nodes: Candidate[]; values: Float64Array } | undefined;
   for (let p = 0; p < view.poolName.length; p++) {
-    const start = poolStart[p]!;
-    const end = poolStart[p + 1]!;
-    const k = poolTop(cand, mem, pack, needs, extra, extraNeeds, fleet.nodes, start, end, top, avoid, existing, counts, file);
-    const poolFit = FIT[0]!;
-    fit += poolFit;
-    if (k < n) continue;
-    let avoided = 0;
-    let spread = 0;
-    let packed = 0;
-    for (let i = 0; i < n; i++) {
-      const t = top[i]!;
-      avoided += t.avoid;
-      spread += t.existing;
-      packed += t.pack;
-    }
-    const score = [avoided, spread, poolFit, packed];
+    const scan = poolTop(r, needs, extra, extraNeeds, poolStart[p]!, poolStart[p + 1]!, top);
+    fit += scan.fit;
+    if (scan.k < n) continue;
+    const pick: PoolPick = { top, n, fit: scan.fit };
+    const values = Float64Array.from(POOL_RANK_VALUES, (of) => of(pick, p));
     const pool = view.poolName[p]!;
-    if (best === undefined || scoreBefore(score, pool, best.score, best.pool)) {
+    if (best === undefined || poolBefore(values, pool, best.values, best.pool)) {
       best = {
         pool,
-        score,
+        values,
         // Copies: the scratch objects are reused for the next pool.
-        nodes: top.slice(0, n).map((t) => ({ ...t })),
+        nodes: top.slice(0, n).map((t) => ({ ...t, keys: t.keys.slice() })),
       };
     }
   }
   return { fit, chosen: best?.nodes, pool: best?.pool };
 }
 
-/** `poolTop`'s second result, the pool's fitting candidates counted: the loop allocates nothing. */
-const FIT = new Int32Array(1);
-
 /**
  * The best candidates of one pool, candidates `start` to `end - 1`, in rank order into
- * `top[0..k)` (k returned, at most `top.length - 1`; `top`'s last entry is scratch), the
- * fitting ones counted in FIT[0]. Takes every input as an argument, as `bestFit` in
- * select.ts does and for the same reason: V8 keeps its optimised code valid.
+ * `top[0..k)` (at most `top.length - 1`; `top`'s last entry is scratch), with the
+ * pool's fitting candidates counted. Takes every input as an argument or in `r`, as
+ * `bestFit` in select.ts does and for the same reason: V8 keeps its optimised code valid.
  */
 function poolTop(
-  cand: Int32Array,
-  mems: Float64Array,
-  packs: Int32Array,
+  r: RankInputs,
   needs: Float64Array,
   extra: Column[],
   extraNeeds: Float64Array,
-  nodes: readonly NodeSnapshot[],
   start: number,
   end: number,
   top: Candidate[],
-  avoid: ReadonlySet<string> | undefined,
-  existing: ReadonlyMap<string, number> | undefined,
-  counts: Int32Array | undefined,
-  file: string | undefined,
-): number {
-  // Columns have one entry per candidate and cand[c] indexes `nodes` and `counts`; every
-  // index into `top` is in 0..n. The `!`s rest on these.
+): { k: number; fit: number } {
+  // Columns have one entry per candidate and cand[c] indexes `nodes`; every index into
+  // `top` is in 0..n. The `!`s rest on these.
+  const { cand, mem: mems, pack: packs, nodes } = r;
   const n = top.length - 1;
   const needMem = needs[NEED_MEM]!;
   const needPack = needs[NEED_PACK]!;
   let k = 0;
   let fit = 0;
   for (let c = start; c < end; c++) {
-    const mem = mems[c]!;
-    const pack = packs[c]!;
-    if (mem < needMem || pack < needPack || (extra.length !== 0 && !extraFit(extra, extraNeeds, c))) continue;
+    if (mems[c]! < needMem || packs[c]! < needPack || (extra.length !== 0 && !extraFit(extra, extraNeeds, c))) continue;
     fit++;
     const pos = cand[c]!;
-    const node = nodes[pos]!;
+    if (k === n) {
+      // Full: a candidate that does not beat the last is dropped without working out its
+      // figures past the first key it differs on.
+      const last = top[n - 1]!;
+      const order = orderAgainst(r, c, last.keys);
+      if (order > 0 || (order === 0 && !idBefore(nodes[pos]!, last.node))) continue;
+    }
     const next = top[n]!;
     next.pos = pos;
     next.c = c;
-    next.node = node;
-    next.avoid = avoidKey(avoid, nodes, pos);
-    next.existing = existingKey(existing, counts, nodes, pos);
-    next.pack = pack;
-    next.mem = mem;
-    next.cached = file === undefined ? 0 : cachedKey(node, file);
-    if (k === n && !before(next, top[n - 1]!)) continue;
+    next.node = nodes[pos]!;
+    rankValues(r, c, next.keys);
     // Insert in order, dropping the last when full.
     let i = k < n ? k++ : n - 1;
     top[n] = top[i]!;
@@ -110,12 +86,11 @@ function poolTop(
       i--;
     }
   }
-  FIT[0] = fit;
-  return k;
+  return { k, fit };
 }
 
-function scoreBefore(a: number[], aName: string, b: number[], bName: string): boolean {
-  // Scores all have the same length.
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
-  return aName < bName;
+/** True when pool `a` (its `POOL_RANKING` figures and name) goes before pool `b`. */
+function poolBefore(a: Float64Array, aName: string, b: Float64Array, bName: string): boolean {
+  const order = valuesOrder(a, b);
+  return order !== 0 ? order < 0 : aName < bName;
 }

@@ -104,11 +104,11 @@ describeEach('the store contract', (open, kind) => {
 
   it('a saved key is updated in place: revocation and limits change, hash, prefix and creation do not', withStore(open, async ({ store }) => {
     await store.saveKey(key);
-    await store.saveKey({ ...key, hash: 'other', prefix: 'other', createdAt: '2030-01-01T00:00:00.000Z', name: 'ci2', models: ['a', 'b'], rpm: undefined, maxConcurrent: 2, revokedAt: '2026-02-01T00:00:00.000Z' });
+    await store.saveKey({ ...key, hash: 'other', prefix: 'other', createdAt: '2030-01-01T00:00:00.000Z', name: 'ci2', models: ['a', 'b'], rpm: undefined, maxConcurrent: 2, priority: 'batch', revokedAt: '2026-02-01T00:00:00.000Z' });
     await store.saveKey({ ...key, id: 'key-0', hash: 'h0', createdAt: '2026-01-01T00:00:00.000Z' });
     await store.saveKey({ ...key, id: 'key-2', hash: 'h2', createdAt: '2025-12-31T00:00:00.000Z' });
     expect((await store.loadKeys()).map((k) => k.id)).toEqual(['key-2', 'key-0', 'key-1']);
-    expect((await store.loadKeys())[2]).toEqual({ ...key, name: 'ci2', models: ['a', 'b'], rpm: undefined, maxConcurrent: 2, revokedAt: '2026-02-01T00:00:00.000Z' });
+    expect((await store.loadKeys())[2]).toEqual({ ...key, name: 'ci2', models: ['a', 'b'], rpm: undefined, maxConcurrent: 2, priority: 'batch', revokedAt: '2026-02-01T00:00:00.000Z' });
   }));
 
   it('usage from several deltas of one batch adds up, and a key no longer stored is listed under its id', withStore(open, async ({ store }) => {

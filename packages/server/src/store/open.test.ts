@@ -44,7 +44,7 @@ describe('opening the store', () => {
     await new SqliteStore(dir).close();
     // Roll back to version 3, before the cancelled column (step 4) and what came after it.
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts');
+    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority');
     db.prepare("INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens) VALUES ('key-1', 'm', 3, 1, 10, 4)").run();
     db.pragma('user_version = 3');
     db.close();
@@ -62,7 +62,7 @@ describe('opening the store', () => {
     const dir = dataDir();
     await new SqliteStore(dir).close();
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec("DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')");
+    db.exec("DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')");
     db.pragma('user_version = 4');
     db.close();
     const s = new SqliteStore(dir);

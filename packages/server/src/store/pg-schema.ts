@@ -110,6 +110,8 @@ const MIGRATIONS = [
      history jsonb,
      control jsonb
    );`,
+  // Issue 26: a key's priority band when requests wait in the gateway (schema.ts has the same step).
+  `ALTER TABLE api_keys ADD COLUMN priority text;`,
 ];
 
 /** The newest schema version this server knows (the number of steps). */

@@ -225,11 +225,11 @@ export class PostgresStore implements Store {
   async saveKey(k: StoredKey): Promise<void> {
     await this.tx(async (c) => {
       await c.query(
-        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at, priority)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
-           max_concurrent = excluded.max_concurrent, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
-        [k.id, k.name, k.hash, k.prefix, JSON.stringify(k.models), k.rpm ?? null, k.maxConcurrent ?? null, k.expiresAt ?? null, k.createdAt, k.revokedAt ?? null],
+           max_concurrent = excluded.max_concurrent, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+        [k.id, k.name, k.hash, k.prefix, JSON.stringify(k.models), k.rpm ?? null, k.maxConcurrent ?? null, k.expiresAt ?? null, k.createdAt, k.revokedAt ?? null, k.priority ?? null],
       );
       await PostgresStore.notify(c, 'keys');
     });

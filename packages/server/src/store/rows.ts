@@ -1,4 +1,4 @@
-import { NodeAdminStates, NodeReportSchema, ShardStatusSchema, validate, type NodeReport, type ShardStatus } from '@llmgw/shared';
+import { NodeAdminStates, NodeReportSchema, PRIORITIES, ShardStatusSchema, validate, type NodeReport, type Priority, type ShardStatus } from '@llmgw/shared';
 import type { AdminState, RevisionEntry, RolloutRecord } from '../domain.js';
 import type { StoredKey, StoredNode } from './store.js';
 
@@ -11,6 +11,8 @@ export interface KeyRow {
   models: string[];
   rpm: number | null;
   max_concurrent: number | null;
+  /** Absent in a database from before the column (read by `migrate --from-sqlite`). */
+  priority?: string | null;
   expires_at: string | null;
   created_at: string;
   revoked_at: string | null;
@@ -26,6 +28,8 @@ export function keyFromRow(r: KeyRow): StoredKey {
     models: r.models,
     ...(r.rpm != null ? { rpm: r.rpm } : {}),
     ...(r.max_concurrent != null ? { maxConcurrent: r.max_concurrent } : {}),
+    // A value this server does not know (a newer one wrote it) reads as the default.
+    ...((PRIORITIES as readonly string[]).includes(r.priority ?? '') ? { priority: r.priority as Priority } : {}),
     ...(r.expires_at ? { expiresAt: r.expires_at } : {}),
     createdAt: r.created_at,
     ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),

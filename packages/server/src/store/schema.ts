@@ -76,6 +76,8 @@ const MIGRATIONS = [
      history TEXT,
      control TEXT
    );`,
+  // Issue 26: a key's priority band when requests wait in the gateway; NULL = standard.
+  `ALTER TABLE api_keys ADD COLUMN priority TEXT;`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */

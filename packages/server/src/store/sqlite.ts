@@ -119,14 +119,14 @@ export class SqliteStore implements Store {
   async saveKey(k: StoredKey): Promise<void> {
     this.db
       .prepare(
-        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at)
-         VALUES (@id, @name, @hash, @prefix, @models, @rpm, @max_concurrent, @expires_at, @created_at, @revoked_at)
+        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, priority, expires_at, created_at, revoked_at)
+         VALUES (@id, @name, @hash, @prefix, @models, @rpm, @max_concurrent, @priority, @expires_at, @created_at, @revoked_at)
          ON CONFLICT(id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
-           max_concurrent = excluded.max_concurrent, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+           max_concurrent = excluded.max_concurrent, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
       )
       .run({
         id: k.id, name: k.name, hash: k.hash, prefix: k.prefix, models: JSON.stringify(k.models),
-        rpm: k.rpm ?? null, max_concurrent: k.maxConcurrent ?? null, expires_at: k.expiresAt ?? null,
+        rpm: k.rpm ?? null, max_concurrent: k.maxConcurrent ?? null, priority: k.priority ?? null, expires_at: k.expiresAt ?? null,
         created_at: k.createdAt, revoked_at: k.revokedAt ?? null,
       });
   }

@@ -1,4 +1,4 @@
-import type { EventView, NodeReport, ShardStatus, TokenRole } from '@llmgw/shared';
+import type { EventView, NodeReport, Priority, ShardStatus, TokenRole } from '@llmgw/shared';
 import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 
 /** A client API key as stored: the secret only as its SHA-256. */
@@ -10,6 +10,8 @@ export interface StoredKey {
   models: string[];
   rpm?: number;
   maxConcurrent?: number;
+  /** Its band when requests wait in the gateway; absent = standard. */
+  priority?: Priority;
   expiresAt?: string;
   createdAt: string;
   revokedAt?: string;
