@@ -60,8 +60,9 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
   const keys = new KeyRing(store);
   const { secret } = await keys.create({ name: 'test' }, (n) => n);
   const traffic = new Traffic();
-  const metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica() });
-  const gw = new Gateway(
+  // `gw` is made next; only a scrape reads it.
+  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), queued: () => gw.queued() });
+  const gw: Gateway = new Gateway(
     ctl,
     keys,
     metrics,
@@ -101,8 +102,9 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
   const keys = new KeyRing(memoryStore());
   const { secret } = await keys.create({ name: 'test' }, (n) => n);
   const traffic = new Traffic();
-  const metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica() });
-  const gw = new Gateway(ctl, keys, metrics, traffic, { maxBodyBytes: 1 << 22, upstreamTimeoutMs: 5000, cooldownMs: 60_000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings }, pino({ level: 'silent' }));
+  // `gw` is made next; only a scrape reads it.
+  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), queued: () => gw.queued() });
+  const gw: Gateway = new Gateway(ctl, keys, metrics, traffic, { maxBodyBytes: 1 << 22, upstreamTimeoutMs: 5000, cooldownMs: 60_000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings }, pino({ level: 'silent' }));
   const url = await listen(gw.handle);
   closers.push(async () => {
     await keys.close();
