@@ -1,12 +1,27 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { EventViewSchema, validate } from '@llmgw/shared';
 import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import { DomainError } from '../errors.js';
 import { StoreOpenError } from './open.js';
 import { connectError, describeUrl } from './pg-open.js';
 import { DB_MS, migratePostgres, PG_SCHEMA_VERSION } from './pg-schema.js';
-import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
+import type {
+  EventRetention,
+  Fence,
+  NodeReportRow,
+  Store,
+  StoredCredential,
+  StoredEvent,
+  StoredKey,
+  StoredNode,
+  StoredReplica,
+  StoredToken,
+  StoredUsage,
+  TokenRole,
+  UsageDelta,
+} from './store.js';
+import { addEventRows, loadEventRows } from './pg-events.js';
+import { addUsageRows, loadUsageRows } from './pg-usage.js';
 import { keyFromRow, rolloutFromRow, toNode, type KeyRow, type NodeRow } from './rows.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
@@ -15,19 +30,11 @@ export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | '
 /** The channel every instance LISTENs on; the payload is a `Topic`. */
 export const CHANNEL = 'llmgw';
 
-/**
- * The advisory lock `addEvents` holds: ids come from a sequence, and without it a
- * transaction that took a smaller id could commit after one that took a larger, so a
- * watcher reading "after id N" would skip it for good.
- */
-const EVENTS_LOCK = 0x6c6c6576;
-
 export interface PostgresOptions {
   log?: Logger;
   /** Connections in the pool (default 10). */
   poolSize?: number;
 }
-
 
 const NODE_COLUMNS = 'n.id, n.admin, n.report, n.shards, n.last_seen_ms';
 
@@ -57,7 +64,14 @@ export class PostgresStore implements Store {
     // A database that stops answering (paused, packets dropped) must not hang a query, a
     // renew or a shutdown forever: every statement here is short, so 5 s is a dead server,
     // and TCP keepalive notices a connection that went silent while idle.
-    const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, connectionTimeoutMillis: 10_000, query_timeout: 5_000, keepAlive: true, application_name: 'llmgw-server' });
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: opts.poolSize ?? 10,
+      connectionTimeoutMillis: 10_000,
+      query_timeout: 5_000,
+      keepAlive: true,
+      application_name: 'llmgw-server',
+    });
     // A pooled connection that dies while idle emits 'error' on the pool; without a
     // listener that would end the process. The next query gets a new connection.
     pool.on('error', (err) => opts.log?.warn({ err: err.message }, 'PostgreSQL connection lost while idle'));
@@ -75,7 +89,9 @@ export class PostgresStore implements Store {
       client.release();
       await pool.end().catch(() => {});
       if (err instanceof StoreOpenError) throw err;
-      throw new StoreOpenError(`cannot set up the llmgw schema in ${where} (${oneLine(err, password)}): check that the user may create tables there, then start again`);
+      throw new StoreOpenError(
+        `cannot set up the llmgw schema in ${where} (${oneLine(err, password)}): check that the user may create tables there, then start again`,
+      );
     }
     client.release();
     return new PostgresStore(pool, where);
@@ -170,13 +186,19 @@ export class PostgresStore implements Store {
   }
 
   async loadCredentials(): Promise<StoredCredential[]> {
-    const { rows } = await this.pool.query<{ node_id: string; hash: string; created_at: string }>('SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id COLLATE "C"');
+    const { rows } = await this.pool.query<{ node_id: string; hash: string; created_at: string }>(
+      'SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id COLLATE "C"',
+    );
     return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
   }
 
   async addCredential(cred: StoredCredential): Promise<boolean> {
     return this.tx(async (c) => {
-      const r = await c.query('INSERT INTO node_credentials (node_id, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (node_id) DO NOTHING', [cred.nodeId, cred.hash, cred.createdAt]);
+      const r = await c.query('INSERT INTO node_credentials (node_id, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (node_id) DO NOTHING', [
+        cred.nodeId,
+        cred.hash,
+        cred.createdAt,
+      ]);
       if (r.rowCount !== 1) return false;
       await PostgresStore.notify(c, 'credentials');
       return true;
@@ -199,9 +221,15 @@ export class PostgresStore implements Store {
     const latest = [...new Map(save.map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     await this.tx(async (c) => {
       if (fence) {
-        const held = await c.query(`UPDATE leader SET epoch = epoch WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_ms > ${DB_MS} RETURNING 1`, [fence.holder, fence.epoch]);
+        const held = await c.query(`UPDATE leader SET epoch = epoch WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_ms > ${DB_MS} RETURNING 1`, [
+          fence.holder,
+          fence.epoch,
+        ]);
         if (!held.rowCount) {
-          throw new DomainError('not_leader', `this instance is no longer the leader (lease epoch ${fence.epoch} was taken over or expired); its plan was not written`);
+          throw new DomainError(
+            'not_leader',
+            `this instance is no longer the leader (lease epoch ${fence.epoch} was taken over or expired); its plan was not written`,
+          );
         }
       }
       if (latest.length) {
@@ -229,18 +257,41 @@ export class PostgresStore implements Store {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
            max_concurrent = excluded.max_concurrent, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
-        [k.id, k.name, k.hash, k.prefix, JSON.stringify(k.models), k.rpm ?? null, k.maxConcurrent ?? null, k.expiresAt ?? null, k.createdAt, k.revokedAt ?? null, k.priority ?? null],
+        [
+          k.id,
+          k.name,
+          k.hash,
+          k.prefix,
+          JSON.stringify(k.models),
+          k.rpm ?? null,
+          k.maxConcurrent ?? null,
+          k.expiresAt ?? null,
+          k.createdAt,
+          k.revokedAt ?? null,
+          k.priority ?? null,
+        ],
       );
       await PostgresStore.notify(c, 'keys');
     });
   }
 
   async loadTokens(): Promise<StoredToken[]> {
-    const { rows } = await this.pool.query<{ id: string; name: string; role: TokenRole; hash: string; prefix: string; created_at: string; revoked_at: string | null }>(
-      'SELECT * FROM admin_tokens ORDER BY created_at COLLATE "C", id COLLATE "C"',
-    );
+    const { rows } = await this.pool.query<{
+      id: string;
+      name: string;
+      role: TokenRole;
+      hash: string;
+      prefix: string;
+      created_at: string;
+      revoked_at: string | null;
+    }>('SELECT * FROM admin_tokens ORDER BY created_at COLLATE "C", id COLLATE "C"');
     return rows.map((r) => ({
-      id: r.id, name: r.name, role: r.role, hash: r.hash, prefix: r.prefix, createdAt: r.created_at,
+      id: r.id,
+      name: r.name,
+      role: r.role,
+      hash: r.hash,
+      prefix: r.prefix,
+      createdAt: r.created_at,
       ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
     }));
   }
@@ -256,78 +307,24 @@ export class PostgresStore implements Store {
     });
   }
 
-  /** One statement; deltas for the same key and model are added up first (a row may be touched once per statement). */
   async addUsage(deltas: readonly UsageDelta[]): Promise<void> {
-    const sums = new Map<string, UsageDelta>();
-    for (const d of deltas) {
-      const k = JSON.stringify([d.keyId, d.model]);
-      const s = sums.get(k);
-      if (!s) sums.set(k, { ...d });
-      else for (const f of ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const) s[f] += d[f];
-    }
-    const ds = [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => d);
-    if (!ds.length) return;
-    await this.pool.query(
-      `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
-       ON CONFLICT (key_id, model) DO UPDATE SET requests = usage.requests + excluded.requests,
-         errors = usage.errors + excluded.errors, cancelled = usage.cancelled + excluded.cancelled,
-         prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage.completion_tokens + excluded.completion_tokens`,
-      [ds.map((d) => d.keyId), ds.map((d) => d.model), ds.map((d) => d.requests), ds.map((d) => d.errors), ds.map((d) => d.cancelled), ds.map((d) => d.promptTokens), ds.map((d) => d.completionTokens)],
-    );
+    await addUsageRows(this.pool, deltas);
   }
 
   async loadUsage(): Promise<StoredUsage[]> {
-    const { rows } = await this.pool.query<{ key_id: string; key_name: string; model: string; requests: string; errors: string; cancelled: string; prompt_tokens: string; completion_tokens: string }>(
-      `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
-       FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY COALESCE(k.name, u.key_id) COLLATE "C", u.model COLLATE "C"`,
-    );
-    return rows.map((r) => ({
-      keyId: r.key_id, keyName: r.key_name, model: r.model, requests: Number(r.requests), errors: Number(r.errors), cancelled: Number(r.cancelled),
-      promptTokens: Number(r.prompt_tokens), completionTokens: Number(r.completion_tokens),
-    }));
+    return loadUsageRows(this.pool);
   }
 
-  /**
-   * Appends under `EVENTS_LOCK` (ids commit in the order they are taken), each event
-   * with a new id from the sequence in the order given, and prunes: older than
-   * `keep.sinceMs`, and all but the newest `keep.maxRows`. The id is not kept inside the
-   * stored JSON: the row's id is the event's.
-   */
   async addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
     return this.tx(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [EVENTS_LOCK]);
-      let ids: number[] = [];
-      if (events.length) {
-        const { rows } = await c.query<{ id: string }>(
-          `INSERT INTO events (time_ms, data) SELECT u.time_ms, u.data
-           FROM unnest($1::bigint[], $2::jsonb[]) WITH ORDINALITY AS u(time_ms, data, ord) ORDER BY u.ord RETURNING id`,
-          [events.map((e) => Date.parse(e.time)), events.map(({ id: _given, ...data }) => JSON.stringify(data))],
-        );
-        // The sequence is drawn in insertion order, which is the order given.
-        ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
-      }
-      await c.query(
-        `DELETE FROM events WHERE time_ms < $1 OR $2::int <= 0
-           OR id < (SELECT id FROM events ORDER BY id DESC OFFSET GREATEST($2::int - 1, 0) LIMIT 1)`,
-        [keep.sinceMs, keep.maxRows],
-      );
+      const ids = await addEventRows(c, events, keep);
       if (events.length) await PostgresStore.notify(c, 'events');
       return events.map((e, i) => ({ ...e, id: ids[i]! }));
     });
   }
 
   async loadEvents(limit: number, afterId?: number): Promise<StoredEvent[]> {
-    const { rows } = await this.pool.query<{ id: string; data: unknown }>(
-      'SELECT id, data FROM (SELECT id, data FROM events WHERE id > $2 ORDER BY id DESC LIMIT $1) e ORDER BY id',
-      [limit, afterId ?? -1],
-    );
-    // A row that is not an event (hand-edited) is skipped, not thrown, as in SqliteStore.
-    return rows.flatMap((r) => {
-      if (typeof r.data !== 'object' || r.data === null || Array.isArray(r.data)) return [];
-      const e = { ...(r.data as Record<string, unknown>), id: Number(r.id) };
-      return validate(EventViewSchema, e).ok ? [e as StoredEvent] : [];
-    });
+    return loadEventRows(this.pool, limit, afterId);
   }
 
   /**
@@ -359,16 +356,24 @@ export class PostgresStore implements Store {
 
   /** A write that changes nothing: it fails exactly when writes fail (unreachable, read-only standby). */
   async loadRollouts(): Promise<RolloutRecord[]> {
-    const { rows } = await this.pool.query<{ model: string; history: unknown; control: unknown }>('SELECT model, history, control FROM rollouts ORDER BY model COLLATE "C"');
+    const { rows } = await this.pool.query<{ model: string; history: unknown; control: unknown }>(
+      'SELECT model, history, control FROM rollouts ORDER BY model COLLATE "C"',
+    );
     return rows.map((r) => rolloutFromRow(r.model, r.history, r.control));
   }
 
   async saveRolloutHistory(model: string, h: RolloutHistory): Promise<void> {
-    await this.pool.query('INSERT INTO rollouts (model, history) VALUES ($1, $2) ON CONFLICT (model) DO UPDATE SET history = excluded.history', [model, JSON.stringify(h)]);
+    await this.pool.query('INSERT INTO rollouts (model, history) VALUES ($1, $2) ON CONFLICT (model) DO UPDATE SET history = excluded.history', [
+      model,
+      JSON.stringify(h),
+    ]);
   }
 
   async saveRolloutControl(model: string, c: RolloutControl): Promise<void> {
-    await this.pool.query('INSERT INTO rollouts (model, control) VALUES ($1, $2) ON CONFLICT (model) DO UPDATE SET control = excluded.control', [model, JSON.stringify(c)]);
+    await this.pool.query('INSERT INTO rollouts (model, control) VALUES ($1, $2) ON CONFLICT (model) DO UPDATE SET control = excluded.control', [
+      model,
+      JSON.stringify(c),
+    ]);
   }
 
   async probe(): Promise<void> {
