@@ -38,8 +38,26 @@ const stats = (xs) => {
 
 /** A minimal valid report of an 8-GPU node; `seq` goes into GPU 0's memory_used_mb. */
 function report(id, seq) {
-  const gpus = Array.from({ length: 8 }, (_, i) => ({ index: i, uuid: `GPU-${id}-${i}`, name: 'NVIDIA H100 80GB HBM3', class: 'H100-80GB', memory_total_mb: 81920, memory_used_mb: i === 0 ? seq : 0, problems: [] }));
-  return { node_id: id, hostname: id, mgmt_addr: '10.0.0.1', agent_version: 'bench', labels: { zone: 'a' }, memory_total_mb: 1048576, cpu_cores: 64, gpus, fabrics: ['ethernet'] };
+  const gpus = Array.from({ length: 8 }, (_, i) => ({
+    index: i,
+    uuid: `GPU-${id}-${i}`,
+    name: 'NVIDIA H100 80GB HBM3',
+    class: 'H100-80GB',
+    memory_total_mb: 81920,
+    memory_used_mb: i === 0 ? seq : 0,
+    problems: [],
+  }));
+  return {
+    node_id: id,
+    hostname: id,
+    mgmt_addr: '10.0.0.1',
+    agent_version: 'bench',
+    labels: { zone: 'a' },
+    memory_total_mb: 1048576,
+    cpu_cores: 64,
+    gpus,
+    fabrics: ['ethernet'],
+  };
 }
 /** A shard status of a replica this server does not know (a valid, ignored entry). */
 const shards = (id) => [{ id: `bench-${id}-0`, replica_id: `bench-${id}`, state: 'ready', pid: 4242, port: 40001 }];
@@ -48,12 +66,19 @@ async function joinAll(adminUrl) {
   const pool = new Pool(adminUrl, { connections: 16, ...insecure });
   const nodes = Array.from({ length: NODES }, (_, i) => ({ id: `hb-${String(i).padStart(5, '0')}`, credential: '', seq: 0, accepted: -1 }));
   for (let i = 0; i < nodes.length; i += 16) {
-    await Promise.all(nodes.slice(i, i + 16).map(async (n) => {
-      const r = await pool.request({ path: '/agent/v1/join', method: 'POST', headers: { authorization: `Bearer ${JOIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ node_id: n.id }) });
-      const text = await r.body.text();
-      if (r.statusCode !== 200) throw new Error(`join ${n.id}: ${r.statusCode} ${text}`);
-      n.credential = JSON.parse(text).credential;
-    }));
+    await Promise.all(
+      nodes.slice(i, i + 16).map(async (n) => {
+        const r = await pool.request({
+          path: '/agent/v1/join',
+          method: 'POST',
+          headers: { authorization: `Bearer ${JOIN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ node_id: n.id }),
+        });
+        const text = await r.body.text();
+        if (r.statusCode !== 200) throw new Error(`join ${n.id}: ${r.statusCode} ${text}`);
+        n.credential = JSON.parse(text).credential;
+      }),
+    );
   }
   await pool.close();
   return nodes;
@@ -64,19 +89,26 @@ async function beat(pool, nodes, ms) {
   let ok = 0;
   const refused = new Map();
   const end = Date.now() + ms;
-  await Promise.all(Array.from({ length: CONNECTIONS }, async (_, w) => {
-    const mine = nodes.filter((_, i) => i % CONNECTIONS === w);
-    for (let k = 0; Date.now() < end; k++) {
-      const n = mine[k % mine.length];
-      const seq = ++n.seq;
-      const r = await pool.request({ path: '/agent/v1/heartbeat', method: 'POST', headers: { authorization: `Bearer ${n.credential}`, 'content-type': 'application/json' }, body: JSON.stringify({ report: report(n.id, seq), shards: shards(n.id) }) });
-      await r.body.dump();
-      if (r.statusCode === 200) {
-        ok++;
-        n.accepted = seq;
-      } else refused.set(r.statusCode, (refused.get(r.statusCode) ?? 0) + 1);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async (_, w) => {
+      const mine = nodes.filter((_, i) => i % CONNECTIONS === w);
+      for (let k = 0; Date.now() < end; k++) {
+        const n = mine[k % mine.length];
+        const seq = ++n.seq;
+        const r = await pool.request({
+          path: '/agent/v1/heartbeat',
+          method: 'POST',
+          headers: { authorization: `Bearer ${n.credential}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ report: report(n.id, seq), shards: shards(n.id) }),
+        });
+        await r.body.dump();
+        if (r.statusCode === 200) {
+          ok++;
+          n.accepted = seq;
+        } else refused.set(r.statusCode, (refused.get(r.statusCode) ?? 0) + 1);
+      }
+    }),
+  );
   return { ok, refused };
 }
 
@@ -86,11 +118,18 @@ async function heldReports(store, nodes, fromMs) {
   if (store.kind === 'postgres') {
     const c = new pg.Client(store.databaseUrl);
     await c.connect();
-    rows = (await c.query(`SELECT id, (report->'gpus'->0->>'memory_used_mb')::bigint AS seq, last_seen_ms FROM nodes`)).rows.map((r) => ({ id: r.id, seq: Number(r.seq), seen: Number(r.last_seen_ms) }));
+    rows = (await c.query(`SELECT id, (report->'gpus'->0->>'memory_used_mb')::bigint AS seq, last_seen_ms FROM nodes`)).rows.map((r) => ({
+      id: r.id,
+      seq: Number(r.seq),
+      seen: Number(r.last_seen_ms),
+    }));
     await c.end();
   } else {
     const db = new Database(path.join(store.server.dataDir, 'llmgw.db'), { readonly: true, fileMustExist: true });
-    rows = db.prepare('SELECT id, report, last_seen_ms FROM nodes').all().map((r) => ({ id: r.id, seq: r.report ? JSON.parse(r.report).gpus[0].memory_used_mb : -1, seen: Number(r.last_seen_ms) }));
+    rows = db
+      .prepare('SELECT id, report, last_seen_ms FROM nodes')
+      .all()
+      .map((r) => ({ id: r.id, seq: r.report ? JSON.parse(r.report).gpus[0].memory_used_mb : -1, seen: Number(r.last_seen_ms) }));
     db.close();
   }
   const byId = new Map(rows.map((r) => [r.id, r]));
@@ -142,27 +181,45 @@ async function heartbeats(cluster) {
   }
   for (const s of stores) {
     // Everything accepted must reach the store: PostgreSQL's last batch within 250 ms or so.
-    s.held = await waitFor(async () => {
-      const held = await heldReports(s, s.nodes, s.windowStart);
-      return held === NODES ? held : undefined;
-    }, 'the last reports in the store', 5000).catch(() => heldReports(s, s.nodes, s.windowStart));
+    s.held = await waitFor(
+      async () => {
+        const held = await heldReports(s, s.nodes, s.windowStart);
+        return held === NODES ? held : undefined;
+      },
+      'the last reports in the store',
+      5000,
+    ).catch(() => heldReports(s, s.nodes, s.windowStart));
     await s.pool.close();
     // Out of the way of part (b): the idle PostgreSQL instance still polls every 500 ms.
     s.server.child.kill('SIGTERM');
     await s.server.exited;
   }
 
-  const rows = stores.flatMap((s) => s.rounds.map((r, i) => [
-    s.kind, i + 1, r.perS.toFixed(0), `${((r.server / r.wall) * 100).toFixed(0)} %`, ((r.server / r.ok) * 1e6).toFixed(0),
-    `${((r.postgres / r.wall) * 100).toFixed(0)} %`, ((r.postgres / r.ok) * 1e6).toFixed(0), ((r.load / r.ok) * 1e6).toFixed(0),
-    [...r.refused].map(([code, n]) => `${n}×${code}`).join(' ') || '0',
-  ]));
-  console.log(`\n(a) Heartbeats ingested by one instance: ${NODES} nodes, ${CONNECTIONS} connections, ${SECONDS} s per round, stores alternating; a new report every beat (8 GPUs, one shard)\n`);
+  const rows = stores.flatMap((s) =>
+    s.rounds.map((r, i) => [
+      s.kind,
+      i + 1,
+      r.perS.toFixed(0),
+      `${((r.server / r.wall) * 100).toFixed(0)} %`,
+      ((r.server / r.ok) * 1e6).toFixed(0),
+      `${((r.postgres / r.wall) * 100).toFixed(0)} %`,
+      ((r.postgres / r.ok) * 1e6).toFixed(0),
+      ((r.load / r.ok) * 1e6).toFixed(0),
+      [...r.refused].map(([code, n]) => `${n}×${code}`).join(' ') || '0',
+    ]),
+  );
+  console.log(
+    `\n(a) Heartbeats ingested by one instance: ${NODES} nodes, ${CONNECTIONS} connections, ${SECONDS} s per round, stores alternating; a new report every beat (8 GPUs, one shard)\n`,
+  );
   console.log(table(['store', 'round', 'accepted/s', 'server CPU', 'server µs/beat', 'postgres CPU', 'postgres µs/beat', 'load-gen µs/beat', 'refused'], rows));
   const [sq, pq] = stores.map((s) => stats(s.rounds.map((r) => r.perS)));
-  console.log(`\naccepted/s min/median: SQLite ${sq.min.toFixed(0)}/${sq.med.toFixed(0)}, PostgreSQL ${pq.min.toFixed(0)}/${pq.med.toFixed(0)}; PostgreSQL / SQLite (medians) ${(pq.med / sq.med).toFixed(2)}. Goal: >= 5,000/s per instance.`);
+  console.log(
+    `\naccepted/s min/median: SQLite ${sq.min.toFixed(0)}/${sq.med.toFixed(0)}, PostgreSQL ${pq.min.toFixed(0)}/${pq.med.toFixed(0)}; PostgreSQL / SQLite (medians) ${(pq.med / sq.med).toFixed(2)}. Goal: >= 5,000/s per instance.`,
+  );
   for (const s of stores) console.log(`${s.kind}: ${s.held}/${NODES} nodes' last accepted reports in the store, written in the last round`);
-  console.log(`(server pinned to one core where taskset exists; "postgres CPU" is the whole cluster, every backend; the load generator shares the other core with PostgreSQL)`);
+  console.log(
+    `(server pinned to one core where taskset exists; "postgres CPU" is the whole cluster, every backend; the load generator shares the other core with PostgreSQL)`,
+  );
   return stores;
 }
 
@@ -199,7 +256,11 @@ async function failover(cluster) {
     await servers[leader].exited;
     const took = await waitFor(async () => logLine(servers[follower], /^became leader \(epoch (\d+)\)/, from), `${follower} to take over`, 30_000);
     const epoch = took.m[1];
-    const pass = await waitFor(async () => logLine(servers[follower], new RegExp(`^first reconcile pass as leader \\(epoch ${epoch}\\)`), from), `${follower}'s first pass as leader`, 30_000);
+    const pass = await waitFor(
+      async () => logLine(servers[follower], new RegExp(`^first reconcile pass as leader \\(epoch ${epoch}\\)`), from),
+      `${follower}'s first pass as leader`,
+      30_000,
+    );
     tries.push({ leader: took.time - killedAt, pass: pass.time - killedAt });
     // The killed one back as a follower, before the next try kills the new leader.
     servers[leader] = await start(leader);
@@ -209,11 +270,18 @@ async function failover(cluster) {
   const l = stats(tries.map((x) => x.leader));
   const p = stats(tries.map((x) => x.pass));
   console.log(`\n(b) Leader failover: two instances on one PostgreSQL, SIGKILL of the leader, ${TRIES} tries (ms from the kill; --leader-lease ${LEASE_S})\n`);
-  console.log(table(['measure', 'min', 'median', 'max', 'each try'], [
-    ['kill → other "became leader"', l.min, l.med, l.max, tries.map((x) => x.leader).join(', ')],
-    ['kill → its first reconcile pass as leader', p.min, p.med, p.max, tries.map((x) => x.pass).join(', ')],
-  ]));
-  console.log(`Expected: the lease is renewed every ${LEASE_S / 4} s and a follower tries to take it as often, so the kill comes 0–${LEASE_S / 4} s after the last renewal and the takeover ${(LEASE_S * 3) / 4}–${LEASE_S + LEASE_S / 4} s after the kill.`);
+  console.log(
+    table(
+      ['measure', 'min', 'median', 'max', 'each try'],
+      [
+        ['kill → other "became leader"', l.min, l.med, l.max, tries.map((x) => x.leader).join(', ')],
+        ['kill → its first reconcile pass as leader', p.min, p.med, p.max, tries.map((x) => x.pass).join(', ')],
+      ],
+    ),
+  );
+  console.log(
+    `Expected: the lease is renewed every ${LEASE_S / 4} s and a follower tries to take it as often, so the kill comes 0–${LEASE_S / 4} s after the last renewal and the takeover ${(LEASE_S * 3) / 4}–${LEASE_S + LEASE_S / 4} s after the kill.`,
+  );
 }
 
 await withPostgres(quick, async (cluster) => {

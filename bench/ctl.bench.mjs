@@ -25,14 +25,23 @@ try {
     nodes.push(time([path.join(root, 'packages/ctl/dist/cli.js'), 'nodes']));
     help.push(time([path.join(root, 'packages/ctl/dist/cli.js'), '--help']));
   }
-  const med = (a) => percentile(a.sort((x, y) => x - y), 50);
+  const med = (a) =>
+    percentile(
+      a.sort((x, y) => x - y),
+      50,
+    );
   const b = med(bare);
   console.log('\nctl start-up, 25 alternating runs each (median wall ms)\n');
-  console.log(table(['command', 'median ms', 'ratio to node -e 0'], [
-    ['node -e 0', b.toFixed(1), '1.00'],
-    ['ctl --help', med(help).toFixed(1), (med(help) / b).toFixed(2)],
-    ['ctl nodes (local server)', med(nodes).toFixed(1), (med(nodes) / b).toFixed(2)],
-  ]));
+  console.log(
+    table(
+      ['command', 'median ms', 'ratio to node -e 0'],
+      [
+        ['node -e 0', b.toFixed(1), '1.00'],
+        ['ctl --help', med(help).toFixed(1), (med(help) / b).toFixed(2)],
+        ['ctl nodes (local server)', med(nodes).toFixed(1), (med(nodes) / b).toFixed(2)],
+      ],
+    ),
+  );
   console.log('\nGoal: ctl nodes <= 2.5x node -e 0.');
 } finally {
   stopAll();

@@ -107,14 +107,10 @@ try {
     ['gateway CPU per request, c=64 (µs)', 'perReq', 0],
     ['gateway CPU per SSE event (µs)', 'perEvent', 1],
     ['c=1 p50 added over its engine (ms)', 'added', 3],
-  ].map(([label, k, digits]) => [
-    label,
-    of(bs, k).toFixed(digits),
-    of(ts, k).toFixed(digits),
-    ratio(of(ts, k), of(bs, k)),
-    ratio(of(as, k), of(bs, k)),
-  ]);
-  console.log(`\ngateway of ${path.resolve(treeDir)} against ${path.resolve(dir)}, same run: median of ${rounds} alternating rounds per side, small chat completions on the test engine${routing ? `, this tree with routing: ${routing}` : ''}\n`);
+  ].map(([label, k, digits]) => [label, of(bs, k).toFixed(digits), of(ts, k).toFixed(digits), ratio(of(ts, k), of(bs, k)), ratio(of(as, k), of(bs, k))]);
+  console.log(
+    `\ngateway of ${path.resolve(treeDir)} against ${path.resolve(dir)}, same run: median of ${rounds} alternating rounds per side, small chat completions on the test engine${routing ? `, this tree with routing: ${routing}` : ''}\n`,
+  );
   console.log(here.table(['measure', 'baseline', 'this tree', 'this / baseline', 'baseline again / baseline (noise)'], rows));
 } finally {
   await Promise.all(sides.slice(0, 2).flatMap((s) => [s.gateway.close(), s.direct.close()]));

@@ -12,7 +12,12 @@ export async function sequential(pool, key, n, bodyOf = () => body) {
   for (let i = 0; i < n; i++) {
     const b = bodyOf(i);
     const t = process.hrtime.bigint();
-    const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: b });
+    const r = await pool.request({
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: b,
+    });
     await r.body.text();
     if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
     lat.push(Number(process.hrtime.bigint() - t) / 1e6);
@@ -24,25 +29,39 @@ export async function sequential(pool, key, n, bodyOf = () => body) {
 export async function concurrent(pool, key, c, ms) {
   let done = 0;
   const end = Date.now() + ms;
-  await Promise.all(Array.from({ length: c }, async () => {
-    while (Date.now() < end) {
-      const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
-      await r.body.text();
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (Date.now() < end) {
+        const r = await pool.request({
+          path: '/v1/chat/completions',
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body,
+        });
+        await r.body.text();
+        done++;
+      }
+    }),
+  );
   return done / (ms / 1000);
 }
 
 /** SSE events received over `c` streams at once, `n` streams each. */
 export async function streams(pool, key, c, n) {
   let events = 0;
-  await Promise.all(Array.from({ length: c }, async () => {
-    for (let i = 0; i < n; i++) {
-      const r = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: streamBody });
-      for await (const chunk of r.body) events += (chunk.toString().match(/\n\n/g) ?? []).length;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      for (let i = 0; i < n; i++) {
+        const r = await pool.request({
+          path: '/v1/chat/completions',
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: streamBody,
+        });
+        for await (const chunk of r.body) events += (chunk.toString().match(/\n\n/g) ?? []).length;
+      }
+    }),
+  );
   return events;
 }
 

@@ -42,10 +42,18 @@ await withPostgres(quick, async (cluster) => {
   const rows = measures.map(([name, f, digits]) => {
     const [a, b] = stores.map((s) => stats(s.runs.map(f)));
     const spread = (x) => `${(((x.max - x.min) / x.med) * 100).toFixed(0)} %`;
-    return [name, `${a.min.toFixed(digits)} / ${a.med.toFixed(digits)}`, `${b.min.toFixed(digits)} / ${b.med.toFixed(digits)}`, (b.med / a.med).toFixed(3), `${spread(a)}, ${spread(b)}`];
+    return [
+      name,
+      `${a.min.toFixed(digits)} / ${a.med.toFixed(digits)}`,
+      `${b.min.toFixed(digits)} / ${b.med.toFixed(digits)}`,
+      (b.med / a.med).toFixed(3),
+      `${spread(a)}, ${spread(b)}`,
+    ];
   });
-  console.log(`\nGateway on PostgreSQL vs SQLite: small chat completions through each, ${ROUNDS} alternating round(s) of ${SIZES.n} requests at c=1 and ${SIZES.ms / 1000} s at c=64 (min / median over rounds)\n`);
+  console.log(
+    `\nGateway on PostgreSQL vs SQLite: small chat completions through each, ${ROUNDS} alternating round(s) of ${SIZES.n} requests at c=1 and ${SIZES.ms / 1000} s at c=64 (min / median over rounds)\n`,
+  );
   console.log(table(['measure', 'SQLite', 'PostgreSQL', 'ratio PG / SQLite (medians)', 'spread (max-min)/median: SQLite, PG'], rows));
-  console.log('\nGoal: within noise, i.e. the ratio within the spread of each store\'s own rounds (no database on the request path).');
+  console.log("\nGoal: within noise, i.e. the ratio within the spread of each store's own rounds (no database on the request path).");
   await Promise.all(stores.map((s) => s.pool.close()));
 });

@@ -10,12 +10,21 @@ import { measure, sequential } from './gateway-load.mjs';
 
 const engine = '[llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"]';
 // The same engine under both routing policies, for the long-prompt case (one replica each).
-const model = (name, routing) => `  - name: ${name}\n    source: t\n    routing: ${routing}\n    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
+const model = (name, routing) =>
+  `  - name: ${name}\n    source: t\n    routing: ${routing}\n    profiles:\n      - { name: cpu, engine: command, command: ${engine} }\n`;
 const catalog = `models:\n${model('echo', 'least-loaded')}${model('echo-ca', 'cache-aware')}`;
 
 // ~8,000 tokens (32,000 characters) of shared system prompt and a question of its own per request.
 const longSystem = 'You are a meticulous assistant; answer with care and cite the manual. '.repeat(460);
-const longBody = (name) => (i) => JSON.stringify({ model: name, max_tokens: 4, messages: [{ role: 'system', content: longSystem }, { role: 'user', content: `question ${i}` }] });
+const longBody = (name) => (i) =>
+  JSON.stringify({
+    model: name,
+    max_tokens: 4,
+    messages: [
+      { role: 'system', content: longSystem },
+      { role: 'user', content: `question ${i}` },
+    ],
+  });
 
 /**
  * Added latency of 8,000-token prompts at c=1, least-loaded vs cache-aware (hashing the
@@ -27,7 +36,10 @@ async function longPrompts(gateway, key, direct) {
   const lat = { 'least-loaded': { direct: [], gateway: [] }, 'cache-aware': { direct: [], gateway: [] } };
   const one = async (pool, k, name, i) => (await sequential(pool, k, 1, () => longBody(name)(i)))[0];
   for (let i = 0; i < 1500; i++) {
-    for (const [policy, name] of [['least-loaded', 'echo'], ['cache-aware', 'echo-ca']]) {
+    for (const [policy, name] of [
+      ['least-loaded', 'echo'],
+      ['cache-aware', 'echo-ca'],
+    ]) {
       const d = await one(direct[name].pool, direct[name].key, name, i);
       const g = await one(gateway, key, name, i);
       if (i < 200) continue; // warm-up
@@ -49,7 +61,15 @@ async function longPromptCpu(gateway, key, pid, blocks = 6, perBlock = 600) {
   const cpu = { 'least-loaded': 0, 'cache-aware': 0 };
   const n = { 'least-loaded': 0, 'cache-aware': 0 };
   for (let b = 0; b < blocks; b++) {
-    for (const [policy, name] of b % 2 ? [['least-loaded', 'echo'], ['cache-aware', 'echo-ca']] : [['cache-aware', 'echo-ca'], ['least-loaded', 'echo']]) {
+    for (const [policy, name] of b % 2
+      ? [
+          ['least-loaded', 'echo'],
+          ['cache-aware', 'echo-ca'],
+        ]
+      : [
+          ['cache-aware', 'echo-ca'],
+          ['least-loaded', 'echo'],
+        ]) {
       const c0 = cpuSeconds(pid);
       await sequential(gateway, key, perBlock, (i) => longBody(name)(b * perBlock + i));
       cpu[policy] += cpuSeconds(pid) - c0;
@@ -69,14 +89,21 @@ async function smallRequests(pools, r, f, proxy) {
   const rows = [
     ['c=1 latency p50 (ms)', p(d.lat, 50), `${p(m.lat, 50)} (${add(m, 50)})`, `${p(g.lat, 50)} (${add(g, 50)})`],
     ['c=1 latency p99 (ms)', p(d.lat, 99), `${p(m.lat, 99)} (${add(m, 99)})`, `${p(g.lat, 99)} (${add(g, 99)})`],
-    ['c=64 requests/s (ratio to direct)', d.thr.toFixed(0), `${m.thr.toFixed(0)} (${(m.thr / d.thr).toFixed(2)})`, `${g.thr.toFixed(0)} (${(g.thr / d.thr).toFixed(2)})`],
+    [
+      'c=64 requests/s (ratio to direct)',
+      d.thr.toFixed(0),
+      `${m.thr.toFixed(0)} (${(m.thr / d.thr).toFixed(2)})`,
+      `${g.thr.toFixed(0)} (${(g.thr / d.thr).toFixed(2)})`,
+    ],
     ['requests per proxy CPU-second', '-', m.perCpu.toFixed(0), g.perCpu.toFixed(0)],
     ['SSE events/s, 16 streams', d.events.toFixed(0), m.events.toFixed(0), g.events.toFixed(0)],
     ['SSE events per proxy CPU-second', '-', m.eventsPerCpu.toFixed(0), g.eventsPerCpu.toFixed(0)],
   ];
   console.log('\nGateway vs a minimal proxy vs the engine direct (test engine, small chat completions; one run)\n');
   console.log(table(['measure', 'direct', 'minimal proxy', 'llmgw gateway'], rows));
-  console.log(`\ngateway cost relative to the minimal proxy: ${(m.perCpu / g.perCpu).toFixed(2)}x CPU per request, ${(m.eventsPerCpu / g.eventsPerCpu).toFixed(2)}x CPU per SSE event`);
+  console.log(
+    `\ngateway cost relative to the minimal proxy: ${(m.perCpu / g.perCpu).toFixed(2)}x CPU per request, ${(m.eventsPerCpu / g.eventsPerCpu).toFixed(2)}x CPU per SSE event`,
+  );
   console.log('Goals: added p50 <= 0.3 ms at c=1; >= 5,000 small requests/s per core; >= 20,000 SSE events/s per core.');
 }
 
@@ -94,11 +121,21 @@ try {
   await caPool.close();
   const added = (p, q) => percentile(long[p].gateway, q) - percentile(long[p].direct, q);
   console.log('\n8,000-token prompts at c=1, each routing policy against its own replica direct (ms; added over direct in brackets)\n');
-  console.log(table(['measure', 'least-loaded', 'cache-aware'], [50, 90].map((q) => [`latency p${q}`, ...['least-loaded', 'cache-aware'].map((p) => `${percentile(long[p].gateway, q).toFixed(3)} (+${added(p, q).toFixed(3)})`)])));
+  console.log(
+    table(
+      ['measure', 'least-loaded', 'cache-aware'],
+      [50, 90].map((q) => [
+        `latency p${q}`,
+        ...['least-loaded', 'cache-aware'].map((p) => `${percentile(long[p].gateway, q).toFixed(3)} (+${added(p, q).toFixed(3)})`),
+      ]),
+    ),
+  );
   const us = (q) => ((added('cache-aware', q) - added('least-loaded', q)) * 1000).toFixed(0);
   console.log(`cache-aware added minus least-loaded added: p50 ${us(50)} µs, p90 ${us(90)} µs. Goal: within 50 µs.`);
   const cpu = await longPromptCpu(pools[2], f.secret, f.serverPid);
-  console.log(`server CPU per 8,000-token request: least-loaded ${cpu['least-loaded'].toFixed(0)} µs, cache-aware ${cpu['cache-aware'].toFixed(0)} µs (difference ${(cpu['cache-aware'] - cpu['least-loaded']).toFixed(0)} µs; the server's heartbeats and reconcile ticks are in both)`);
+  console.log(
+    `server CPU per 8,000-token request: least-loaded ${cpu['least-loaded'].toFixed(0)} µs, cache-aware ${cpu['cache-aware'].toFixed(0)} µs (difference ${(cpu['cache-aware'] - cpu['least-loaded']).toFixed(0)} µs; the server's heartbeats and reconcile ticks are in both)`,
+  );
   await Promise.all(pools.map((x) => x.close()));
 } finally {
   stopAll();

@@ -73,7 +73,11 @@ export function serverTrust(dataDir, adminUrl) {
 
 export async function admin(url, p, init = {}) {
   const dispatcher = dispatchers.get(url);
-  const res = await undici.fetch(`${url}/api/v1${p}`, { ...init, ...(dispatcher ? { dispatcher } : {}), headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+  const res = await undici.fetch(`${url}/api/v1${p}`, {
+    ...init,
+    ...(dispatcher ? { dispatcher } : {}),
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+  });
   if (!res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -84,7 +88,18 @@ export async function admin(url, p, init = {}) {
  * (`--database-url`) instead of `<dir>/server/llmgw.db`. `extraArgs` go last.
  */
 export async function startServer({ dir, databaseUrl, core, catalog, env = {}, extraArgs = [], logLevel = 'info' }) {
-  const args = ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', path.join(dir, 'server'), '--reconcile-interval', '1', '--log-level', logLevel];
+  const args = [
+    '--admin-addr',
+    '127.0.0.1:0',
+    '--client-addr',
+    '127.0.0.1:0',
+    '--data-dir',
+    path.join(dir, 'server'),
+    '--reconcile-interval',
+    '1',
+    '--log-level',
+    logLevel,
+  ];
   if (catalog) args.push('--catalog', catalog);
   if (databaseUrl) args.push('--database-url', databaseUrl);
   const server = run(path.join(root, 'packages/server/dist/main.js'), [...args, ...extraArgs], {
@@ -113,11 +128,40 @@ export async function fleet(catalogText, { core, replicas = 1, databaseUrl } = {
   const { adminUrl, clientUrl } = server;
   const { joinToken } = serverTrust(server.dataDir, adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');
-  run(path.join(root, 'packages/agent/dist/main.js'), ['--server', adminUrl, '--node-id', 'bench', '--nvidia-smi', '/nonexistent', '--proc-root', path.join(fixtures, 'proc/cpu-32gb'), '--sys-root', path.join(fixtures, 'sys/empty'), '--state-dir', path.join(dir, 'agent'), '--heartbeat-interval', '1', '--engine-host', '127.0.0.1', '--stop-engines-on-exit', '--allow-command-engine', '--log-level', 'warn'], { env: { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: joinToken } });
-  const ready = await waitFor(async () => {
-    const rs = await admin(adminUrl, '/replicas?show_keys=true');
-    return rs.length >= replicas && rs.every((r) => r.state === 'ready') && rs;
-  }, 'ready replicas', 120_000);
+  run(
+    path.join(root, 'packages/agent/dist/main.js'),
+    [
+      '--server',
+      adminUrl,
+      '--node-id',
+      'bench',
+      '--nvidia-smi',
+      '/nonexistent',
+      '--proc-root',
+      path.join(fixtures, 'proc/cpu-32gb'),
+      '--sys-root',
+      path.join(fixtures, 'sys/empty'),
+      '--state-dir',
+      path.join(dir, 'agent'),
+      '--heartbeat-interval',
+      '1',
+      '--engine-host',
+      '127.0.0.1',
+      '--stop-engines-on-exit',
+      '--allow-command-engine',
+      '--log-level',
+      'warn',
+    ],
+    { env: { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: joinToken } },
+  );
+  const ready = await waitFor(
+    async () => {
+      const rs = await admin(adminUrl, '/replicas?show_keys=true');
+      return rs.length >= replicas && rs.every((r) => r.state === 'ready') && rs;
+    },
+    'ready replicas',
+    120_000,
+  );
   const key = await admin(adminUrl, '/keys', { method: 'POST', body: JSON.stringify({ name: 'bench' }) });
   return { adminUrl, clientUrl, replicas: ready, secret: key.secret, serverPid: server.pid };
 }
@@ -160,7 +204,9 @@ export async function withPostgres(quick, body) {
   let failed = false;
   try {
     const cluster = await benchPostgres();
-    console.log(`PostgreSQL: a throwaway cluster on 127.0.0.1:${cluster.port}, default durable settings (fsync on, synchronous_commit on)${quick ? '; quick smoke run' : ''}`);
+    console.log(
+      `PostgreSQL: a throwaway cluster on 127.0.0.1:${cluster.port}, default durable settings (fsync on, synchronous_commit on)${quick ? '; quick smoke run' : ''}`,
+    );
     await body(cluster);
   } catch (err) {
     failed = true;

@@ -42,7 +42,13 @@ export function poisson(random, rate, seconds) {
 export function sharedPrefixes({ seed, groups, systemWords, questionWords, rate, seconds }) {
   const random = rng(seed);
   const systems = Array.from({ length: groups }, (_, g) => `group ${g}. ${text(rng(seed * 1000 + g), systemWords)}`);
-  return poisson(random, rate, seconds).map((at) => [at, [{ role: 'system', content: systems[Math.floor(random() * groups)] }, { role: 'user', content: text(random, questionWords) }]]);
+  return poisson(random, rate, seconds).map((at) => [
+    at,
+    [
+      { role: 'system', content: systems[Math.floor(random() * groups)] },
+      { role: 'user', content: text(random, questionWords) },
+    ],
+  ]);
 }
 
 /** (c) No reuse: every prompt its own text from its first word. */
@@ -97,11 +103,13 @@ export async function streamChat(pool, key, model, messages, maxTokens) {
 /** Sends `schedule` ([offset ms, messages]) open loop; resolves with every result and the wall time. */
 export async function openLoop(pool, key, model, schedule, maxTokens) {
   const start = performance.now();
-  const results = await Promise.all(schedule.map(async ([at, messages]) => {
-    const wait = at - (performance.now() - start);
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    return { ...(await streamChat(pool, key, model, messages, maxTokens)), sentAt: at };
-  }));
+  const results = await Promise.all(
+    schedule.map(async ([at, messages]) => {
+      const wait = at - (performance.now() - start);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      return { ...(await streamChat(pool, key, model, messages, maxTokens)), sentAt: at };
+    }),
+  );
   return { results, seconds: (performance.now() - start) / 1000 };
 }
 
@@ -113,21 +121,23 @@ export async function openLoop(pool, key, model, schedule, maxTokens) {
 export async function multiTurn(pool, key, model, { seed, conversations, systemWords, questionWords, turns, thinkMs, seconds, maxTokens }) {
   const start = performance.now();
   const results = [];
-  await Promise.all(Array.from({ length: conversations }, async (_, user) => {
-    const random = rng(seed * 100 + user);
-    for (let c = 0; performance.now() - start < seconds * 1000; c++) {
-      const messages = [{ role: 'system', content: `user ${user} chat ${c}. ${text(random, systemWords)}` }];
-      for (let t = 0; t < turns && performance.now() - start < seconds * 1000; t++) {
-        await new Promise((r) => setTimeout(r, -Math.log(1 - random()) * thinkMs));
-        messages.push({ role: 'user', content: text(random, questionWords) });
-        const sentAt = performance.now() - start;
-        const r = { ...(await streamChat(pool, key, model, messages, maxTokens)), sentAt };
-        results.push(r);
-        if (!r.ok) break;
-        messages.push({ role: 'assistant', content: r.reply });
+  await Promise.all(
+    Array.from({ length: conversations }, async (_, user) => {
+      const random = rng(seed * 100 + user);
+      for (let c = 0; performance.now() - start < seconds * 1000; c++) {
+        const messages = [{ role: 'system', content: `user ${user} chat ${c}. ${text(random, systemWords)}` }];
+        for (let t = 0; t < turns && performance.now() - start < seconds * 1000; t++) {
+          await new Promise((r) => setTimeout(r, -Math.log(1 - random()) * thinkMs));
+          messages.push({ role: 'user', content: text(random, questionWords) });
+          const sentAt = performance.now() - start;
+          const r = { ...(await streamChat(pool, key, model, messages, maxTokens)), sentAt };
+          results.push(r);
+          if (!r.ok) break;
+          messages.push({ role: 'assistant', content: r.reply });
+        }
       }
-    }
-  }));
+    }),
+  );
   return { results, seconds: (performance.now() - start) / 1000 };
 }
 
@@ -143,5 +153,14 @@ export function summarise({ results: all, seconds: total }, warmupMs = 0) {
   const pct = (p) => (ttft.length === 0 ? NaN : ttft[Math.min(ttft.length - 1, Math.floor((p / 100) * ttft.length))]);
   const prompt = ok.reduce((s, r) => s + (r.usage?.prompt_tokens ?? 0), 0);
   const cached = ok.reduce((s, r) => s + (r.usage?.prompt_tokens_details?.cached_tokens ?? 0), 0);
-  return { n: results.length, errors: results.length - ok.length, p50: pct(50), p90: pct(90), cachedShare: prompt === 0 ? 0 : cached / prompt, rps: ok.length / seconds, promptTps: prompt / seconds, firstError: results.find((r) => !r.ok)?.error };
+  return {
+    n: results.length,
+    errors: results.length - ok.length,
+    p50: pct(50),
+    p90: pct(90),
+    cachedShare: prompt === 0 ? 0 : cached / prompt,
+    rps: ok.length / seconds,
+    promptTps: prompt / seconds,
+    firstError: results.find((r) => !r.ok)?.error,
+  };
 }

@@ -65,7 +65,17 @@ function report(name, s) {
   for (const p of POLICIES) {
     const r = s[p];
     const label = routingField || p === 'least-loaded' ? p : 'cache-aware (not in this build: least-loaded)';
-    rows.push([name, label, r.n, ms(r.p50), ms(r.p90), `${(r.cachedShare * 100).toFixed(1)} %`, r.rps.toFixed(1), r.promptTps.toFixed(0), r.errors === 0 ? '0' : `${r.errors} (${r.firstError})`]);
+    rows.push([
+      name,
+      label,
+      r.n,
+      ms(r.p50),
+      ms(r.p90),
+      `${(r.cachedShare * 100).toFixed(1)} %`,
+      r.rps.toFixed(1),
+      r.promptTps.toFixed(0),
+      r.errors === 0 ? '0' : `${r.errors} (${r.firstError})`,
+    ]);
   }
 }
 const ratio = (s, f) => f(s['cache-aware']) / f(s['least-loaded']);
@@ -74,33 +84,61 @@ try {
   const t0 = Date.now();
   const f = await fleet(catalog, { replicas: 12 });
   const pool = new Pool(f.clientUrl, { connections: 256 });
-  console.log(`fleet ready in ${((Date.now() - t0) / 1000).toFixed(1)} s; routing field in the catalog: ${routingField ? 'yes' : 'no (both models least-loaded)'}`);
+  console.log(
+    `fleet ready in ${((Date.now() - t0) / 1000).toFixed(1)} s; routing field in the catalog: ${routingField ? 'yes' : 'no (both models least-loaded)'}`,
+  );
 
   // Warm-up, not counted: one request per model, so connections and processes are up.
   await both((m) => openLoop(pool, f.secret, m, [[0, [{ role: 'user', content: 'hello' }]]], 2), 'sim', 0);
 
-  const a = await both((m) => openLoop(pool, f.secret, m, sharedPrefixes({ seed: 1, groups: 16, systemWords: 2000, questionWords: 16, rate: 24, seconds: SECONDS }), 8), 'sim');
+  const a = await both(
+    (m) => openLoop(pool, f.secret, m, sharedPrefixes({ seed: 1, groups: 16, systemWords: 2000, questionWords: 16, rate: 24, seconds: SECONDS }), 8),
+    'sim',
+  );
   report('(a) shared prefixes', a);
-  checks.push(`(a) TTFT p90 cache-aware / least-loaded = ${ratio(a, (r) => r.p90).toFixed(2)} (goal <= 0.3); cached share ${(a['cache-aware'].cachedShare * 100).toFixed(1)} % (goal >= 85 %)`);
+  checks.push(
+    `(a) TTFT p90 cache-aware / least-loaded = ${ratio(a, (r) => r.p90).toFixed(2)} (goal <= 0.3); cached share ${(a['cache-aware'].cachedShare * 100).toFixed(1)} % (goal >= 85 %)`,
+  );
 
-  const b = await both((m) => multiTurn(pool, f.secret, m, { seed: 2, conversations: 24, systemWords: 400, questionWords: 60, turns: 16, thinkMs: 500, seconds: SECONDS, maxTokens: 24 }), 'sim');
+  const b = await both(
+    (m) =>
+      multiTurn(pool, f.secret, m, {
+        seed: 2,
+        conversations: 24,
+        systemWords: 400,
+        questionWords: 60,
+        turns: 16,
+        thinkMs: 500,
+        seconds: SECONDS,
+        maxTokens: 24,
+      }),
+    'sim',
+  );
   report('(b) multi-turn chats', b);
   checks.push(`(b) TTFT p90 cache-aware / least-loaded = ${ratio(b, (r) => r.p90).toFixed(2)} (goal <= 0.5)`);
 
   const c = await both((m) => openLoop(pool, f.secret, m, noReuse({ seed: 3, promptWords: 1000, rate: 24, seconds: SECONDS }), 8), 'sim');
   report('(c) no reuse', c);
-  checks.push(`(c) cache-aware / least-loaded: TTFT p90 ${ratio(c, (r) => r.p90).toFixed(2)}, throughput ${ratio(c, (r) => r.rps).toFixed(2)} (goal: both within 10 %)`);
+  checks.push(
+    `(c) cache-aware / least-loaded: TTFT p90 ${ratio(c, (r) => r.p90).toFixed(2)}, throughput ${ratio(c, (r) => r.rps).toFixed(2)} (goal: both within 10 %)`,
+  );
 
   // Built-in engine: 4 groups of ~700-token system prompts (the test model's vocabulary
   // is letter-level), two slots per replica, so one replica cannot keep every group, two can.
   await both((m) => openLoop(pool, f.secret, m, [[0, [{ role: 'user', content: 'hello' }]]], 2), 'tiny', 0);
-  const d = await both((m) => openLoop(pool, f.secret, m, sharedPrefixes({ seed: 4, groups: 4, systemWords: 130, questionWords: 4, rate: 6, seconds: LLAMA_SECONDS }), 4), 'tiny', WARMUP_MS / 2);
+  const d = await both(
+    (m) => openLoop(pool, f.secret, m, sharedPrefixes({ seed: 4, groups: 4, systemWords: 130, questionWords: 4, rate: 6, seconds: LLAMA_SECONDS }), 4),
+    'tiny',
+    WARMUP_MS / 2,
+  );
   report('built-in engine, shared prefixes', d);
 
   console.log(`\nRouting policies side by side (one run, same requests to both; ${quick ? 'quick smoke run' : `${SECONDS} s per workload`})\n`);
   console.log(table(['workload', 'policy', 'requests', 'TTFT p50 ms', 'TTFT p90 ms', 'cached share', 'req/s', 'prompt tok/s', 'errors'], rows));
   console.log(`\n${checks.join('\n')}`);
-  console.log(`Simulated engines: 4 replicas per policy, 16,000-token prefix cache each, 10,000 prompt tokens/s, one prefill at a time; requests sent in the first ${WARMUP_MS / 1000} s of each workload not counted.`);
+  console.log(
+    `Simulated engines: 4 replicas per policy, 16,000-token prefix cache each, 10,000 prompt tokens/s, one prefill at a time; requests sent in the first ${WARMUP_MS / 1000} s of each workload not counted.`,
+  );
   await pool.close();
 } finally {
   stopAll();

@@ -128,7 +128,14 @@ if (!process.env.LLMGW_CATALOG && !fs.existsSync(catalog)) {
 
 const serverDir = path.join(home, 'server');
 server = launch('server', 'packages/server/dist/main.js', [
-  '--catalog', catalog, '--admin-addr', adminAddr, '--client-addr', clientAddr, '--data-dir', serverDir,
+  '--catalog',
+  catalog,
+  '--admin-addr',
+  adminAddr,
+  '--client-addr',
+  clientAddr,
+  '--data-dir',
+  serverDir,
 ]);
 
 // The server (re)writes the full join token before it listens, so once its admin API
@@ -149,12 +156,25 @@ lockInfo = { ...lockInfo, client_addr: hostPort(urls.client), admin_addr: hostPo
 update(home, lockInfo);
 
 const joinToken = fs.readFileSync(path.join(serverDir, 'join-token'), 'utf8').trim();
-agent = launch('agent', 'packages/agent/dist/main.js', [
-  '--server', urls.admin, '--state-dir', agentState, '--engine-host', '127.0.0.1', '--stop-engines-on-exit',
-  // Engines run as you, on your own machine (even as root, where a service would default
-  // to the llmgw account); and a catalog you edit here may use `engine: command`.
-  '--allow-command-engine', '--engine-user', os.userInfo().username,
-], { LLMGW_JOIN_TOKEN: joinToken });
+agent = launch(
+  'agent',
+  'packages/agent/dist/main.js',
+  [
+    '--server',
+    urls.admin,
+    '--state-dir',
+    agentState,
+    '--engine-host',
+    '127.0.0.1',
+    '--stop-engines-on-exit',
+    // Engines run as you, on your own machine (even as root, where a service would default
+    // to the llmgw account); and a catalog you edit here may use `engine: command`.
+    '--allow-command-engine',
+    '--engine-user',
+    os.userInfo().username,
+  ],
+  { LLMGW_JOIN_TOKEN: joinToken },
+);
 update(home, { ...lockInfo, agent_pid: agent.child.pid });
 
 const ca = fs.readFileSync(caFile);
@@ -166,10 +186,7 @@ const ready = await until(async () => {
   return unready.length === 0;
 }, MODEL_READY_MS);
 
-const env = [
-  home !== defaultHome && `LLMGW_HOME=${home}`,
-  hostPort(urls.admin) !== DEFAULT_ADMIN && `LLMGW_SERVER=${urls.admin}`,
-].filter(Boolean);
+const env = [home !== defaultHome && `LLMGW_HOME=${home}`, hostPort(urls.admin) !== DEFAULT_ADMIN && `LLMGW_SERVER=${urls.admin}`].filter(Boolean);
 const notReady = ready
   ? ''
   : `\nNot ready yet: ${unready.map((m) => `${m.name}${m.summary ? ` (${m.summary})` : ''}`).join('; ')}; see ctl models and ${logs}\n`;

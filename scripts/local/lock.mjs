@@ -44,7 +44,7 @@ export function holder(home) {
 /** The one line that refuses a second instance. */
 export function refusal(home, held) {
   const where = [held.client_addr && `client ${held.client_addr}`, held.admin_addr && `admin ${held.admin_addr}`].filter(Boolean).join(', ');
-  return `llmgw: already running for LLMGW_HOME=${home} (pid ${Number.isInteger(held.pid) ? held.pid : "?"}${where ? `, ${where}` : ''}): stop it with \`pnpm stop\`, or set LLMGW_HOME to start another`;
+  return `llmgw: already running for LLMGW_HOME=${home} (pid ${Number.isInteger(held.pid) ? held.pid : '?'}${where ? `, ${where}` : ''}): stop it with \`pnpm stop\`, or set LLMGW_HOME to start another`;
 }
 
 /**

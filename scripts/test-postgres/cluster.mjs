@@ -55,7 +55,16 @@ export async function startPostgres({ settings = {}, log = () => {} } = {}) {
   const data = path.join(dir, 'data');
   fs.mkdirSync(data, { mode: 0o700 });
   if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:', dir]);
-  const [initBin, initArgs] = asPostgres(path.join(bindir, 'initdb'), ['-D', data, '-U', 'llmgw', '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-sync']);
+  const [initBin, initArgs] = asPostgres(path.join(bindir, 'initdb'), [
+    '-D',
+    data,
+    '-U',
+    'llmgw',
+    '--auth=trust',
+    '--encoding=UTF8',
+    '--no-locale',
+    '--no-sync',
+  ]);
   try {
     execFileSync(initBin, initArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (err) {

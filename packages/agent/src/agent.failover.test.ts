@@ -35,7 +35,21 @@ function capture() {
 }
 
 function assignment(id: string): ShardAssignment {
-  return { id, replica_id: id.replace(/-0$/, ''), model: 'm', profile: 'cpu', engine: 'llama.cpp', source: 'x', rank: 0, shards: 1, gpus: [], gpu_indices: [], args: [], env: {}, api_key: 'k' };
+  return {
+    id,
+    replica_id: id.replace(/-0$/, ''),
+    model: 'm',
+    profile: 'cpu',
+    engine: 'llama.cpp',
+    source: 'x',
+    rank: 0,
+    shards: 1,
+    gpus: [],
+    gpu_indices: [],
+    args: [],
+    env: {},
+    api_key: 'k',
+  };
 }
 
 const cleanups: (() => unknown)[] = [];
@@ -65,7 +79,17 @@ async function startAgent(urls: string[], log: Logger, converged: string[][]) {
   const pool = new ServerPool(urls, log);
   const auth = new NodeCredential({ server: pool, joinToken: trust.secret, ...(trust.ca ? { ca: trust.ca } : {}), nodeId: 'n1', stateDir: tmp(), log });
   const agent = new Agent(
-    { server: pool, joinToken: trust.secret, ...(trust.ca ? { ca: trust.ca } : {}), auth, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 100, probeIntervalMs: 60_000 },
+    {
+      server: pool,
+      joinToken: trust.secret,
+      ...(trust.ca ? { ca: trust.ca } : {}),
+      auth,
+      nodeId: 'n1',
+      labels: {},
+      advertiseAddr: '127.0.0.1',
+      heartbeatIntervalMs: 100,
+      probeIntervalMs: 60_000,
+    },
     probe,
     { converge: (a) => converged.push(a.map((s) => s.id)), statuses: () => [], onChange: () => {} },
     log,
@@ -113,7 +137,12 @@ describe('an agent given several server addresses', () => {
 
     // One info line says where it went; nothing is reported as an error.
     const moves = lines.filter((l) => l.msg.startsWith('server '));
-    expect(moves).toEqual([expect.objectContaining({ level: 30, msg: expect.stringMatching(new RegExp(`^server ${a.url} unreachable \\((ECONNRESET|ECONNREFUSED)\\); using ${b.url}$`)) as unknown })]);
+    expect(moves).toEqual([
+      expect.objectContaining({
+        level: 30,
+        msg: expect.stringMatching(new RegExp(`^server ${a.url} unreachable \\((ECONNRESET|ECONNREFUSED)\\); using ${b.url}$`)) as unknown,
+      }),
+    ]);
     expect(lines.filter((l) => l.level >= 40)).toEqual([]);
   });
 
@@ -132,7 +161,9 @@ describe('an agent given several server addresses', () => {
     expect(Date.now() - movedAt).toBeLessThan(1000);
     state.publish([assignment('r3-0')]);
     await waitFor('the new assignments', () => converged.at(-1)?.[0] === 'r3-0');
-    expect(lines.filter((l) => l.msg.startsWith('server '))).toEqual([expect.objectContaining({ level: 30, msg: `server ${a.url} unreachable (ETIMEDOUT); using ${b.url}` })]);
+    expect(lines.filter((l) => l.msg.startsWith('server '))).toEqual([
+      expect.objectContaining({ level: 30, msg: `server ${a.url} unreachable (ETIMEDOUT); using ${b.url}` }),
+    ]);
     expect(lines.filter((l) => l.level >= 40)).toEqual([]);
   });
 
@@ -149,7 +180,9 @@ describe('an agent given several server addresses', () => {
     expect(count(b, 'cacerts')).toBe(1);
     expect(count(b, 'join')).toBe(1);
     expect(converged).toEqual([['r1-0']]);
-    expect(lines.filter((l) => l.msg.startsWith('server '))).toEqual([expect.objectContaining({ msg: `server ${a.url} unreachable (ECONNREFUSED); using ${b.url}` })]);
+    expect(lines.filter((l) => l.msg.startsWith('server '))).toEqual([
+      expect.objectContaining({ msg: `server ${a.url} unreachable (ECONNREFUSED); using ${b.url}` }),
+    ]);
     expect(lines.filter((l) => l.level >= 40)).toEqual([]);
   });
 
@@ -162,7 +195,9 @@ describe('an agent given several server addresses', () => {
     await waitFor('the outage said', () => lines.some((l) => l.msg.startsWith('waiting for the server at')));
     await b.restart();
     await waitFor('reconnected', () => lines.some((l) => l.msg === 'reconnected to the server'));
-    expect(lines.filter((l) => l.msg.startsWith('waiting for the server at')).map((l) => l.msg)).toEqual([`waiting for the server at ${a.url}, ${b.url} to start (ECONNREFUSED)`]);
+    expect(lines.filter((l) => l.msg.startsWith('waiting for the server at')).map((l) => l.msg)).toEqual([
+      `waiting for the server at ${a.url}, ${b.url} to start (ECONNREFUSED)`,
+    ]);
     // A whole outage is one move line, not one per try.
     expect(lines.filter((l) => l.msg.startsWith('server ') && l.level === 30)).toHaveLength(1);
   });
@@ -204,7 +239,7 @@ describe('--server with several addresses', () => {
       const env: NodeJS.ProcessEnv = { ...process.env, LLMGW_JOIN_TOKEN: 'secret', LLMGW_STATE_DIR: tmp() };
       delete env.LLMGW_SERVER;
       execFile(process.execPath, [main, 'run', '--server', 'https://127.0.0.1:1,localhost:8081'], { env, timeout: 10_000 }, (err, _stdout, stderr) =>
-        resolve({ code: err ? (err as { code?: number }).code ?? null : 0, stderr }),
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
       );
     });
     expect(r).toEqual({ code: 2, stderr: 'llmgw-agent: invalid --server "localhost:8081": want https:// (or http:// with --insecure-http)\n' });

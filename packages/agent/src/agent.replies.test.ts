@@ -138,7 +138,15 @@ describe('Agent: one channel for assignments', () => {
     });
     const converged: string[][] = [];
     const agent = new Agent(
-      { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 60_000, probeIntervalMs: 60_000 },
+      {
+        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        joinToken: 't',
+        nodeId: 'n1',
+        labels: {},
+        advertiseAddr: '127.0.0.1',
+        heartbeatIntervalMs: 60_000,
+        probeIntervalMs: 60_000,
+      },
       () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
       { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
       pino({ level: 'silent' }),

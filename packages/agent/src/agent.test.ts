@@ -49,7 +49,9 @@ describe('agent heartbeats', () => {
     await new Promise((r) => setTimeout(r, 1500));
     const errors = lines.filter((l) => l.level >= 50);
     expect(errors).toHaveLength(1);
-    expect(errors[0]!.msg).toMatch(/^cannot reach the server at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\): check --server \/ LLMGW_SERVER; retrying with backoff$/);
+    expect(errors[0]!.msg).toMatch(
+      /^cannot reach the server at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\): check --server \/ LLMGW_SERVER; retrying with backoff$/,
+    );
   });
 
   it('says in one line that the join token was refused, and keeps retrying', async () => {
@@ -105,7 +107,21 @@ describe('agent heartbeats', () => {
 describe('agent reports', () => {
   it('list the model cache as NodeReport.files, in the shared schema', async () => {
     const file = { sha256: 'ab'.repeat(32), source: 'http://files.example/m.gguf', size_bytes: 1234, last_used_ms: 1700000000000, in_use: true };
-    const a = new Agent({ server: 'http://127.0.0.1:9', joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 1000, probeIntervalMs: 10_000, files: () => [file] }, probe, runner, pino({ level: 'silent' }));
+    const a = new Agent(
+      {
+        server: 'http://127.0.0.1:9',
+        joinToken: 't',
+        nodeId: 'n1',
+        labels: {},
+        advertiseAddr: '127.0.0.1',
+        heartbeatIntervalMs: 1000,
+        probeIntervalMs: 10_000,
+        files: () => [file],
+      },
+      probe,
+      runner,
+      pino({ level: 'silent' }),
+    );
     const report = await a.report();
     expect(report.files).toEqual([file]);
     expect(validate(NodeReportSchema, report).ok).toBe(true);

@@ -50,14 +50,19 @@ describe('NodeCredential', () => {
     expect(s.calls).toEqual([{ url: '/agent/v1/join', auth: 'Bearer jt', body: '{"node_id":"n1"}' }]);
     expect(fs.statSync(credentialFile(dir)).mode & 0o777).toBe(0o600);
     // A restarted agent finds it and does not join again; under another id it joins anew.
-    expect(await new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: dir, log: silent }).header()).toBe('Bearer llmgw-node-first-credential');
+    expect(await new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: dir, log: silent }).header()).toBe(
+      'Bearer llmgw-node-first-credential',
+    );
     expect(s.calls).toHaveLength(1);
-    await expect(new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'other', stateDir: dir, log: silent }).header()).rejects.toThrow(/not one: node_id n1/);
+    await expect(new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'other', stateDir: dir, log: silent }).header()).rejects.toThrow(
+      /not one: node_id n1/,
+    );
     expect(s.calls).toHaveLength(2);
   });
 
   it('says in one line why a join was refused and throws, so the agent exits instead of retrying', async () => {
-    const taken = 'node "n1" has already joined with its own credential, so another machine cannot take its name; if this machine replaces it, free the name with: ctl nodes delete n1';
+    const taken =
+      'node "n1" has already joined with its own credential, so another machine cannot take its name; if this machine replaces it, free the name with: ctl nodes delete n1';
     const s = await fakeServer(() => [409, { error: taken }]);
     const lines: string[] = [];
     const dir = stateDir();
@@ -68,7 +73,9 @@ describe('NodeCredential', () => {
 
     const bad = await fakeServer(() => [401, { error: 'invalid join token' }]);
     const c2 = new NodeCredential({ server: bad.url, joinToken: 'old', nodeId: 'n1', stateDir: dir, log: silent, onRefused: (l) => lines.push(l) });
-    await expect(c2.header()).rejects.toThrow(`the server at ${bad.url} rejected the join token (invalid join token): set LLMGW_JOIN_TOKEN to the server's current join token`);
+    await expect(c2.header()).rejects.toThrow(
+      `the server at ${bad.url} rejected the join token (invalid join token): set LLMGW_JOIN_TOKEN to the server's current join token`,
+    );
   });
 
   it('treats an unreachable or failing server as worth retrying, not as a refusal', async () => {
@@ -77,7 +84,16 @@ describe('NodeCredential', () => {
     const c = new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: stateDir(), log: silent, onRefused: (l) => lines.push(l) });
     await expect(c.header()).rejects.toThrow(/503/);
     expect(await c.header()).toBe('Bearer llmgw-node-after-outage');
-    await expect(new NodeCredential({ server: 'http://127.0.0.1:9', joinToken: 'jt', nodeId: 'n1', stateDir: stateDir(), log: silent, onRefused: (l) => lines.push(l) }).header()).rejects.toThrow(/ECONNREFUSED/);
+    await expect(
+      new NodeCredential({
+        server: 'http://127.0.0.1:9',
+        joinToken: 'jt',
+        nodeId: 'n1',
+        stateDir: stateDir(),
+        log: silent,
+        onRefused: (l) => lines.push(l),
+      }).header(),
+    ).rejects.toThrow(/ECONNREFUSED/);
     expect(lines).toEqual([]);
   });
 });
@@ -86,7 +102,8 @@ describe('Agent with a node credential', () => {
   it('heartbeats with the credential, and joins again when the server no longer knows it (a deleted node)', async () => {
     const s = await fakeServer(
       (n) => joined(`llmgw-node-credential-${n}`),
-      (auth) => (auth === 'Bearer llmgw-node-credential-1' ? [401, { error: 'unknown node credential' }] : [200, { node_id: 'n1', version: 1, assignments: [] }]),
+      (auth) =>
+        auth === 'Bearer llmgw-node-credential-1' ? [401, { error: 'unknown node credential' }] : [200, { node_id: 'n1', version: 1, assignments: [] }],
     );
     const dir = stateDir();
     const auth = new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: dir, log: silent });
@@ -99,7 +116,8 @@ describe('Agent with a node credential', () => {
     stops.push(() => agent.stop());
     void agent.start();
     const deadline = Date.now() + 5000;
-    while (!s.calls.some((c) => c.url === '/agent/v1/heartbeat' && c.auth === 'Bearer llmgw-node-credential-2') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!s.calls.some((c) => c.url === '/agent/v1/heartbeat' && c.auth === 'Bearer llmgw-node-credential-2') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const used = [...new Set(s.calls.filter((c) => c.url !== '/agent/v1/join').map((c) => c.auth))];
     expect(used).toEqual(['Bearer llmgw-node-credential-1', 'Bearer llmgw-node-credential-2']);
     expect(s.calls.filter((c) => c.url === '/agent/v1/join')).toHaveLength(2);

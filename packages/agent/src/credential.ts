@@ -68,7 +68,10 @@ export class NodeCredential implements AgentAuth {
 
   rejected(header: string): void {
     if (!this.secret || header !== `Bearer ${this.secret}`) return;
-    this.o.log.warn({ node: this.o.nodeId }, `the server no longer accepts this node's credential (was it deleted with ctl nodes delete ${this.o.nodeId}?): joining again with the join token`);
+    this.o.log.warn(
+      { node: this.o.nodeId },
+      `the server no longer accepts this node's credential (was it deleted with ctl nodes delete ${this.o.nodeId}?): joining again with the join token`,
+    );
     this.secret = undefined;
     fs.rmSync(credentialFile(this.o.stateDir), { force: true });
   }
@@ -116,12 +119,17 @@ export class NodeCredential implements AgentAuth {
       throw new JoinRefused(line);
     }
     const r = validate(JoinReplySchema, body);
-    if (!r.ok || r.value.node_id !== nodeId) throw new Error(`the server at ${server} answered the join with a reply that is not one: ${r.ok ? `node_id ${r.value.node_id}` : formatFailure(r.error)}`);
+    if (!r.ok || r.value.node_id !== nodeId)
+      throw new Error(
+        `the server at ${server} answered the join with a reply that is not one: ${r.ok ? `node_id ${r.value.node_id}` : formatFailure(r.error)}`,
+      );
     this.save({ node_id: nodeId, credential: r.value.credential });
     this.secret = r.value.credential;
     this.o.log.info(
       { server, node: nodeId, state: r.value.state },
-      r.value.state === 'pending-approval' ? `joined the server; waiting for approval (ctl nodes approve ${nodeId})` : 'joined the server with its own credential',
+      r.value.state === 'pending-approval'
+        ? `joined the server; waiting for approval (ctl nodes approve ${nodeId})`
+        : 'joined the server with its own credential',
     );
     return r.value.credential;
   }

@@ -13,7 +13,13 @@ const setpriv = () => '/usr/bin/setpriv';
 
 describe('resolveEngineUser', () => {
   it('a root agent runs engines as llmgw by default, or as --engine-user', () => {
-    expect(resolveEngineUser(undefined, root, lookup, setpriv)).toEqual({ name: 'llmgw', uid: 990, gid: 985, home: '/var/lib/llmgw-agent/engine', setpriv: '/usr/bin/setpriv' });
+    expect(resolveEngineUser(undefined, root, lookup, setpriv)).toEqual({
+      name: 'llmgw',
+      uid: 990,
+      gid: 985,
+      home: '/var/lib/llmgw-agent/engine',
+      setpriv: '/usr/bin/setpriv',
+    });
     accounts.svc = { uid: 991, gid: 991, home: '/' };
     expect(resolveEngineUser('svc', root, lookup, setpriv)?.uid).toBe(991);
   });
@@ -44,7 +50,19 @@ describe('resolveEngineUser', () => {
 describe('asEngineUser', () => {
   it('wraps the engine in setpriv with the user, its groups and no inheritable capabilities', () => {
     const u = { name: 'llmgw', uid: 990, gid: 985, home: '/h', setpriv: '/usr/bin/setpriv' };
-    expect(asEngineUser(['vllm', 'serve', 'm'], u)).toEqual(['/usr/bin/setpriv', '--reuid', '990', '--regid', '985', '--init-groups', '--inh-caps=-all', '--', 'vllm', 'serve', 'm']);
+    expect(asEngineUser(['vllm', 'serve', 'm'], u)).toEqual([
+      '/usr/bin/setpriv',
+      '--reuid',
+      '990',
+      '--regid',
+      '985',
+      '--init-groups',
+      '--inh-caps=-all',
+      '--',
+      'vllm',
+      'serve',
+      'm',
+    ]);
     expect(asEngineUser(['vllm'], undefined)).toEqual(['vllm']);
   });
 });

@@ -35,7 +35,9 @@ const realSelf = (): Self => ({ uid: process.getuid?.() ?? -1, name: os.userInfo
 export function resolveEngineUser(requested: string | undefined, self: Self = realSelf(), lookup = getent, setpriv = findSetpriv): EngineUser | undefined {
   if (self.uid !== 0) {
     if (requested === undefined || requested === self.name) return undefined;
-    throw new Error(`--engine-user ${requested} needs an agent running as root (this one runs as ${self.name}): drop --engine-user, and engines run as ${self.name}`);
+    throw new Error(
+      `--engine-user ${requested} needs an agent running as root (this one runs as ${self.name}): drop --engine-user, and engines run as ${self.name}`,
+    );
   }
   const name = requested ?? DEFAULT_ENGINE_USER;
   const entry = lookup(name);

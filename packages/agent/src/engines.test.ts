@@ -6,15 +6,36 @@ import path from 'node:path';
 import type { ShardAssignment } from '@llmgw/shared';
 import { buildCommand, engineEnv, SGLANG_LAUNCHER, type EngineBins } from './engines.js';
 
-const bins: EngineBins = { vllm: '/opt/vllm/bin/vllm', sglangPython: '/opt/sg/bin/python3', llamaServer: '/usr/bin/llama-server', nodeLlamaCpp: '/opt/llmgw/nlc.js' };
-const ctx = { host: '0.0.0.0', port: 40001, bins: { ...bins, programs: new Map([['llmgw-test-engine', '/opt/llmgw/test-engine.js']]) }, allowCommandEngine: true };
+const bins: EngineBins = {
+  vllm: '/opt/vllm/bin/vllm',
+  sglangPython: '/opt/sg/bin/python3',
+  llamaServer: '/usr/bin/llama-server',
+  nodeLlamaCpp: '/opt/llmgw/nlc.js',
+};
+const ctx = {
+  host: '0.0.0.0',
+  port: 40001,
+  bins: { ...bins, programs: new Map([['llmgw-test-engine', '/opt/llmgw/test-engine.js']]) },
+  allowCommandEngine: true,
+};
 const GPUS = ['GPU-aaaa', 'GPU-bbbb'];
 
 function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {
   return {
-    id: 'r1-0', replica_id: 'r1', model: 'llama-8b', profile: 'h100', engine: 'vllm',
-    source: 'meta-llama/Llama-3.1-8B-Instruct', rank: 0, shards: 1, gpus: GPUS, gpu_indices: [0, 1],
-    args: [], env: {}, api_key: 'sk-rep', ...over,
+    id: 'r1-0',
+    replica_id: 'r1',
+    model: 'llama-8b',
+    profile: 'h100',
+    engine: 'vllm',
+    source: 'meta-llama/Llama-3.1-8B-Instruct',
+    rank: 0,
+    shards: 1,
+    gpus: GPUS,
+    gpu_indices: [0, 1],
+    args: [],
+    env: {},
+    api_key: 'sk-rep',
+    ...over,
   };
 }
 
@@ -24,9 +45,19 @@ describe('vllm', () => {
   it('serves a single-node shard with TP = its GPUs and the profile args last', () => {
     const cmd = buildCommand(shard({ args: ['--max-model-len', '8192'] }), ctx);
     expect(cmd.argv).toEqual([
-      '/opt/vllm/bin/vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b',
-      '--host', '0.0.0.0', '--port', '40001', '--tensor-parallel-size', '2',
-      '--max-model-len', '8192',
+      '/opt/vllm/bin/vllm',
+      'serve',
+      'meta-llama/Llama-3.1-8B-Instruct',
+      '--served-model-name',
+      'llama-8b',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '40001',
+      '--tensor-parallel-size',
+      '2',
+      '--max-model-len',
+      '8192',
     ]);
     expect(cmd.env.VLLM_API_KEY).toBe('sk-rep');
     expect(cmd.http).toBe(true);
@@ -42,7 +73,16 @@ describe('vllm', () => {
   it('multi-node rank 0 serves HTTP with PP = nodes and the mp rendezvous flags', () => {
     const cmd = buildCommand(shard(twoNodes), ctx);
     expect(cmd.argv.slice(11)).toEqual([
-      '--pipeline-parallel-size', '2', '--nnodes', '2', '--node-rank', '0', '--master-addr', '10.0.0.1', '--master-port', '29500',
+      '--pipeline-parallel-size',
+      '2',
+      '--nnodes',
+      '2',
+      '--node-rank',
+      '0',
+      '--master-addr',
+      '10.0.0.1',
+      '--master-port',
+      '29500',
     ]);
     expect(cmd.argv).not.toContain('--headless');
     expect(cmd.http).toBe(true);
@@ -51,7 +91,17 @@ describe('vllm', () => {
   it('multi-node rank 1 runs the same command headless, pointed at rank 0', () => {
     const cmd = buildCommand(shard({ ...twoNodes, id: 'r1-1', rank: 1 }), ctx);
     expect(cmd.argv.slice(11)).toEqual([
-      '--pipeline-parallel-size', '2', '--nnodes', '2', '--node-rank', '1', '--master-addr', '10.0.0.1', '--master-port', '29500', '--headless',
+      '--pipeline-parallel-size',
+      '2',
+      '--nnodes',
+      '2',
+      '--node-rank',
+      '1',
+      '--master-addr',
+      '10.0.0.1',
+      '--master-port',
+      '29500',
+      '--headless',
     ]);
     expect(cmd.http).toBe(false);
   });
@@ -65,8 +115,19 @@ describe('sglang', () => {
   it('single node', () => {
     const cmd = buildCommand(shard({ engine: 'sglang' }), ctx);
     expect(cmd.argv).toEqual([
-      '/opt/sg/bin/python3', '-c', SGLANG_LAUNCHER, '--model-path', 'meta-llama/Llama-3.1-8B-Instruct',
-      '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '2',
+      '/opt/sg/bin/python3',
+      '-c',
+      SGLANG_LAUNCHER,
+      '--model-path',
+      'meta-llama/Llama-3.1-8B-Instruct',
+      '--served-model-name',
+      'llama-8b',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '40001',
+      '--tp-size',
+      '2',
     ]);
     expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
     expect(cmd.http).toBe(true);
@@ -86,8 +147,19 @@ describe('llama.cpp', () => {
   it('offloads all layers when the shard has GPUs', () => {
     const cmd = buildCommand(shard({ engine: 'llama.cpp', source: '/models/q4.gguf', args: ['-c', '4096'] }), ctx);
     expect(cmd.argv).toEqual([
-      '/usr/bin/llama-server', '-m', '/models/q4.gguf', '--alias', 'llama-8b', '--host', '0.0.0.0', '--port', '40001',
-      '-ngl', '999', '-c', '4096',
+      '/usr/bin/llama-server',
+      '-m',
+      '/models/q4.gguf',
+      '--alias',
+      'llama-8b',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '40001',
+      '-ngl',
+      '999',
+      '-c',
+      '4096',
     ]);
     expect(cmd.env.LLAMA_API_KEY).toBe('sk-rep');
   });
@@ -105,7 +177,16 @@ describe('node-llama-cpp', () => {
   it('runs a .js engine with this Node', () => {
     const cmd = buildCommand(shard({ engine: 'node-llama-cpp', gpus: [], source: '/m.gguf' }), ctx);
     expect(cmd.argv).toEqual([
-      process.execPath, '/opt/llmgw/nlc.js', '--model', '/m.gguf', '--served-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001',
+      process.execPath,
+      '/opt/llmgw/nlc.js',
+      '--model',
+      '/m.gguf',
+      '--served-name',
+      'llama-8b',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '40001',
     ]);
     expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
   });
@@ -117,13 +198,41 @@ describe('node-llama-cpp', () => {
 });
 
 describe('command', () => {
-  const template = ['my-engine', '--listen', '{host}:{port}', '--name', '{model}', '--weights={source}', '--key', '{api_key}', '--gpus', '{gpus}', '--rank', '{rank}/{shards}', '--peer', '{master_addr}:{master_port}', '{unknown}'];
+  const template = [
+    'my-engine',
+    '--listen',
+    '{host}:{port}',
+    '--name',
+    '{model}',
+    '--weights={source}',
+    '--key',
+    '{api_key}',
+    '--gpus',
+    '{gpus}',
+    '--rank',
+    '{rank}/{shards}',
+    '--peer',
+    '{master_addr}:{master_port}',
+    '{unknown}',
+  ];
 
   it('substitutes every placeholder inside elements, then appends args; the key goes by environment only', () => {
     const cmd = buildCommand(shard({ engine: 'command', command: template, args: ['--x'], ...twoNodes, rank: 1 }), ctx);
     expect(cmd.argv).toEqual([
-      'my-engine', '--listen', '0.0.0.0:40001', '--name', 'llama-8b', '--weights=meta-llama/Llama-3.1-8B-Instruct',
-      '--gpus', 'GPU-aaaa,GPU-bbbb', '--rank', '1/2', '--peer', '10.0.0.1:29500', '{unknown}', '--x',
+      'my-engine',
+      '--listen',
+      '0.0.0.0:40001',
+      '--name',
+      'llama-8b',
+      '--weights=meta-llama/Llama-3.1-8B-Instruct',
+      '--gpus',
+      'GPU-aaaa,GPU-bbbb',
+      '--rank',
+      '1/2',
+      '--peer',
+      '10.0.0.1:29500',
+      '{unknown}',
+      '--x',
     ]);
     expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
     expect(cmd.http).toBe(false);
@@ -145,7 +254,10 @@ describe('command', () => {
       'profile env NODE_OPTIONS loads code into the engine (as NODE_OPTIONS does), which only engine: command may do, on nodes started with --allow-command-engine',
     );
     expect(() => buildCommand(shard({ engine: 'vllm', env: { LD_PRELOAD: '/var/lib/llmgw/files/x' } }), strict)).toThrow(/LD_PRELOAD loads code/);
-    expect(buildCommand(shard({ engine: 'vllm', env: { VLLM_LOGGING_LEVEL: 'DEBUG', HF_HOME: '/c' } }), strict).env).toMatchObject({ VLLM_LOGGING_LEVEL: 'DEBUG', HF_HOME: '/c' });
+    expect(buildCommand(shard({ engine: 'vllm', env: { VLLM_LOGGING_LEVEL: 'DEBUG', HF_HOME: '/c' } }), strict).env).toMatchObject({
+      VLLM_LOGGING_LEVEL: 'DEBUG',
+      HF_HOME: '/c',
+    });
     expect(buildCommand(shard({ engine: 'node-llama-cpp', env: { NODE_OPTIONS: '--x' } }), ctx).env.NODE_OPTIONS).toBe('--x');
   });
 
@@ -167,7 +279,9 @@ describe('command', () => {
 
   it('is refused on an agent started without --allow-command-engine, saying how to allow it', () => {
     const a = shard({ engine: 'command', command: ['my-engine', '--port', '{port}'] });
-    expect(() => buildCommand(a, { ...ctx, allowCommandEngine: false })).toThrow('this agent does not allow engine: command (start it with --allow-command-engine, or LLMGW_ALLOW_COMMAND_ENGINE=1)');
+    expect(() => buildCommand(a, { ...ctx, allowCommandEngine: false })).toThrow(
+      'this agent does not allow engine: command (start it with --allow-command-engine, or LLMGW_ALLOW_COMMAND_ENGINE=1)',
+    );
     expect(() => buildCommand(a, { host: ctx.host, port: ctx.port, bins })).toThrow(/--allow-command-engine/);
   });
 
@@ -179,7 +293,9 @@ describe('command', () => {
 describe('env', () => {
   it('pins GPUs by UUID in PCI order, over whatever the profile set', () => {
     expect(engineEnv(shard({ env: { HF_HOME: '/cache', CUDA_VISIBLE_DEVICES: '0' } }))).toEqual({
-      HF_HOME: '/cache', CUDA_VISIBLE_DEVICES: 'GPU-aaaa,GPU-bbbb', CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
+      HF_HOME: '/cache',
+      CUDA_VISIBLE_DEVICES: 'GPU-aaaa,GPU-bbbb',
+      CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
     });
   });
 
@@ -213,7 +329,9 @@ describe('SGLANG_LAUNCHER', () => {
     const [bin = '', ...args] = cmd.argv;
     const r = spawnSync(bin, args, { env: { ...process.env, ...cmd.env, PYTHONPATH: dir }, encoding: 'utf8' });
     const [seen, cmdline] = r.stdout.split('\n');
-    expect(seen).toBe("['--model-path', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '1', '--api-key', 'sk-rep'] None");
+    expect(seen).toBe(
+      "['--model-path', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '1', '--api-key', 'sk-rep'] None",
+    );
     expect(cmdline).not.toContain('sk-rep');
     fs.rmSync(dir, { recursive: true, force: true });
   });

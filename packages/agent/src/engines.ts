@@ -169,20 +169,31 @@ function singleNodeOnly(a: ShardAssignment, engine: string): void {
 
 function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   const argv = [
-    ctx.bins.vllm, 'serve', a.source,
-    '--served-model-name', a.model,
-    '--host', ctx.host,
-    '--port', String(ctx.port),
-    '--tensor-parallel-size', String(a.gpus.length || 1),
+    ctx.bins.vllm,
+    'serve',
+    a.source,
+    '--served-model-name',
+    a.model,
+    '--host',
+    ctx.host,
+    '--port',
+    String(ctx.port),
+    '--tensor-parallel-size',
+    String(a.gpus.length || 1),
   ];
   if (a.shards > 1) {
     const m = rendezvous(a);
     argv.push(
-      '--pipeline-parallel-size', String(a.shards),
-      '--nnodes', String(a.shards),
-      '--node-rank', String(a.rank),
-      '--master-addr', m.addr,
-      '--master-port', String(m.port),
+      '--pipeline-parallel-size',
+      String(a.shards),
+      '--nnodes',
+      String(a.shards),
+      '--node-rank',
+      String(a.rank),
+      '--master-addr',
+      m.addr,
+      '--master-port',
+      String(m.port),
     );
     if (a.rank > 0) argv.push('--headless');
   }
@@ -192,12 +203,19 @@ function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
 function sglangArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   const perNode = a.gpus.length || 1;
   const argv = [
-    ctx.bins.sglangPython, '-c', SGLANG_LAUNCHER,
-    '--model-path', a.source,
-    '--served-model-name', a.model,
-    '--host', ctx.host,
-    '--port', String(ctx.port),
-    '--tp-size', String(perNode * a.shards),
+    ctx.bins.sglangPython,
+    '-c',
+    SGLANG_LAUNCHER,
+    '--model-path',
+    a.source,
+    '--served-model-name',
+    a.model,
+    '--host',
+    ctx.host,
+    '--port',
+    String(ctx.port),
+    '--tp-size',
+    String(perNode * a.shards),
   ];
   if (a.shards > 1) {
     const m = rendezvous(a);
@@ -210,10 +228,14 @@ function llamaServerArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   singleNodeOnly(a, 'llama.cpp');
   return [
     ctx.bins.llamaServer,
-    '-m', a.source,
-    '--alias', a.model,
-    '--host', ctx.host,
-    '--port', String(ctx.port),
+    '-m',
+    a.source,
+    '--alias',
+    a.model,
+    '--host',
+    ctx.host,
+    '--port',
+    String(ctx.port),
     // Newer builds default to "auto", older ones to 0 (CPU); the agent already chose.
     ...(a.gpus.length > 0 ? ['-ngl', '999'] : []),
   ];
@@ -221,13 +243,7 @@ function llamaServerArgv(a: ShardAssignment, ctx: CommandContext): string[] {
 
 function nodeLlamaCppArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   singleNodeOnly(a, 'node-llama-cpp');
-  return [
-    ...program(ctx.bins.nodeLlamaCpp),
-    '--model', a.source,
-    '--served-name', a.model,
-    '--host', ctx.host,
-    '--port', String(ctx.port),
-  ];
+  return [...program(ctx.bins.nodeLlamaCpp), '--model', a.source, '--served-name', a.model, '--host', ctx.host, '--port', String(ctx.port)];
 }
 
 /** A script path is run with this very Node, so it needs no shebang, exec bit or PATH. */

@@ -32,10 +32,10 @@ const run = addSettings(program.command('run', { isDefault: true }), RUN_SETTING
   .addHelpText(
     'after',
     "\nThe join token is read from LLMGW_JOIN_TOKEN (never a flag: flags show up in ps). The full token (llmgw-server join-token)\npins the server's CA: the agent checks the CA against it before it sends anything, then trusts that CA alone." +
-      '\nThe token is sent once, to join: the server answers with this node\'s own credential, kept in <state-dir>/node-credential.json' +
+      "\nThe token is sent once, to join: the server answers with this node's own credential, kept in <state-dir>/node-credential.json" +
       '\n(0600) and used from then on. A refused join (the node id is taken, the token is wrong) is one line and exit 1.' +
       '\nModel files are fetched through LLMGW_HTTP_PROXY when set (model downloads only), else HTTPS_PROXY / HTTP_PROXY / NO_PROXY as usual;' +
-      '\nllmgw:// sources come from the server with this node\'s credential, never through a proxy.',
+      "\nllmgw:// sources come from the server with this node's credential, never through a proxy.",
   )
   .action(async () => {
     const joinToken = process.env.LLMGW_JOIN_TOKEN;
@@ -106,7 +106,10 @@ const run = addSettings(program.command('run', { isDefault: true }), RUN_SETTING
     });
     await supervisor.adopt();
     files.evict();
-    const extraFabrics = o.fabrics.split(',').map((s) => s.trim()).filter(Boolean);
+    const extraFabrics = o.fabrics
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const nodeId = o.nodeId || defaultNodeId();
     // A refused join is final: one line and a non-zero exit, not a retry loop (engines keep running).
     const auth = new NodeCredential({
@@ -172,41 +175,61 @@ const run = addSettings(program.command('run', { isDefault: true }), RUN_SETTING
 program
   .command('install-service')
   .description('install llmgw-agent as a systemd service on this machine (run as root)')
-  .requiredOption('--server <url,...>', "the server's admin address, e.g. https://10.0.0.1:8081, or several separated by commas (kept as LLMGW_SERVER; see run --help)")
+  .requiredOption(
+    '--server <url,...>',
+    "the server's admin address, e.g. https://10.0.0.1:8081, or several separated by commas (kept as LLMGW_SERVER; see run --help)",
+  )
   .option('--ca <file>', "the server's CA (PEM), kept as LLMGW_CA; needed only with a join token that is just the secret")
   .option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)')
   .option('--node-id <id>', 'stable node id (default: the hostname)')
   .option('--labels <k=v,...>', 'labels for node_selector matching')
   .option('--pool <name>', 'pool for sharded placement')
-  .option('--engine-user <name>', `the unprivileged account engines run as; created (a system user in the video and render groups) when missing`, DEFAULT_ENGINE_USER)
+  .option(
+    '--engine-user <name>',
+    `the unprivileged account engines run as; created (a system user in the video and render groups) when missing`,
+    DEFAULT_ENGINE_USER,
+  )
   .option('--allow-command-engine', 'let this node run `engine: command` profiles (LLMGW_ALLOW_COMMAND_ENGINE=1 in the env file)')
   .option('--root <dir>', 'write under this prefix instead of / (for packaging; then no user is created)', '/')
   .option('--no-enable', 'write the files but do not enable and start the service')
   .addHelpText('after', '\nReads the join token from LLMGW_JOIN_TOKEN and stores it in /etc/llmgw/agent.env (mode 0600).')
-  .action((o: { server: string; ca?: string; insecureHttp?: boolean; nodeId?: string; labels?: string; pool?: string; root: string; enable: boolean; engineUser: string; allowCommandEngine?: boolean }) => {
-    const joinToken = process.env.LLMGW_JOIN_TOKEN;
-    if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token first");
-    try {
-      checkServerList(o.server, Boolean(o.insecureHttp));
-      if (o.labels) parseLabels(o.labels);
-    } catch (e) {
-      fail((e as Error).message);
-    }
-    const env: Record<string, string> = { LLMGW_SERVER: o.server, LLMGW_JOIN_TOKEN: joinToken };
-    if (o.ca) env.LLMGW_CA = path.resolve(o.ca);
-    if (o.insecureHttp) env.LLMGW_INSECURE_HTTP = '1';
-    if (o.nodeId) env.LLMGW_NODE_ID = o.nodeId;
-    if (o.labels) env.LLMGW_LABELS = o.labels;
-    if (o.pool) env.LLMGW_POOL = o.pool;
-    env.LLMGW_ENGINE_USER = o.engineUser;
-    if (o.allowCommandEngine) env.LLMGW_ALLOW_COMMAND_ENGINE = '1';
-    try {
-      const r = installService({ root: o.root, env, enable: o.enable, node: process.execPath, main: path.join(here, 'main.js') });
-      process.stdout.write(`wrote ${r.unitPath}\nwrote ${r.envPath}\n${o.enable ? 'enabled and started llmgw-agent.service\n' : ''}`);
-    } catch (e) {
-      fail(`cannot install the service: ${(e as Error).message}`);
-    }
-  });
+  .action(
+    (o: {
+      server: string;
+      ca?: string;
+      insecureHttp?: boolean;
+      nodeId?: string;
+      labels?: string;
+      pool?: string;
+      root: string;
+      enable: boolean;
+      engineUser: string;
+      allowCommandEngine?: boolean;
+    }) => {
+      const joinToken = process.env.LLMGW_JOIN_TOKEN;
+      if (!joinToken) fail("LLMGW_JOIN_TOKEN is not set: export the server's join token first");
+      try {
+        checkServerList(o.server, Boolean(o.insecureHttp));
+        if (o.labels) parseLabels(o.labels);
+      } catch (e) {
+        fail((e as Error).message);
+      }
+      const env: Record<string, string> = { LLMGW_SERVER: o.server, LLMGW_JOIN_TOKEN: joinToken };
+      if (o.ca) env.LLMGW_CA = path.resolve(o.ca);
+      if (o.insecureHttp) env.LLMGW_INSECURE_HTTP = '1';
+      if (o.nodeId) env.LLMGW_NODE_ID = o.nodeId;
+      if (o.labels) env.LLMGW_LABELS = o.labels;
+      if (o.pool) env.LLMGW_POOL = o.pool;
+      env.LLMGW_ENGINE_USER = o.engineUser;
+      if (o.allowCommandEngine) env.LLMGW_ALLOW_COMMAND_ENGINE = '1';
+      try {
+        const r = installService({ root: o.root, env, enable: o.enable, node: process.execPath, main: path.join(here, 'main.js') });
+        process.stdout.write(`wrote ${r.unitPath}\nwrote ${r.envPath}\n${o.enable ? 'enabled and started llmgw-agent.service\n' : ''}`);
+      } catch (e) {
+        fail(`cannot install the service: ${(e as Error).message}`);
+      }
+    },
+  );
 
 program
   .command('make-test-model')

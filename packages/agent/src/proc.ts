@@ -20,7 +20,10 @@ export interface ProcStat {
 export function parseProcStat(text: string): ProcStat | null {
   const close = text.lastIndexOf(')');
   if (close === -1) return null;
-  const fields = text.slice(close + 1).trim().split(/\s+/);
+  const fields = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   // fields[0] is field 3 of stat(5), so field n is fields[n - 3].
   const state = fields[0];
   const pgrp = Number(fields[2]);

@@ -90,7 +90,12 @@ export class ServerPool {
       }
     };
     try {
-      const v = await withFailover(this.rotation, run, (err) => err instanceof LeftBehind || isDown(err), (from, to, err) => this.moved(from, to, err));
+      const v = await withFailover(
+        this.rotation,
+        run,
+        (err) => err instanceof LeftBehind || isDown(err),
+        (from, to, err) => this.moved(from, to, err),
+      );
       this.said = false;
       return v;
     } catch (err) {

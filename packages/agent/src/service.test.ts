@@ -19,11 +19,30 @@ describe('systemd unit', () => {
   });
 
   it('is hardened without taking away what a root agent needs: GPUs, /proc, /sys, user switching', () => {
-    for (const line of ['NoNewPrivileges=yes', 'ProtectSystem=strict', 'StateDirectory=llmgw-agent', 'StateDirectoryMode=0711', 'UMask=0077', 'ProtectHome=read-only', 'PrivateTmp=yes', 'ProtectKernelTunables=yes', 'ProtectControlGroups=yes']) {
+    for (const line of [
+      'NoNewPrivileges=yes',
+      'ProtectSystem=strict',
+      'StateDirectory=llmgw-agent',
+      'StateDirectoryMode=0711',
+      'UMask=0077',
+      'ProtectHome=read-only',
+      'PrivateTmp=yes',
+      'ProtectKernelTunables=yes',
+      'ProtectControlGroups=yes',
+    ]) {
       expect(unit.split('\n')).toContain(line);
     }
     // Each of these would hide the GPUs or stop the switch to the engine user.
-    for (const key of ['PrivateDevices', 'DevicePolicy', 'DeviceAllow', 'ProtectClock', 'User', 'CapabilityBoundingSet', 'PrivateUsers', 'MemoryDenyWriteExecute']) {
+    for (const key of [
+      'PrivateDevices',
+      'DevicePolicy',
+      'DeviceAllow',
+      'ProtectClock',
+      'User',
+      'CapabilityBoundingSet',
+      'PrivateUsers',
+      'MemoryDenyWriteExecute',
+    ]) {
       expect(unit).not.toMatch(new RegExp(`^${key}=`, 'm'));
     }
   });
@@ -60,7 +79,9 @@ describe('systemd unit', () => {
       node: process.execPath,
       main: '/opt/x/main.js',
     });
-    expect(fs.readFileSync(r.envPath, 'utf8')).toBe('# llmgw-agent settings; see `llmgw-agent run --help` for every variable.\nLLMGW_SERVER="http://10.0.0.1:8081"\nLLMGW_JOIN_TOKEN="secret"\n');
+    expect(fs.readFileSync(r.envPath, 'utf8')).toBe(
+      '# llmgw-agent settings; see `llmgw-agent run --help` for every variable.\nLLMGW_SERVER="http://10.0.0.1:8081"\nLLMGW_JOIN_TOKEN="secret"\n',
+    );
     expect(fs.statSync(r.envPath).mode & 0o777).toBe(0o600);
     expect(fs.readFileSync(r.unitPath, 'utf8')).toContain(`ExecStart=${process.execPath} /opt/x/main.js run`);
     fs.rmSync(root, { recursive: true, force: true });

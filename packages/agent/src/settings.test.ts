@@ -21,7 +21,15 @@ describe('the settings of llmgw-agent run', () => {
   });
 
   it('gives the defaults with seconds in ms, and takes each --source-header whole', () => {
-    expect(read([])).toMatchObject({ server: 'https://127.0.0.1:8081', heartbeatIntervalMs: 5000, maxRestarts: 5, restartBackoffMs: 1000, portRange: '40000-40999', sourceHeader: [], stopEnginesOnExit: false });
+    expect(read([])).toMatchObject({
+      server: 'https://127.0.0.1:8081',
+      heartbeatIntervalMs: 5000,
+      maxRestarts: 5,
+      restartBackoffMs: 1000,
+      portRange: '40000-40999',
+      sourceHeader: [],
+      stopEnginesOnExit: false,
+    });
     const o = read(['--restart-backoff', '0.2', '--max-restarts', '0', '--source-header', 'a.invalid=Cookie: x=1, y=2', '--source-header', 'b.invalid=X: @/f']);
     expect(o).toMatchObject({ restartBackoffMs: 200, maxRestarts: 0, sourceHeader: ['a.invalid=Cookie: x=1, y=2', 'b.invalid=X: @/f'] });
   });
@@ -44,5 +52,7 @@ describe('parseSize (--model-cache-max)', () => {
     ['4096', 4096],
   ])('%s', (v, want) => expect(parseSize('--model-cache-max', v)).toBe(want));
 
-  it.each(['', 'lots', '0', '-5G', '5X'])('refuses "%s"', (v) => expect(() => parseSize('--model-cache-max', v)).toThrow(/invalid --model-cache-max .*want a size such as 50G/));
+  it.each(['', 'lots', '0', '-5G', '5X'])('refuses "%s"', (v) =>
+    expect(() => parseSize('--model-cache-max', v)).toThrow(/invalid --model-cache-max .*want a size such as 50G/),
+  );
 });

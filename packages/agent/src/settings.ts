@@ -5,7 +5,7 @@ import { DEFAULT_ENGINE_USER } from './engine-user.js';
 
 const SERVER_HELP =
   "the server's admin address, or several separated by commas (instances of one control plane, e.g. https://a:8081,https://b:8081): " +
-  'when the one in use is unreachable, times out or answers 502/503/504, the agent moves to the next and stays there; the join token\'s CA pin holds for all';
+  "when the one in use is unreachable, times out or answers 502/503/504, the agent moves to the next and stays there; the join token's CA pin holds for all";
 
 /**
  * Every setting of `llmgw-agent run`, each declared here once: its name in {@link RunSettings}
@@ -14,12 +14,23 @@ const SERVER_HELP =
  */
 export const RUN_SETTINGS = {
   server: { unit: 'text', flag: '--server', placeholder: 'url,...', default: 'https://127.0.0.1:8081', help: SERVER_HELP },
-  ca: { unit: 'text', flag: '--ca', placeholder: 'file', help: "the server's CA (PEM); needed when the join token is only the secret, checked against its pin otherwise" },
+  ca: {
+    unit: 'text',
+    flag: '--ca',
+    placeholder: 'file',
+    help: "the server's CA (PEM); needed when the join token is only the secret, checked against its pin otherwise",
+  },
   insecureHttp: { unit: 'switch', flag: '--insecure-http', help: 'allow an http:// --server on another machine (only behind a proxy that terminates TLS)' },
   nodeId: { unit: 'text', flag: '--node-id', placeholder: 'id', help: 'stable node id (default: the hostname)' },
   labels: { unit: 'text', flag: '--labels', placeholder: 'k=v,...', default: '', help: 'labels for node_selector matching' },
   pool: { unit: 'text', flag: '--pool', placeholder: 'name', help: 'pool for sharded placement (nodes that share a fabric)' },
-  fabrics: { unit: 'text', flag: '--fabrics', placeholder: 'names', default: '', help: 'extra interconnect names, comma-separated (InfiniBand/RoCE/NVLink are detected)' },
+  fabrics: {
+    unit: 'text',
+    flag: '--fabrics',
+    placeholder: 'names',
+    default: '',
+    help: 'extra interconnect names, comma-separated (InfiniBand/RoCE/NVLink are detected)',
+  },
   advertiseAddr: {
     unit: 'text',
     flag: '--advertise-addr',
@@ -30,9 +41,25 @@ export const RUN_SETTINGS = {
   nvidiaSmi: { unit: 'text', flag: '--nvidia-smi', placeholder: 'path', default: 'nvidia-smi', help: 'nvidia-smi executable (absent = a CPU node)' },
   procRoot: { unit: 'text', flag: '--proc-root', placeholder: 'dir', default: '/proc', help: 'where to read meminfo and cgroup membership' },
   sysRoot: { unit: 'text', flag: '--sys-root', placeholder: 'dir', default: '/sys', help: 'where to read cgroup limits and InfiniBand devices' },
-  stateDir: { unit: 'text', flag: '--state-dir', placeholder: 'dir', default: '.llmgw/agent', help: 'where the agent keeps what must survive its restart (engine pids, logs, the node credential)' },
-  modelCache: { unit: 'text', flag: '--model-cache', placeholder: 'dir', help: 'where fetched model files (http(s):// and llmgw:// sources) are kept, by SHA-256 (default: <state-dir>/models)' },
-  modelCacheMax: { unit: 'text', flag: '--model-cache-max', placeholder: 'size', help: 'bound on the model cache, e.g. 50G: least recently used files no shard uses are deleted (default: none)' },
+  stateDir: {
+    unit: 'text',
+    flag: '--state-dir',
+    placeholder: 'dir',
+    default: '.llmgw/agent',
+    help: 'where the agent keeps what must survive its restart (engine pids, logs, the node credential)',
+  },
+  modelCache: {
+    unit: 'text',
+    flag: '--model-cache',
+    placeholder: 'dir',
+    help: 'where fetched model files (http(s):// and llmgw:// sources) are kept, by SHA-256 (default: <state-dir>/models)',
+  },
+  modelCacheMax: {
+    unit: 'text',
+    flag: '--model-cache-max',
+    placeholder: 'size',
+    help: 'bound on the model cache, e.g. 50G: least recently used files no shard uses are deleted (default: none)',
+  },
   sourceHeader: {
     unit: 'list',
     flag: '--source-header',
@@ -48,7 +75,13 @@ export const RUN_SETTINGS = {
   sglangPython: { unit: 'text', flag: '--sglang-python', placeholder: 'path', default: 'python3', help: 'python with sglang installed' },
   llamaServerBin: { unit: 'text', flag: '--llama-server-bin', placeholder: 'path', default: 'llama-server', help: 'llama.cpp llama-server executable' },
   maxRestarts: { unit: 'count', flag: '--max-restarts', default: 5, atLeast: 0, help: 'engine restarts within 10 minutes before a shard is reported failed' },
-  restartBackoffMs: { unit: 'seconds', flag: '--restart-backoff', default: 1, above: 0, help: 'first wait before restarting a crashed engine (doubles each time, up to 30 s)' },
+  restartBackoffMs: {
+    unit: 'seconds',
+    flag: '--restart-backoff',
+    default: 1,
+    above: 0,
+    help: 'first wait before restarting a crashed engine (doubles each time, up to 30 s)',
+  },
   logLevel: { unit: 'text', flag: '--log-level', placeholder: 'level', default: 'info', help: 'debug, info, warn or error' },
   allowCommandEngine: {
     unit: 'switch',
@@ -61,7 +94,11 @@ export const RUN_SETTINGS = {
     placeholder: 'name',
     help: `account engines run as when the agent is root (default: ${DEFAULT_ENGINE_USER}; not root: engines run as the agent's own user)`,
   },
-  stopEnginesOnExit: { unit: 'switch', flag: '--stop-engines-on-exit', help: 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)' },
+  stopEnginesOnExit: {
+    unit: 'switch',
+    flag: '--stop-engines-on-exit',
+    help: 'stop engines when the agent exits (for a laptop; a service keeps them running across upgrades)',
+  },
 } as const satisfies SettingsTable;
 
 /** Every setting of `run`, validated: numbers within their bounds, seconds already in ms. */
@@ -72,7 +109,10 @@ export type RunTuning = MeasuredOf<typeof RUN_SETTINGS>;
 /** `role=coding,zone=a` → `{role: 'coding', zone: 'a'}`; throws a one-line error on a bad pair. */
 export function parseLabels(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const pair of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new Error(`invalid label "${pair}": want key=value, e.g. --labels role=coding,zone=a`);
     out[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
@@ -94,7 +134,13 @@ export function parsePortRange(text: string): [number, number] {
  * `ctl nodes`, so it is the default, normalised to the id alphabet.
  */
 export function defaultNodeId(): string {
-  return os.hostname().toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '') || 'node';
+  return (
+    os
+      .hostname()
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[^a-z0-9]+/, '') || 'node'
+  );
 }
 
 /**

@@ -47,8 +47,17 @@ function supervisor(files: FileSource) {
   dirs.push(dir);
   const lo = 30000 + Math.floor(Math.random() * 20000);
   const s = new Supervisor({
-    stateDir: dir, portRange: [lo, lo + 100], bindHost: '127.0.0.1', bins: { vllm: 'vllm', sglangPython: 'python3', llamaServer: 'llama-server', nodeLlamaCpp: 'nlc' },
-    log: pino({ level: 'silent' }), healthIntervalMs: 50, backoffBaseMs: 20, maxRestarts: 3, stopGraceMs: 1000, allowCommandEngine: true, files,
+    stateDir: dir,
+    portRange: [lo, lo + 100],
+    bindHost: '127.0.0.1',
+    bins: { vllm: 'vllm', sglangPython: 'python3', llamaServer: 'llama-server', nodeLlamaCpp: 'nlc' },
+    log: pino({ level: 'silent' }),
+    healthIntervalMs: 50,
+    backoffBaseMs: 20,
+    maxRestarts: 3,
+    stopGraceMs: 1000,
+    allowCommandEngine: true,
+    files,
   });
   sups.push(s);
   return { s, dir };
@@ -57,14 +66,23 @@ function supervisor(files: FileSource) {
 /** A follower (no HTTP: alive is ready) whose argv ends with the source it was given. */
 function shard(over: Partial<ShardAssignment> = {}): ShardAssignment {
   return {
-    id: 'f1', replica_id: 'rep-f1', model: 'm', profile: 'cpu', engine: 'command', source: 'http://files.example/m.gguf',
-    rank: 1, shards: 2, gpus: [], gpu_indices: [], args: [], env: {},
+    id: 'f1',
+    replica_id: 'rep-f1',
+    model: 'm',
+    profile: 'cpu',
+    engine: 'command',
+    source: 'http://files.example/m.gguf',
+    rank: 1,
+    shards: 2,
+    gpus: [],
+    gpu_indices: [],
+    args: [],
+    env: {},
     command: [process.execPath, '-e', 'setInterval(() => {}, 1000)', '{source}'],
     file: { url: 'http://files.example/m.gguf', sha256: SHA },
     ...over,
   };
 }
-
 
 describe('Supervisor with model files', () => {
   it('reports the download while the file comes, then starts the engine on the cached path', async () => {
@@ -122,7 +140,14 @@ describe('Supervisor with model files', () => {
   it('without a model cache, a shard with a file fails saying so', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-supf-'));
     dirs.push(dir);
-    const s = new Supervisor({ stateDir: dir, portRange: [45000, 45010], bindHost: '127.0.0.1', bins: { vllm: 'v', sglangPython: 'p', llamaServer: 'l', nodeLlamaCpp: 'n' }, log: pino({ level: 'silent' }), allowCommandEngine: true });
+    const s = new Supervisor({
+      stateDir: dir,
+      portRange: [45000, 45010],
+      bindHost: '127.0.0.1',
+      bins: { vllm: 'v', sglangPython: 'p', llamaServer: 'l', nodeLlamaCpp: 'n' },
+      log: pino({ level: 'silent' }),
+      allowCommandEngine: true,
+    });
     sups.push(s);
     s.converge([shard({ id: 'f4' })]);
     const st = await waitFor('failed', () => s.statuses().find((x) => x.state === 'failed'));

@@ -46,11 +46,20 @@ const wait = setInterval(() => {
 
 function vllmShard(go: string): ShardAssignment {
   return {
-    id: 'h1', replica_id: 'rep-h1', model: 'qwen', profile: 'gpu', engine: 'vllm', source: 'Qwen/Qwen2.5-7B-Instruct',
-    rank: 0, shards: 1, gpus: [], gpu_indices: [], args: [], env: { VLLM_TEST_GO: go },
+    id: 'h1',
+    replica_id: 'rep-h1',
+    model: 'qwen',
+    profile: 'gpu',
+    engine: 'vllm',
+    source: 'Qwen/Qwen2.5-7B-Instruct',
+    rank: 0,
+    shards: 1,
+    gpus: [],
+    gpu_indices: [],
+    args: [],
+    env: { VLLM_TEST_GO: go },
   };
 }
-
 
 describe('Supervisor with an engine that fetches a hub id itself', () => {
   it('reports the download the engine log shows while it starts, and none once it is ready', async () => {
@@ -60,8 +69,15 @@ describe('Supervisor with an engine that fetches a hub id itself', () => {
     const go = path.join(dir, 'go');
     const lo = 30000 + Math.floor(Math.random() * 20000);
     const s = new Supervisor({
-      stateDir: dir, portRange: [lo, lo + 100], bindHost: '127.0.0.1', bins: { vllm, sglangPython: 'python3', llamaServer: 'llama-server', nodeLlamaCpp: 'nlc' },
-      log: pino({ level: 'silent' }), healthIntervalMs: 50, backoffBaseMs: 20, maxRestarts: 3, stopGraceMs: 1000,
+      stateDir: dir,
+      portRange: [lo, lo + 100],
+      bindHost: '127.0.0.1',
+      bins: { vllm, sglangPython: 'python3', llamaServer: 'llama-server', nodeLlamaCpp: 'nlc' },
+      log: pino({ level: 'silent' }),
+      healthIntervalMs: 50,
+      backoffBaseMs: 20,
+      maxRestarts: 3,
+      stopGraceMs: 1000,
     });
     sups.push(s);
     s.converge([vllmShard(go)]);

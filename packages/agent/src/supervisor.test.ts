@@ -51,20 +51,31 @@ function supervisor(stateDir: string, over: Partial<SupervisorOptions> = {}): Su
 
 function testEngine(id: string, extra: string[] = [], over: Partial<ShardAssignment> = {}): ShardAssignment {
   return {
-    id, replica_id: `rep-${id}`, model: `model-${id}`, profile: 'cpu', engine: 'command', source: '/dev/null',
-    rank: 0, shards: 1, gpus: [], gpu_indices: [], args: [], env: {}, api_key: `key-${id}`,
+    id,
+    replica_id: `rep-${id}`,
+    model: `model-${id}`,
+    profile: 'cpu',
+    engine: 'command',
+    source: '/dev/null',
+    rank: 0,
+    shards: 1,
+    gpus: [],
+    gpu_indices: [],
+    args: [],
+    env: {},
+    api_key: `key-${id}`,
     command: [process.execPath, ENGINE, '--port', '{port}', '--model', '{model}', '--api-key', '{api_key}', '--host', '{host}', ...extra],
     ...over,
   };
 }
-
 
 const only = (s: Supervisor): ShardStatus => {
   const all = s.statuses();
   expect(all).toHaveLength(1);
   return all[0]!;
 };
-const stateFile = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'shards.json'), 'utf8')) as { shards: { id: string; pid: number; start_time: number }[] };
+const stateFile = (dir: string) =>
+  JSON.parse(fs.readFileSync(path.join(dir, 'shards.json'), 'utf8')) as { shards: { id: string; pid: number; start_time: number }[] };
 const launches = (dir: string, id: string) => fs.readFileSync(path.join(dir, 'logs', `${id}.log`), 'utf8').split('=== llmgw-agent ').length - 1;
 
 beforeAll(() => {
@@ -157,7 +168,8 @@ describe('Supervisor with real engine processes', () => {
 
 describe('Supervisor and engine keys', () => {
   // Prints its key as engines do with their settings, then serves as a follower (alive = ready).
-  const blabber = (exit: boolean) => `console.log('settings: api_key=' + process.env.LLMGW_ENGINE_API_KEY); ${exit ? 'process.exit(4)' : 'setInterval(() => {}, 1000)'}`;
+  const blabber = (exit: boolean) =>
+    `console.log('settings: api_key=' + process.env.LLMGW_ENGINE_API_KEY); ${exit ? 'process.exit(4)' : 'setInterval(() => {}, 1000)'}`;
 
   it('passes the key in the environment only, and masks it in the log tail it sends', async () => {
     const sup = supervisor(tmp());
@@ -251,7 +263,18 @@ describe('Supervisor failure handling', () => {
     groups.add(pid);
     const startTime = readProcStat(pid)!.startTime;
     const a = testEngine('reused');
-    const record = { id: 'reused', replica_id: a.replica_id, fingerprint: 'v1:x', pid, pgid: pid, start_time: startTime + 1, port: 1, restarts: 0, http: true, assignment: a };
+    const record = {
+      id: 'reused',
+      replica_id: a.replica_id,
+      fingerprint: 'v1:x',
+      pid,
+      pgid: pid,
+      start_time: startTime + 1,
+      port: 1,
+      restarts: 0,
+      http: true,
+      assignment: a,
+    };
     fs.writeFileSync(path.join(dir, 'shards.json'), JSON.stringify({ version: 1, shards: [record] }));
     const sup = supervisor(dir);
     await sup.adopt();

@@ -106,11 +106,14 @@ export async function startInstance(state: ClusterState, port = 0): Promise<Inst
         done();
         json(200, state.reply(nodeId));
       });
-      const timer = setTimeout(() => {
-        if (frozen) return;
-        done();
-        json(200, state.reply(nodeId));
-      }, Number(url.searchParams.get('wait_ms') ?? 25_000));
+      const timer = setTimeout(
+        () => {
+          if (frozen) return;
+          done();
+          json(200, state.reply(nodeId));
+        },
+        Number(url.searchParams.get('wait_ms') ?? 25_000),
+      );
       res.on('close', () => {
         if (!res.writableEnded) done();
       });
@@ -122,7 +125,10 @@ export async function startInstance(state: ClusterState, port = 0): Promise<Inst
       record('file');
       const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
       const start = m ? Number(m[1]) : 0;
-      res.writeHead(m ? 206 : 200, { 'content-length': body.length - start, ...(m ? { 'content-range': `bytes ${start}-${body.length - 1}/${body.length}` } : {}) });
+      res.writeHead(m ? 206 : 200, {
+        'content-length': body.length - start,
+        ...(m ? { 'content-range': `bytes ${start}-${body.length - 1}/${body.length}` } : {}),
+      });
       return void res.end(body.subarray(start));
     }
     json(404, { error: 'not found' });

@@ -52,7 +52,9 @@ describe('establishTrust', () => {
   it('refuses a server that serves another CA than the pinned one', async () => {
     cacerts = OTHER;
     try {
-      await expect(establishTrust({ server: url, joinToken: fullJoinToken('s', CA), insecureHttp: false }, log)).rejects.toThrow(`has SHA-256 ${caFingerprint(OTHER)}`);
+      await expect(establishTrust({ server: url, joinToken: fullJoinToken('s', CA), insecureHttp: false }, log)).rejects.toThrow(
+        `has SHA-256 ${caFingerprint(OTHER)}`,
+      );
     } finally {
       cacerts = CA;
     }
@@ -75,9 +77,9 @@ describe('establishTrust', () => {
   });
 
   it('checks --ca against the pin of a full token', async () => {
-    await expect(establishTrust({ server: url, joinToken: fullJoinToken('s', CA), caFile: path.join(dir, 'other-ca.pem'), insecureHttp: false }, log)).rejects.toThrow(
-      `(--ca ${path.join(dir, 'other-ca.pem')}) has SHA-256 ${caFingerprint(OTHER)}`,
-    );
+    await expect(
+      establishTrust({ server: url, joinToken: fullJoinToken('s', CA), caFile: path.join(dir, 'other-ca.pem'), insecureHttp: false }, log),
+    ).rejects.toThrow(`(--ca ${path.join(dir, 'other-ca.pem')}) has SHA-256 ${caFingerprint(OTHER)}`);
   });
 });
 
@@ -94,8 +96,12 @@ describe('checkServerUrl', () => {
 describe('Agent over TLS', () => {
   const join = async (ca: string) => {
     const before = bearers.length;
-    const a = new Agent({ server: url, joinToken: 's3cret', ca, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 100, probeIntervalMs: 10_000 }, () =>
-      Promise.resolve({ memoryTotalMb: 1, cpuCores: 1, gpus: [], fabrics: [], warnings: [] }), { converge: () => {}, statuses: () => [], onChange: () => {} }, log);
+    const a = new Agent(
+      { server: url, joinToken: 's3cret', ca, nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 100, probeIntervalMs: 10_000 },
+      () => Promise.resolve({ memoryTotalMb: 1, cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      { converge: () => {}, statuses: () => [], onChange: () => {} },
+      log,
+    );
     void a.start();
     await new Promise((r) => setTimeout(r, 400));
     a.stop();

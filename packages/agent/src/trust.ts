@@ -45,9 +45,12 @@ export function checkServerUrl(server: string, insecureHttp: boolean): URL {
   } catch {
     throw new TrustError(`invalid --server "${server}": want a URL like https://10.0.0.1:8081`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TrustError(`invalid --server "${server}": want https:// (or http:// with --insecure-http)`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TrustError(`invalid --server "${server}": want https:// (or http:// with --insecure-http)`);
   if (url.protocol === 'http:' && !insecureHttp && !loopback(url.hostname)) {
-    throw new TrustError(`refusing plain http to ${url.host}: the join token would cross the network in clear text; use https://${url.host}, or --insecure-http when a proxy terminates TLS`);
+    throw new TrustError(
+      `refusing plain http to ${url.host}: the join token would cross the network in clear text; use https://${url.host}, or --insecure-http when a proxy terminates TLS`,
+    );
   }
   return url;
 }
@@ -95,11 +98,17 @@ async function fetchCa(servers: readonly string[], log: Logger, retryMs: number)
     let code = '';
     for (const server of servers) {
       try {
-        const pem = await got(`${server}/cacerts`, { https: { rejectUnauthorized: false }, timeout: { connect: 5_000, request: 10_000 }, retry: { limit: 0 } }).text();
+        const pem = await got(`${server}/cacerts`, {
+          https: { rejectUnauthorized: false },
+          timeout: { connect: 5_000, request: 10_000 },
+          retry: { limit: 0 },
+        }).text();
         return { server, pem };
       } catch (err) {
         if (err instanceof HTTPError && !isDown(err)) {
-          throw new TrustError(`the server at ${server} serves no CA at /cacerts (${err.response.statusCode}): is it an llmgw server over HTTPS? Give --ca FILE, or --insecure-http with an http:// address`);
+          throw new TrustError(
+            `the server at ${server} serves no CA at /cacerts (${err.response.statusCode}): is it an llmgw server over HTTPS? Give --ca FILE, or --insecure-http with an http:// address`,
+          );
         }
         if (!(err instanceof RequestError)) throw err;
         code = err instanceof HTTPError ? String(err.response.statusCode) : err.code;
@@ -149,7 +158,9 @@ export async function establishTrust(input: TrustInput, log: Logger, retryMs = 2
     return { secret: token.secret, ca: onlyFirst(ca) };
   }
   if (!token.caHash) {
-    throw new TrustError("the join token is only the secret, without the server's CA pin: give the full token (llmgw-server join-token on the server prints it), or --ca FILE (LLMGW_CA) with the server's CA");
+    throw new TrustError(
+      "the join token is only the secret, without the server's CA pin: give the full token (llmgw-server join-token on the server prints it), or --ca FILE (LLMGW_CA) with the server's CA",
+    );
   }
   const { server, pem: ca } = await fetchCa(
     servers.filter((_s, i) => urls[i]?.protocol === 'https:'),

@@ -4,9 +4,16 @@ import { Chalk } from 'chalk';
 import { catalogNotice } from './catalog-status.js';
 
 const plain = new Chalk({ level: 0 });
-const problem = (line: number, what: string) => ({ message: `catalog c.yaml: model "m" (line ${line}): ${what}`, file: 'c.yaml', model: 'm', line, problem: what });
+const problem = (line: number, what: string) => ({
+  message: `catalog c.yaml: model "m" (line ${line}): ${what}`,
+  file: 'c.yaml',
+  model: 'm',
+  line,
+  problem: what,
+});
 const status = (o: Partial<CatalogStatusView> = {}): CatalogStatusView => ({ file: 'c.yaml', models: 2, loaded_at: '2026-01-01T10:00:00.000Z', ...o });
-const failed = (problems: ReturnType<typeof problem>[], more = 0, age_s = 12) => status({ reload_error: { at: '2026-01-01T10:05:03.000Z', age_s, problems, more } });
+const failed = (problems: ReturnType<typeof problem>[], more = 0, age_s = 12) =>
+  status({ reload_error: { at: '2026-01-01T10:05:03.000Z', age_s, problems, more } });
 
 describe('catalogNotice', () => {
   it('says nothing after a good reload', () => {

@@ -26,13 +26,31 @@ const program = new Command('ctl')
       'admin address of the llmgw server, or several separated by commas (instances of one control plane): reads and watches move to the next on a refused or broken connection, a timeout or a 502/503/504; writes only when the connection failed before the request was sent, never after a timeout or an error answer (default: https://127.0.0.1:8081)',
     ).env('LLMGW_SERVER'),
   )
-  .addOption(new Option('--token <token>', 'admin token (default: the file $LLMGW_HOME/server/admin-token, LLMGW_HOME defaulting to ~/.llmgw)').env('LLMGW_ADMIN_TOKEN'))
-  .addOption(new Option('--ca <file>', "the server's CA (PEM) to verify it with (default: $LLMGW_HOME/server/tls/ca.pem when present, else the system's CAs)").env('LLMGW_CA'))
-  .addOption(new Option('--insecure-http', 'allow an http:// --server on another machine (only behind a proxy that terminates TLS) (or LLMGW_INSECURE_HTTP=1; 0/false/no/off is off)'))
+  .addOption(
+    new Option('--token <token>', 'admin token (default: the file $LLMGW_HOME/server/admin-token, LLMGW_HOME defaulting to ~/.llmgw)').env('LLMGW_ADMIN_TOKEN'),
+  )
+  .addOption(
+    new Option('--ca <file>', "the server's CA (PEM) to verify it with (default: $LLMGW_HOME/server/tls/ca.pem when present, else the system's CAs)").env(
+      'LLMGW_CA',
+    ),
+  )
+  .addOption(
+    new Option(
+      '--insecure-http',
+      'allow an http:// --server on another machine (only behind a proxy that terminates TLS) (or LLMGW_INSECURE_HTTP=1; 0/false/no/off is off)',
+    ),
+  )
   .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
   // Each command's help lists the connection flags too, with their defaults.
   .configureHelp({ showGlobalOptions: true });
-examples(program, 'ctl nodes', 'LLMGW_SERVER=https://10.0.0.1:8081 ctl replicas -o json', 'ctl --server https://a:8081,https://b:8081 events -w', 'ctl drain gpu-3 --reason "PSU swap"', 'ctl <command> --help');
+examples(
+  program,
+  'ctl nodes',
+  'LLMGW_SERVER=https://10.0.0.1:8081 ctl replicas -o json',
+  'ctl --server https://a:8081,https://b:8081 events -w',
+  'ctl drain gpu-3 --reason "PSU swap"',
+  'ctl <command> --help',
+);
 
 function globals(): { conn: Connection; json: boolean } {
   const o = program.opts<{ server?: string; token?: string; ca?: string; insecureHttp?: boolean; output: string }>();
@@ -43,7 +61,10 @@ function globals(): { conn: Connection; json: boolean } {
   } catch (e) {
     throw new CtlError((e as Error).message, 'usage');
   }
-  return { conn: resolveConnection({ ...o, insecureHttp }, program.getOptionValueSource('server'), program.getOptionValueSource('token')), json: o.output === 'json' };
+  return {
+    conn: resolveConnection({ ...o, insecureHttp }, program.getOptionValueSource('server'), program.getOptionValueSource('token')),
+    json: o.output === 'json',
+  };
 }
 
 function print(text: string): void {
@@ -76,7 +97,9 @@ addNodeStateCommands(program, io);
 
 program
   .command('models')
-  .description('list the catalog: ready/total replicas, replicas at the current revision (UP-TO-DATE; ctl rollout status), scaling, profiles, aliases, fallbacks, routing policy, revision; a failed reload of the catalog file is the line above')
+  .description(
+    'list the catalog: ready/total replicas, replicas at the current revision (UP-TO-DATE; ctl rollout status), scaling, profiles, aliases, fallbacks, routing policy, revision; a failed reload of the catalog file is the line above',
+  )
   .addHelpText('after', examplesText('ctl models', 'ctl models -o json'))
   .action(async () => {
     const { conn, json } = globals();
@@ -133,7 +156,13 @@ keys
   .option('--max-concurrent <n>', 'requests in flight at once')
   .option('--priority <band>', `who goes first while every replica is saturated: ${PRIORITIES.join(', ')} (default standard)`)
   .option('--expires <when>', 'a duration (30d, 12h, 90m) or an ISO 8601 time')
-  .addHelpText('after', examplesText('ctl keys create --name webapp --rpm 600 --expires 30d', 'ctl keys create --name ci --models coder,echo -o json   # the secret is in "secret"'))
+  .addHelpText(
+    'after',
+    examplesText(
+      'ctl keys create --name webapp --rpm 600 --expires 30d',
+      'ctl keys create --name ci --models coder,echo -o json   # the secret is in "secret"',
+    ),
+  )
   .action(async (o: { name: string; models?: string; rpm?: string; maxConcurrent?: string; priority?: string; expires?: string }) => {
     const { conn, json } = globals();
     const int = (flag: string, v: string | undefined) => {
@@ -142,10 +171,18 @@ keys
       if (!Number.isInteger(n) || n < 1) throw new CtlError(`invalid ${flag} "${v}": want a whole number >= 1`, 'usage');
       return n;
     };
-    if (o.priority !== undefined && !(PRIORITIES as readonly string[]).includes(o.priority)) throw new CtlError(`invalid --priority "${o.priority}": want one of ${PRIORITIES.join(', ')}`, 'usage');
+    if (o.priority !== undefined && !(PRIORITIES as readonly string[]).includes(o.priority))
+      throw new CtlError(`invalid --priority "${o.priority}": want one of ${PRIORITIES.join(', ')}`, 'usage');
     const body = {
       name: o.name,
-      ...(o.models ? { models: o.models.split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+      ...(o.models
+        ? {
+            models: o.models
+              .split(',')
+              .map((m) => m.trim())
+              .filter(Boolean),
+          }
+        : {}),
       ...(o.rpm ? { rpm: int('--rpm', o.rpm) } : {}),
       ...(o.maxConcurrent ? { max_concurrent: int('--max-concurrent', o.maxConcurrent) } : {}),
       ...(o.priority ? { priority: o.priority as Priority } : {}),
@@ -203,7 +240,11 @@ let running: Command = program;
 program.hook('preAction', (_root, cmd) => {
   running = cmd;
 });
-strictUsage(program, (t) => process.stdout.write(t), (t) => process.stderr.write(t));
+strictUsage(
+  program,
+  (t) => process.stdout.write(t),
+  (t) => process.stderr.write(t),
+);
 
 try {
   await program.parseAsync();

@@ -44,7 +44,10 @@ describe('resolveConnection', () => {
     expect(resolveConnection({ ca: mine }).ca).toBe(`${PEM}x`);
     process.env.LLMGW_CA = mine;
     expect(resolveConnection({}).ca).toBe(`${PEM}x`);
-    expect(refusal(() => resolveConnection({ ca: path.join(home, 'none.pem') }))).toMatchObject({ failure: 'usage', message: expect.stringMatching(/^cannot read --ca /) as unknown });
+    expect(refusal(() => resolveConnection({ ca: path.join(home, 'none.pem') }))).toMatchObject({
+      failure: 'usage',
+      message: expect.stringMatching(/^cannot read --ca /) as unknown,
+    });
   });
 
   it('refuses plain http to another machine unless --insecure-http, as a usage error', () => {
@@ -61,16 +64,23 @@ describe('resolveConnection', () => {
     // A token no header can carry is a usage error, not "cannot reach the server (ERR_INVALID_CHAR)".
     expect(refusal(() => resolveConnection({ token: 'llmgw-viewer-zJ34…' }, undefined, 'env'))).toMatchObject({
       failure: 'usage',
-      message: 'the admin token in LLMGW_ADMIN_TOKEN has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token',
+      message:
+        'the admin token in LLMGW_ADMIN_TOKEN has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token',
     });
   });
 });
 
 describe('misleading setups, each named with its fix', () => {
   it('a server address without its scheme is a usage error that shows the URL to use', () => {
-    expect(refusal(() => resolveConnection({ server: 'localhost:8081' }, 'cli'))).toMatchObject({ failure: 'usage', message: 'invalid --server "localhost:8081": a URL needs its scheme: https://localhost:8081' });
+    expect(refusal(() => resolveConnection({ server: 'localhost:8081' }, 'cli'))).toMatchObject({
+      failure: 'usage',
+      message: 'invalid --server "localhost:8081": a URL needs its scheme: https://localhost:8081',
+    });
     process.env.LLMGW_SERVER = '127.0.0.1:8081';
-    expect(refusal(() => resolveConnection({}, undefined))).toMatchObject({ failure: 'usage', message: 'invalid LLMGW_SERVER "127.0.0.1:8081": a URL needs its scheme: https://127.0.0.1:8081' });
+    expect(refusal(() => resolveConnection({}, undefined))).toMatchObject({
+      failure: 'usage',
+      message: 'invalid LLMGW_SERVER "127.0.0.1:8081": a URL needs its scheme: https://127.0.0.1:8081',
+    });
   });
 
   it('no token anywhere names the token file it looked for, before anything is sent', async () => {
@@ -113,13 +123,21 @@ describe('misleading setups, each named with its fix', () => {
         `${url} answered 404 to GET /api/v1/nodes without llmgw's error body: is it llmgw's admin address? (address set by --server)`,
       );
       answer = { status: 404, body: '{"error":"no replica \\"r-1\\""}' };
-      await expect(call(resolveConnection({ server: url, token: 't' }), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({ message: 'no replica "r-1"', status: 404 });
+      await expect(call(resolveConnection({ server: url, token: 't' }), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({
+        message: 'no replica "r-1"',
+        status: 404,
+      });
     });
 
     it("takes the failure from the answer's code, and from the status only without one", async () => {
       const conn = () => resolveConnection({ server: url, token: 't' }, 'cli');
       answer = { status: 404, body: '{"error":"no replica \\"r-1\\"","code":"not_found"}' };
-      await expect(call(conn(), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({ message: 'no replica "r-1"', failure: 'failed', status: 404, code: 'not_found' });
+      await expect(call(conn(), 'GET', '/replicas/r-1/logs')).rejects.toMatchObject({
+        message: 'no replica "r-1"',
+        failure: 'failed',
+        status: 404,
+        code: 'not_found',
+      });
       // llmgw's own 503 is a refusal: the server answered.
       answer = { status: 503, body: '{"error":"store unavailable: ENOSPC","code":"store_unavailable"}' };
       await expect(call(conn(), 'POST', '/keys', {})).rejects.toMatchObject({ failure: 'failed', code: 'store_unavailable' });
@@ -137,7 +155,11 @@ describe('misleading setups, each named with its fix', () => {
 });
 
 describe('sentNothing: when a write may go to another instance', () => {
-  const failure = (url: string) => got.post(url, { json: { a: 1 }, retry: { limit: 0 }, timeout: { request: 5000 } }).then(() => undefined, (e: unknown) => e);
+  const failure = (url: string) =>
+    got.post(url, { json: { a: 1 }, retry: { limit: 0 }, timeout: { request: 5000 } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   const listen = async (srv: net.Server) => {
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
     return (srv.address() as AddressInfo).port;

@@ -48,11 +48,17 @@ function trustFor(server: string, flag: string, opts: { ca?: string; insecureHtt
   // `localhost:8081` parses as a URL of scheme "localhost:"; only http(s) is an address.
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
     const hostPort = /^[\w.-]+:\d+$|^\[[\d:a-f]+\]:\d+$/i.test(server);
-    throw new CtlError(`invalid ${flag} "${server}": ${hostPort ? `a URL needs its scheme: https://${server}` : 'want a URL like https://10.0.0.1:8081'}`, 'usage');
+    throw new CtlError(
+      `invalid ${flag} "${server}": ${hostPort ? `a URL needs its scheme: https://${server}` : 'want a URL like https://10.0.0.1:8081'}`,
+      'usage',
+    );
   }
   if (url.protocol === 'http:') {
     if (!opts.insecureHttp && !isLoopbackHost(url.hostname)) {
-      throw new CtlError(`refusing plain http to ${url.host}: the admin token would cross the network in clear text; use https://${url.host}, or --insecure-http when a proxy terminates TLS`, 'usage');
+      throw new CtlError(
+        `refusing plain http to ${url.host}: the admin token would cross the network in clear text; use https://${url.host}, or --insecure-http when a proxy terminates TLS`,
+        'usage',
+      );
     }
     return undefined;
   }
@@ -72,11 +78,19 @@ function trustFor(server: string, flag: string, opts: { ca?: string; insecureHtt
 }
 
 /** `source` and `tokenSource` are where commander found --server and --token: 'cli', 'env' or undefined. */
-export function resolveConnection(opts: { server?: string; token?: string; ca?: string; insecureHttp?: boolean }, source?: string, tokenSource?: string): Connection {
+export function resolveConnection(
+  opts: { server?: string; token?: string; ca?: string; insecureHttp?: boolean },
+  source?: string,
+  tokenSource?: string,
+): Connection {
   const given = opts.server ?? process.env.LLMGW_SERVER ?? 'https://127.0.0.1:8081';
   const servers = splitServerList(given);
   const serverFrom =
-    source === 'cli' ? 'set by --server' : source === 'env' || (!opts.server && process.env.LLMGW_SERVER) ? 'set by LLMGW_SERVER' : 'the default; set --server or LLMGW_SERVER';
+    source === 'cli'
+      ? 'set by --server'
+      : source === 'env' || (!opts.server && process.env.LLMGW_SERVER)
+        ? 'set by LLMGW_SERVER'
+        : 'the default; set --server or LLMGW_SERVER';
   const flag = serverFrom === 'set by LLMGW_SERVER' ? 'LLMGW_SERVER' : '--server';
   let token = opts.token ?? process.env.LLMGW_ADMIN_TOKEN;
   // commander fills opts.token from LLMGW_ADMIN_TOKEN too: only its source tells them apart.
@@ -94,13 +108,23 @@ export function resolveConnection(opts: { server?: string; token?: string; ca?: 
   }
   // Else fetch fails with ERR_INVALID_CHAR, which reads as an unreachable server.
   if (token && !/^[\x21-\x7e]+$/.test(token)) {
-    throw new CtlError(`the admin token ${tokenFrom ?? ''} has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token`, 'usage');
+    throw new CtlError(
+      `the admin token ${tokenFrom ?? ''} has a character an HTTP header cannot carry (a space, or a prefix cut short with …?): set --token or LLMGW_ADMIN_TOKEN to the whole token`,
+      'usage',
+    );
   }
   if (servers.length === 0) throw new CtlError(`invalid ${flag} "${given}": want a URL like https://10.0.0.1:8081, or several separated by commas`, 'usage');
   // Every address is checked before anything is sent: a bad one is named, not skipped at each failover.
   let ca: string | undefined;
   for (const server of servers) ca = trustFor(server, flag, opts) ?? ca;
-  return { servers: new ServerRotation(servers), serverFrom, ...(token ? { token } : {}), ...(tokenFrom ? { tokenFrom } : {}), ...(noTokenFile && !token ? { noTokenFile } : {}), ...(ca ? { ca } : {}) };
+  return {
+    servers: new ServerRotation(servers),
+    serverFrom,
+    ...(token ? { token } : {}),
+    ...(tokenFrom ? { tokenFrom } : {}),
+    ...(noTokenFile && !token ? { noTokenFile } : {}),
+    ...(ca ? { ca } : {}),
+  };
 }
 
 /** A failure that means the instance is not there or not well (`instanceDown`), for got's errors. */
@@ -131,7 +155,10 @@ export function sentNothing(err: unknown): boolean {
 export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE', p: string, body?: unknown): Promise<T> {
   if (conn.noTokenFile) {
     const home = process.env.LLMGW_HOME ? ` (LLMGW_HOME=${process.env.LLMGW_HOME})` : '';
-    throw new CtlError(`no admin token: no token file at ${conn.noTokenFile}${home}; set LLMGW_HOME to the directory the server was started with, or --token / LLMGW_ADMIN_TOKEN`, 'usage');
+    throw new CtlError(
+      `no admin token: no token file at ${conn.noTokenFile}${home}; set LLMGW_HOME to the directory the server was started with, or --token / LLMGW_ADMIN_TOKEN`,
+      'usage',
+    );
   }
   const tried: { url: string; err: unknown }[] = [];
   const attempt = async (url: string): Promise<T> => {
@@ -157,7 +184,12 @@ export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE
     // Said so the operator checks before running it again: it may have been applied.
     if (method !== 'GET' && conn.servers.urls.length > 1 && isDown(err) && !sentNothing(err)) {
       const at = tried.at(-1)?.url ?? conn.servers.current;
-      throw new CtlError(`${e.message} (not repeated on another server: ${at} may have applied it; check before running it again)`, e.failure, e.status, e.code);
+      throw new CtlError(
+        `${e.message} (not repeated on another server: ${at} may have applied it; check before running it again)`,
+        e.failure,
+        e.status,
+        e.code,
+      );
     }
     throw e;
   }
@@ -184,16 +216,27 @@ function toCtlError(err: unknown, conn: Connection, what: string, tried: readonl
     const { error, code } = errorOf(err.response.body);
     if (error !== null && typeof error === 'object') {
       // OpenAI's error shape: --server is the client listener, which knows no admin token.
-      return new CtlError(`${server} is llmgw's client (OpenAI-compatible) address, not its admin API: point --server or LLMGW_SERVER at the admin address (https://127.0.0.1:8081 by default; the server logs both as "llmgw-server listening")`);
+      return new CtlError(
+        `${server} is llmgw's client (OpenAI-compatible) address, not its admin API: point --server or LLMGW_SERVER at the admin address (https://127.0.0.1:8081 by default; the server logs both as "llmgw-server listening")`,
+      );
     }
     const failure = answerFailure(code, status);
     if (typeof error !== 'string' || !error) {
       const guess = failure === 'unreachable' ? 'a proxy in front of a server that does not answer, or not' : 'is it';
-      return new CtlError(`${server} answered ${status} to ${what} without llmgw's error body: ${guess} llmgw's admin address? (address ${conn.serverFrom})`, failure, status);
+      return new CtlError(
+        `${server} answered ${status} to ${what} without llmgw's error body: ${guess} llmgw's admin address? (address ${conn.serverFrom})`,
+        failure,
+        status,
+      );
     }
     const refused = new CtlError(error, failure, status, code);
     if (refusedWith(refused, 'unauthenticated', 401)) {
-      return new CtlError(`${server} rejected the admin token${conn.tokenFrom ? ` ${conn.tokenFrom}` : ''} (${error}): set --token or LLMGW_ADMIN_TOKEN to the server's admin token`, failure, status, code);
+      return new CtlError(
+        `${server} rejected the admin token${conn.tokenFrom ? ` ${conn.tokenFrom}` : ''} (${error}): set --token or LLMGW_ADMIN_TOKEN to the server's admin token`,
+        failure,
+        status,
+        code,
+      );
     }
     return refused;
   }

@@ -32,7 +32,10 @@ export function widthsFor(rows: string[][]): number[] {
 
 /** One line of the table: two spaces between columns, as `table()` draws them. */
 export function eventLine(cells: readonly string[], widths: readonly number[]): string {
-  return cells.map((c, i) => (i < widths.length ? c.padEnd(widths[i]!) : c)).join('  ').trimEnd();
+  return cells
+    .map((c, i) => (i < widths.length ? c.padEnd(widths[i]!) : c))
+    .join('  ')
+    .trimEnd();
 }
 
 /** The events as a table, oldest first, like `kubectl get events`. */
@@ -66,7 +69,10 @@ export function addEventsCommand(program: Command, io: Io): void {
     .option('--model <name>', 'only events about this model (name or alias)')
     .option('--limit <n>', 'at most this many of the newest events (default: 500)')
     .option('-w, --watch', 'after listing, print new events as they happen (Ctrl-C stops)')
-    .addHelpText('after', '\nExit codes: 0 listed (with -w: runs until Ctrl-C), 1 the server refused, 2 usage, 3 the server is unreachable.\n\nExample:\n  ctl events --node gpu-1 -w')
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 listed (with -w: runs until Ctrl-C), 1 the server refused, 2 usage, 3 the server is unreachable.\n\nExample:\n  ctl events --node gpu-1 -w',
+    )
     .action(async (o: { node?: string; model?: string; limit?: string; watch?: boolean }) => {
       if (o.limit !== undefined && !/^[1-9]\d*$/.test(o.limit)) throw new CtlError(`invalid --limit "${o.limit}": want a whole number >= 1`, 'usage');
       const { conn, json } = io.globals();

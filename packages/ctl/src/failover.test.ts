@@ -47,7 +47,16 @@ const node = (id: string, over: Partial<NodeView> = {}): NodeView => ({
   ...over,
 });
 
-const event = (id: number, message: string): EventView => ({ id, time: new Date().toISOString(), type: 'Normal', source: 'admin', reason: 'cordon', object: 'node/n1', nodes: ['n1'], message });
+const event = (id: number, message: string): EventView => ({
+  id,
+  time: new Date().toISOString(),
+  type: 'Normal',
+  source: 'admin',
+  reason: 'cordon',
+  object: 'node/n1',
+  nodes: ['n1'],
+  message,
+});
 
 const instances: Instance[] = [];
 const homes: string[] = [];
@@ -198,7 +207,12 @@ describe('ctl --server A,B', () => {
       publish(s, 'third', b);
       await until('an event through the second instance', () => out.includes('"third"'));
       expect(child.exitCode).toBeNull();
-      expect(out.trim().split('\n').map((l) => (JSON.parse(l) as EventView).message)).toEqual(['first', 'second', 'third']);
+      expect(
+        out
+          .trim()
+          .split('\n')
+          .map((l) => (JSON.parse(l) as EventView).message),
+      ).toEqual(['first', 'second', 'third']);
       expect(err).toBe('');
     } finally {
       child.kill();
@@ -236,7 +250,10 @@ describe('ctl --server A,B', () => {
     await a.kill();
     await b.kill();
     const r = await ctl(['--server', `${a.url},${b.url}`, 'nodes']);
-    expect(r).toMatchObject({ code: 3, stderr: `error: cannot reach any llmgw server: ${a.url} (ECONNREFUSED), ${b.url} (ECONNREFUSED); are they running? (addresses set by --server)\n` });
+    expect(r).toMatchObject({
+      code: 3,
+      stderr: `error: cannot reach any llmgw server: ${a.url} (ECONNREFUSED), ${b.url} (ECONNREFUSED); are they running? (addresses set by --server)\n`,
+    });
     const bad = await ctl(['--server', `${a.url},localhost:8081`, 'nodes']);
     expect(bad.code).toBe(2);
     expect(bad.stderr.split('\n')[0]).toBe('error: invalid --server "localhost:8081": a URL needs its scheme: https://localhost:8081');

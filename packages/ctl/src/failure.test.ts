@@ -27,7 +27,7 @@ describe('exit codes', () => {
 });
 
 describe('error answers', () => {
-  it("are judged by their code, whatever the status: every code of ours is the server refusing", () => {
+  it('are judged by their code, whatever the status: every code of ours is the server refusing', () => {
     expect(new Set(ERROR_CODES.map((c) => answerFailure(c, 503)))).toEqual(new Set(['failed']));
     expect(answerFailure('store_unavailable', 503)).toBe('failed');
   });

@@ -48,7 +48,9 @@ export function addLogsCommand(program: Command, io: Io): void {
   examples(
     program
       .command('logs <replica>')
-      .description("show the end of a replica's engine log, as its agent last sent it (every heartbeat); -f keeps printing new lines until Ctrl-C or the replica is gone")
+      .description(
+        "show the end of a replica's engine log, as its agent last sent it (every heartbeat); -f keeps printing new lines until Ctrl-C or the replica is gone",
+      )
       .option('--rank <n>', 'which shard of a multi-node replica', '0')
       .option('-f, --follow', 'keep printing lines as the agent sends them')
       .action(async (replica: string, o: { rank: string; follow?: boolean }) => {

@@ -20,7 +20,7 @@ const json = (v: unknown): void => {
 export function addMembershipCommands(program: Command, nodes: Command, globals: Globals): void {
   nodes
     .command('delete <node>')
-    .description("forget a node and its credential, freeing its id for the next join (refused while it holds replicas)")
+    .description('forget a node and its credential, freeing its id for the next join (refused while it holds replicas)')
     .option('--force', 'delete even while it holds replicas: they are dropped and placed elsewhere')
     .addHelpText('after', examplesText('ctl nodes delete gpu-3', 'ctl nodes delete gpu-3 --force   # its replicas are placed elsewhere'))
     .action(async (node: string, o: { force?: boolean }) => {

@@ -3,8 +3,19 @@ import type { NodeView } from '@llmgw/shared';
 import { elapsed, waitForDrain, type DrainWatch } from './node-state-cmd.js';
 
 const node = (over: Partial<NodeView> = {}): NodeView => ({
-  id: 'roomy', state: 'draining', liveness: 'ready', labels: {}, gpu_total: 0, gpu_free: 0, gpu_classes: [], fabrics: [], unhealthy_gpus: [],
-  last_seen_s: 1, replicas: 1, drain_status: '1 replica left: r-1 (big) cannot move: 0/2 nodes can run big', ...over,
+  id: 'roomy',
+  state: 'draining',
+  liveness: 'ready',
+  labels: {},
+  gpu_total: 0,
+  gpu_free: 0,
+  gpu_classes: [],
+  fabrics: [],
+  unhealthy_gpus: [],
+  last_seen_s: 1,
+  replicas: 1,
+  drain_status: '1 replica left: r-1 (big) cannot move: 0/2 nodes can run big',
+  ...over,
 });
 
 /** A watch on a fake clock: each poll advances it by `pollMs`; `views` are what the server answers, the last repeated. */
@@ -12,7 +23,11 @@ function watch(views: NodeView[], over: Partial<DrainWatch> = {}) {
   let t = 0;
   const lines: string[] = [];
   const w: DrainWatch = {
-    node: 'roomy', timeoutMs: 35_000, timeoutText: '35s', progressEveryMs: 10_000, pollMs: 1000,
+    node: 'roomy',
+    timeoutMs: 35_000,
+    timeoutText: '35s',
+    progressEveryMs: 10_000,
+    pollMs: 1000,
     fetchNode: () => Promise.resolve(views.length > 1 ? views.shift() : views[0]),
     now: () => t,
     sleep: (ms) => {
@@ -42,9 +57,17 @@ describe('waitForDrain', () => {
 
   it('prints each change at once and returns the empty node', async () => {
     const moving = node({ drain_status: '1 replica left: r-1 (big) waiting for replacement r-2 (starting)' });
-    const { w, lines } = watch([moving, moving, node({ drain_status: '1 replica left: r-1 (big) finishing in-flight requests' }), node({ replicas: 0, drain_status: 'drained: no replicas left' })]);
+    const { w, lines } = watch([
+      moving,
+      moving,
+      node({ drain_status: '1 replica left: r-1 (big) finishing in-flight requests' }),
+      node({ replicas: 0, drain_status: 'drained: no replicas left' }),
+    ]);
     expect((await waitForDrain(w)).replicas).toBe(0);
-    expect(lines).toEqual(['0s   1 replica left: r-1 (big) waiting for replacement r-2 (starting)', '2s   1 replica left: r-1 (big) finishing in-flight requests']);
+    expect(lines).toEqual([
+      '0s   1 replica left: r-1 (big) waiting for replacement r-2 (starting)',
+      '2s   1 replica left: r-1 (big) finishing in-flight requests',
+    ]);
   });
 
   it('fails when the drain is cancelled or the node is gone', async () => {

@@ -82,7 +82,9 @@ export function addNodeStateCommands(program: Command, io: Io): void {
   examples(
     program
       .command('drain <node>')
-      .description('move replicas off a node, each replacement started and ready before the old one stops; then keep it empty. Waits until the node is empty, printing progress, unless --no-wait')
+      .description(
+        'move replicas off a node, each replacement started and ready before the old one stops; then keep it empty. Waits until the node is empty, printing progress, unless --no-wait',
+      )
       .option('--reason <text>', REASON_HELP)
       .option('--deadline <duration>', 'after this long (e.g. 10m), stop what is left without waiting for replacements (default: no deadline)')
       .option('--force', 'stop replicas at once, without starting replacements first')

@@ -21,7 +21,7 @@ describe('terminal safety (issue 27: node-reported fields reached the terminal r
   it('writes JSON that parses back to the same value, with C1 characters escaped', () => {
     const v = { hostname: `${OSC52}\x9b` };
     const text = safeJson(v, 2);
-    expect([...text].filter((c) => c.charCodeAt(0) < 0x20 ? c !== '\n' : c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f)).toEqual([]);
+    expect([...text].filter((c) => (c.charCodeAt(0) < 0x20 ? c !== '\n' : c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f))).toEqual([]);
     expect(JSON.parse(text)).toEqual(v);
   });
 });

@@ -12,15 +12,30 @@ export function table(head: string[], rows: (string | number)[][]): string {
   const t = new Table({
     head,
     chars: {
-      top: '', 'top-mid': '', 'top-left': '', 'top-right': '',
-      bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
-      left: '', 'left-mid': '', mid: '', 'mid-mid': '',
-      right: '', 'right-mid': '', middle: '  ',
+      top: '',
+      'top-mid': '',
+      'top-left': '',
+      'top-right': '',
+      bottom: '',
+      'bottom-mid': '',
+      'bottom-left': '',
+      'bottom-right': '',
+      left: '',
+      'left-mid': '',
+      mid: '',
+      'mid-mid': '',
+      right: '',
+      'right-mid': '',
+      middle: '  ',
     },
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
   });
   for (const r of rows) t.push(r.map(String));
-  return t.toString().split('\n').map((l) => l.trimEnd()).join('\n');
+  return t
+    .toString()
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .join('\n');
 }
 
 /**

@@ -43,7 +43,10 @@ export function waitForRollout(w: RolloutWatch): Promise<RolloutView> {
     async (): Promise<Look<RolloutView>> => {
       const v = await w.fetch();
       if (v.state === 'complete') return { done: v };
-      if (v.state === 'halted') throw new CtlError(`rollout of ${w.model} to revision ${v.revision} halted: ${v.reason ?? 'unknown'} (the old revision keeps serving; fix the catalog, or ctl rollout resume ${w.model} to try again)`);
+      if (v.state === 'halted')
+        throw new CtlError(
+          `rollout of ${w.model} to revision ${v.revision} halted: ${v.reason ?? 'unknown'} (the old revision keeps serving; fix the catalog, or ctl rollout resume ${w.model} to try again)`,
+        );
       return { status: rolloutLine(v) };
     },
     'still rolling',
@@ -68,7 +71,10 @@ export function addRolloutCommands(program: Command, io: Io): void {
     .description('wait until every replica runs the current revision and is ready, printing progress; exit 1 when halted or past --timeout')
     .option('--timeout <duration>', 'give up waiting after this long and exit 1 with where it stands (the rollout goes on)', '10m')
     .option('--no-wait', 'print where it stands once; exit 0 only when complete')
-    .addHelpText('after', `\nExit codes: 0 complete, 1 halted, not complete in time (or with --no-wait, not complete), 2 usage, 3 the server is unreachable.${examplesText('ctl rollout status qwen-coder-14b', 'ctl rollout status qwen-coder-14b --timeout 5m')}`)
+    .addHelpText(
+      'after',
+      `\nExit codes: 0 complete, 1 halted, not complete in time (or with --no-wait, not complete), 2 usage, 3 the server is unreachable.${examplesText('ctl rollout status qwen-coder-14b', 'ctl rollout status qwen-coder-14b --timeout 5m')}`,
+    )
     .action(async (model: string, o: { timeout: string; wait: boolean }) => {
       const timeoutMs = parseDuration(o.timeout, '--timeout') * 1000;
       const { conn, json } = io.globals();

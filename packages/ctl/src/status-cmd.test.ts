@@ -19,7 +19,19 @@ const solo = (): StatusView => ({
   store: 'sqlite',
   instance: 'gw-1',
   leader: { instance: 'gw-1', epoch: 0, since: ago(7200) },
-  instances: [{ id: 'gw-1', admin_url: 'https://127.0.0.1:8081', client_url: 'http://127.0.0.1:8080', started: ago(7200), last_seen_s: 0, leader: true, self: true, version: '0.1.0', catalog: { digest: '0123456789abcdef0123', models: 2 } }],
+  instances: [
+    {
+      id: 'gw-1',
+      admin_url: 'https://127.0.0.1:8081',
+      client_url: 'http://127.0.0.1:8080',
+      started: ago(7200),
+      last_seen_s: 0,
+      leader: true,
+      self: true,
+      version: '0.1.0',
+      catalog: { digest: '0123456789abcdef0123', models: 2 },
+    },
+  ],
 });
 
 const cluster = (): StatusView => ({
@@ -27,8 +39,26 @@ const cluster = (): StatusView => ({
   instance: 'a',
   leader: { instance: 'b', epoch: 7, since: ago(125) },
   instances: [
-    { id: 'a', admin_url: 'https://a:8081', client_url: 'http://a:8080', started: ago(3 * 3600), last_seen_s: 0, leader: false, self: true, version: '0.1.0', catalog: { digest: '0123456789abcdef0123', models: 2 } },
-    { id: 'b', admin_url: 'https://b:8081', started: ago(130), last_seen_s: 1, leader: true, self: false, catalog: { digest: '0123456789abcdef0123', models: 1, error: 'models[1].name:\n  is missing' } },
+    {
+      id: 'a',
+      admin_url: 'https://a:8081',
+      client_url: 'http://a:8080',
+      started: ago(3 * 3600),
+      last_seen_s: 0,
+      leader: false,
+      self: true,
+      version: '0.1.0',
+      catalog: { digest: '0123456789abcdef0123', models: 2 },
+    },
+    {
+      id: 'b',
+      admin_url: 'https://b:8081',
+      started: ago(130),
+      last_seen_s: 1,
+      leader: true,
+      self: false,
+      catalog: { digest: '0123456789abcdef0123', models: 1, error: 'models[1].name:\n  is missing' },
+    },
   ],
 });
 
@@ -59,9 +89,14 @@ describe('ctl status against a real HTTP server', () => {
 
   const ctl = (...args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, HOME: home, LLMGW_HOME: home, LLMGW_SERVER: url, LLMGW_ADMIN_TOKEN: 'tok', NO_COLOR: '1', TZ: 'UTC' } }, (err, stdout, stderr) => {
-        resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
-      });
+      execFile(
+        process.execPath,
+        [CLI, ...args],
+        { env: { PATH: process.env.PATH, HOME: home, LLMGW_HOME: home, LLMGW_SERVER: url, LLMGW_ADMIN_TOKEN: 'tok', NO_COLOR: '1', TZ: 'UTC' } },
+        (err, stdout, stderr) => {
+          resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
+        },
+      );
     });
   /** The line above the table, then the table's rows cut at its header's column starts (an empty cell stays ''). */
   const cells = (text: string) => {
@@ -118,7 +153,11 @@ describe('ctl status against a real HTTP server', () => {
   it('a server older than GET /api/v1/status: one line saying so, exit 1', async () => {
     answer = { status: 404, body: { error: 'no route GET /api/v1/status' } };
     const r = await ctl('status');
-    expect(r).toEqual({ code: 1, stdout: '', stderr: `error: ${url} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)\n` });
+    expect(r).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: ${url} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)\n`,
+    });
   });
 
   it('has help with examples', async () => {

@@ -81,13 +81,19 @@ export function addStatusCommand(program: Command, io: Io): void {
           v = await call<StatusView>(conn, 'GET', '/status');
         } catch (e) {
           // A server older than GET /api/v1/status still answers everything else.
-          if (refusedWith(e, 'no_route', 404)) throw new CtlError(`${conn.servers.current} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)`, 'failed', 404, 'no_route');
+          if (refusedWith(e, 'no_route', 404))
+            throw new CtlError(
+              `${conn.servers.current} predates GET /api/v1/status: it is one instance on SQLite, its own leader (ctl version shows its version)`,
+              'failed',
+              404,
+              'no_route',
+            );
           throw e;
         }
         if (json) return io.printJson(v);
         io.print(statusText(v, new Date()));
       }),
     'ctl status',
-    "ctl status -o json | jq -r '.leader.instance // \"no leader\"'",
+    'ctl status -o json | jq -r \'.leader.instance // "no leader"\'',
   );
 }

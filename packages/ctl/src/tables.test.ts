@@ -45,7 +45,9 @@ describe('nodesTable', () => {
   });
 
   it('lists unhealthy GPUs, drain progress and reasons under the table', () => {
-    const details = nodeDetails([node({ id: 'gpu', unhealthy_gpus: ['gpu 3: fell off the bus'], state: 'draining', state_reason: 'PSU', drain_status: '1 replica left: r-1 waiting' })]);
+    const details = nodeDetails([
+      node({ id: 'gpu', unhealthy_gpus: ['gpu 3: fell off the bus'], state: 'draining', state_reason: 'PSU', drain_status: '1 replica left: r-1 waiting' }),
+    ]);
     expect(details.split('\n')).toEqual(['gpu: gpu 3: fell off the bus', 'gpu: draining (PSU)', 'gpu: 1 replica left: r-1 waiting']);
   });
 });
@@ -55,7 +57,9 @@ describe('explainText on a placed model', () => {
     const v: ExplainView = { model: 'm', placed: true, attempted: true, summary: 'm is placed on cpu-a', notes: [], rejections: [] };
     expect(explainText(v, plain)).toBe('m is placed on cpu-a\nm has replicas (see ctl replicas --model m).');
     const withRejection = explainText({ ...v, rejections: [{ profile: 'cpu', node: 'b', code: 'cordoned', reason: 'is cordoned' }] }, plain);
-    expect(withRejection.split('\n').slice(1, 2)).toEqual(['m has replicas (see ctl replicas --model m); the lines below are from the last placement attempt.']);
+    expect(withRejection.split('\n').slice(1, 2)).toEqual([
+      'm has replicas (see ctl replicas --model m); the lines below are from the last placement attempt.',
+    ]);
   });
 });
 
@@ -107,7 +111,13 @@ describe('keys and expiry', () => {
   });
 
   it('shows keys without secrets, with their status', () => {
-    const out = keysTable([{ id: 'key-1', name: 'app', prefix: 'sk-llmgw-abcd', models: [], created_at: 'x', expires_at: '2026-01-01T00:00:00.000Z' }, { id: 'key-2', name: 'jobs', prefix: 'sk-llmgw-ef01', models: [], priority: 'batch', created_at: 'x' }], now);
+    const out = keysTable(
+      [
+        { id: 'key-1', name: 'app', prefix: 'sk-llmgw-abcd', models: [], created_at: 'x', expires_at: '2026-01-01T00:00:00.000Z' },
+        { id: 'key-2', name: 'jobs', prefix: 'sk-llmgw-ef01', models: [], priority: 'batch', created_at: 'x' },
+      ],
+      now,
+    );
     expect(out.split('\n')[1]).toMatch(/^key-1\s+app\s+sk-llmgw-abcd…\s+all\s+-\s+-\s+standard\s+2026-01-01T00:00:00.000Z\s+expired$/);
     expect(out.split('\n')[2]).toMatch(/^key-2\s+jobs\s+sk-llmgw-ef01…\s+all\s+-\s+-\s+batch\s+never\s+active$/);
   });
@@ -140,7 +150,19 @@ describe('usageTable', () => {
 });
 
 describe('modelsTable', () => {
-  const model = (o: Partial<ModelView> = {}): ModelView => ({ name: 'qwen', aliases: [], source: 's', min_replicas: 1, max_replicas: 2, ready_replicas: 1, total_replicas: 1, fallbacks: [], profiles: ['cpu'], routing: 'cache-aware', ...o });
+  const model = (o: Partial<ModelView> = {}): ModelView => ({
+    name: 'qwen',
+    aliases: [],
+    source: 's',
+    min_replicas: 1,
+    max_replicas: 2,
+    ready_replicas: 1,
+    total_replicas: 1,
+    fallbacks: [],
+    profiles: ['cpu'],
+    routing: 'cache-aware',
+    ...o,
+  });
 
   it("shows each model's routing policy", () => {
     const lines = modelsTable([model(), model({ name: 'embed', routing: 'least-loaded' })], plain).split('\n');

@@ -1,5 +1,16 @@
 import type { ChalkInstance } from 'chalk';
-import { downloadText, lastSeenText, nodeStateWords, type ExplainView, type KeyView, type ModelView, type NodeView, type RejectionView, type ReplicaView, type UsageRow } from '@llmgw/shared';
+import {
+  downloadText,
+  lastSeenText,
+  nodeStateWords,
+  type ExplainView,
+  type KeyView,
+  type ModelView,
+  type NodeView,
+  type RejectionView,
+  type ReplicaView,
+  type UsageRow,
+} from '@llmgw/shared';
 import { CtlError } from './failure.js';
 import { table } from './render.js';
 
@@ -132,7 +143,8 @@ export function explainText(v: ExplainView, c: ChalkInstance): string {
   out.push(v.placed && v.rejections.length === 0 ? c.green(v.summary ?? `${v.model} is placed`) : (v.summary ?? ''));
   // "The lines below" only when some follow: a model placed at the first try has none.
   const below = v.rejections.length > 0 || v.notes.length > 0;
-  if (v.placed) out.push(`${v.model} has replicas (see ctl replicas --model ${v.model})${below ? '; the lines below are from the last placement attempt' : ''}.`);
+  if (v.placed)
+    out.push(`${v.model} has replicas (see ctl replicas --model ${v.model})${below ? '; the lines below are from the last placement attempt' : ''}.`);
   const groups = new Map<string, RejectionView[]>();
   for (const r of v.rejections) {
     const key = `${r.profile}\u0000${r.pool ?? ''}`;

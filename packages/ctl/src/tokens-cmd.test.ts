@@ -6,7 +6,14 @@ describe('tokensTable', () => {
     expect(tokensTable([])).toBe('No tokens. Create one with: ctl tokens create --name NAME --role viewer');
     const text = tokensTable([
       { id: 'tok-1', name: 'grafana', role: 'viewer', prefix: 'llmgw-viewer-abcd', created_at: '2026-01-01T00:00:00.000Z' },
-      { id: 'tok-2', name: 'prom', role: 'metrics', prefix: 'llmgw-metrics-wxyz', created_at: '2026-01-02T00:00:00.000Z', revoked_at: '2026-01-03T00:00:00.000Z' },
+      {
+        id: 'tok-2',
+        name: 'prom',
+        role: 'metrics',
+        prefix: 'llmgw-metrics-wxyz',
+        created_at: '2026-01-02T00:00:00.000Z',
+        revoked_at: '2026-01-03T00:00:00.000Z',
+      },
     ]);
     expect(text.split('\n').map((l) => l.split(/\s{2,}/))).toEqual([
       ['ID', 'NAME', 'ROLE', 'PREFIX', 'CREATED', 'STATUS'],

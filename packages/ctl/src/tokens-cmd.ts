@@ -22,7 +22,11 @@ export function addTokenCommands(program: Command, io: Io): void {
     .command('create')
     .description('create a token; its secret is shown once')
     .requiredOption('--name <name>', 'who or what the token is for')
-    .addOption(new Option('--role <role>', 'admin: everything; viewer: every read and the dashboard read-only; metrics: GET /metrics only').choices(TOKEN_ROLES).makeOptionMandatory())
+    .addOption(
+      new Option('--role <role>', 'admin: everything; viewer: every read and the dashboard read-only; metrics: GET /metrics only')
+        .choices(TOKEN_ROLES)
+        .makeOptionMandatory(),
+    )
     .addHelpText('after', examplesText('ctl tokens create --name grafana --role viewer', 'ctl tokens create --name prom --role metrics -o json'))
     .action(async (o: { name: string; role: string }) => {
       const { conn, json } = io.globals();

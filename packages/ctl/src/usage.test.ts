@@ -7,9 +7,20 @@ function parse(args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const program = new Command('ctl').option('-o, --output <format>', 'format');
-  program.command('nodes').action(() => undefined).command('delete <node>').action(() => undefined);
-  program.command('keys').command('list').action(() => undefined);
-  strictUsage(program, (t) => out.push(t), (t) => err.push(t));
+  program
+    .command('nodes')
+    .action(() => undefined)
+    .command('delete <node>')
+    .action(() => undefined);
+  program
+    .command('keys')
+    .command('list')
+    .action(() => undefined);
+  strictUsage(
+    program,
+    (t) => out.push(t),
+    (t) => err.push(t),
+  );
   let code = 0;
   try {
     program.parse(args, { from: 'user' });
@@ -38,6 +49,6 @@ describe('usage errors', () => {
   });
 
   it("joins commander's lines into one", () => {
-    expect(oneLine('error: unknown command \'x\'\n(Did you mean y?)\n')).toBe("error: unknown command 'x' (did you mean y?)");
+    expect(oneLine("error: unknown command 'x'\n(Did you mean y?)\n")).toBe("error: unknown command 'x' (did you mean y?)");
   });
 });

@@ -33,7 +33,11 @@ export function addVersionCommand(program: Command, io: Io): void {
           if (!refusedWith(e, 'no_route', 404)) throw e;
         }
         if (json) return io.printJson({ client, ...(server ? { server } : {}) });
-        io.print(server ? `Server Version: ${server.version} (Node.js ${server.node}) at ${conn.servers.current}` : `Server Version: unknown (${conn.servers.current} predates GET /api/v1/version)`);
+        io.print(
+          server
+            ? `Server Version: ${server.version} (Node.js ${server.node}) at ${conn.servers.current}`
+            : `Server Version: unknown (${conn.servers.current} predates GET /api/v1/version)`,
+        );
       }),
     'ctl version',
     'ctl version --client -o json',

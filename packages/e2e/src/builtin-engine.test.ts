@@ -22,7 +22,10 @@ beforeAll(async () => {
   execFileSync(process.execPath, [bins.agent, 'make-test-model', '--out', model, '--seed', '7']);
   const catalog = path.join(dir, 'catalog.yaml');
   // No min_memory_gb: the agent estimates it from the GGUF header.
-  fs.writeFileSync(catalog, `models:\n  - name: tiny\n    source: ${model}\n    profiles:\n      - { name: cpu, engine: node-llama-cpp, startup_timeout_s: 120 }\n`);
+  fs.writeFileSync(
+    catalog,
+    `models:\n  - name: tiny\n    source: ${model}\n    profiles:\n      - { name: cpu, engine: node-llama-cpp, startup_timeout_s: 120 }\n`,
+  );
   server = await startServer({ catalog });
   stateDir = startAgent({ server: server.adminUrl, nodeId: 'cpu-1', proc: 'cpu-32gb', args: ['--stop-engines-on-exit'] }).stateDir;
   await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']))[0]?.state === 'ready', 90_000, 'tiny ready');
@@ -48,7 +51,13 @@ describe('the built-in CPU engine through the gateway', () => {
     expect(chat.choices[0]!.message.content).toMatch(/^[\x20-\x7e]+$/);
     expect(chat.usage!.completion_tokens).toBe(12);
 
-    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 16, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 16,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let usage: OpenAI.CompletionUsage | null | undefined;
     for await (const c of stream) {
@@ -60,17 +69,22 @@ describe('the built-in CPU engine through the gateway', () => {
 
     const emb = await client.embeddings.create({ model: 'tiny', input: ['one', 'two'] });
     expect(emb.data).toHaveLength(2);
-    expect(Math.hypot(...(emb.data[1]!.embedding))).toBeCloseTo(1, 4);
+    expect(Math.hypot(...emb.data[1]!.embedding)).toBeCloseTo(1, 4);
   });
 
   it('serves two requests at once', async () => {
-    const both = await Promise.all([1, 2].map((seed) => client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'go' }], max_tokens: 40, seed })));
+    const both = await Promise.all(
+      [1, 2].map((seed) => client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'go' }], max_tokens: 40, seed })),
+    );
     expect(both.map((r) => r.usage!.completion_tokens)).toEqual([40, 40]);
   });
 
   it('stops the generation when the client leaves mid-stream', async () => {
     const abort = new AbortController();
-    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'long' }], max_tokens: 900, stream: true }, { signal: abort.signal });
+    const stream = await client.chat.completions.create(
+      { model: 'tiny', messages: [{ role: 'user', content: 'long' }], max_tokens: 900, stream: true },
+      { signal: abort.signal },
+    );
     let n = 0;
     try {
       for await (const _ of stream) if (++n === 5) abort.abort();
@@ -79,7 +93,11 @@ describe('the built-in CPU engine through the gateway', () => {
     }
     const [replica] = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
     const log = path.join(stateDir, 'logs', `${replica!.shards[0]!.id}.log`);
-    const line = await eventually(() => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+) tokens: client disconnected \(generation stopped ([\d.]+) ms later\)/) ?? undefined, 5000, 'cancel line');
+    const line = await eventually(
+      () => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+) tokens: client disconnected \(generation stopped ([\d.]+) ms later\)/) ?? undefined,
+      5000,
+      'cancel line',
+    );
     expect(Number(line[2])).toBeLessThan(100);
     expect(Number(line[1])).toBeLessThan(900);
   });

@@ -15,7 +15,8 @@ afterAll(async () => {
   removeTmp();
 });
 
-const model = (name: string, engine = 'llama.cpp', extra = '') => `  - {name: ${name}, source: org/${name}, profiles: [{name: cpu, engine: ${engine}${extra}}]}`;
+const model = (name: string, engine = 'llama.cpp', extra = '') =>
+  `  - {name: ${name}, source: org/${name}, profiles: [{name: cpu, engine: ${engine}${extra}}]}`;
 // Two mistakes an operator makes: an engine typo and a misspelt key, on lines 3 and 4.
 const BROKEN = `models:\n${model('chat')}\n${model('coder', 'node-lama-cpp')}\n${model('tiny', 'llama.cpp', ', min_memroy_gb: 1')}\n`;
 
@@ -38,20 +39,30 @@ describe('catalog feedback', () => {
 
     const broken = Date.now();
     fs.writeFileSync(file, BROKEN);
-    const shown = await eventually(async () => {
-      const r = await ctl(url, ['models']);
-      return r.stdout.startsWith('catalog reload failed') && r;
-    }, 5000, 'the failed reload in ctl models');
+    const shown = await eventually(
+      async () => {
+        const r = await ctl(url, ['models']);
+        return r.stdout.startsWith('catalog reload failed') && r;
+      },
+      5000,
+      'the failed reload in ctl models',
+    );
     const lines = shown.stdout.split('\n');
     expect(lines[0]).toMatch(
-      new RegExp(`^catalog reload failed \\d+s ago \\(\\d\\d:\\d\\d:\\d\\d UTC\\), still running the previous catalog: catalog ${file}: model "coder" \\(line 3\\): profiles\\[0\\]\\.engine must be one of .* \\(did you mean node-llama-cpp\\?\\) \\(\\+1 more: `),
+      new RegExp(
+        `^catalog reload failed \\d+s ago \\(\\d\\d:\\d\\d:\\d\\d UTC\\), still running the previous catalog: catalog ${file}: model "coder" \\(line 3\\): profiles\\[0\\]\\.engine must be one of .* \\(did you mean node-llama-cpp\\?\\) \\(\\+1 more: `,
+      ),
     );
     // The table below is still the running catalog's.
     expect([...rows(lines.slice(1).join('\n')).keys()]).toEqual(['chat', 'coder']);
-    const page = await eventually(async () => {
-      const p = await modelsPage();
-      return p.includes('Catalog reload failed') && p;
-    }, Math.max(0, 5000 - (Date.now() - broken)), 'the failed reload on the dashboard');
+    const page = await eventually(
+      async () => {
+        const p = await modelsPage();
+        return p.includes('Catalog reload failed') && p;
+      },
+      Math.max(0, 5000 - (Date.now() - broken)),
+      'the failed reload on the dashboard',
+    );
     expect(page).toContain(`model &quot;coder&quot; (line 3): profiles[0].engine must be one of`);
     expect(page).toContain(`model &quot;tiny&quot; (line 4): profiles[0].min_memroy_gb is not a known field (did you mean min_memory_gb?)`);
     expect(Date.now() - broken).toBeLessThan(5000);
@@ -74,7 +85,11 @@ describe('catalog feedback', () => {
     const code = await new Promise<number | null>((resolve) => p.child.once('exit', (c) => resolve(c)));
     expect(code).toBe(2);
     expect(p.output().trim().split('\n')).toEqual([
-      expect.stringMatching(new RegExp(`^llmgw-server: catalog ${file}: model "coder" \\(line 3\\): profiles\\[0\\]\\.engine must be one of .*\\(did you mean node-llama-cpp\\?\\)$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^llmgw-server: catalog ${file}: model "coder" \\(line 3\\): profiles\\[0\\]\\.engine must be one of .*\\(did you mean node-llama-cpp\\?\\)$`,
+        ),
+      ),
       `llmgw-server: catalog ${file}: model "tiny" (line 4): profiles[0].min_memroy_gb is not a known field (did you mean min_memory_gb?)`,
     ]);
   });

@@ -22,7 +22,10 @@ describe('ctl habits', () => {
   it('usage errors, bad setups, version, cordon twice, logs -f and a stuck drain', async () => {
     const catalog = path.join(tmpDir('llmgw-catalog-'), 'catalog.yaml');
     // Needs 30 GB: only roomy fits it, so a drain of roomy cannot move it anywhere.
-    fs.writeFileSync(catalog, `models:\n  - name: big\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 30, command: ${engine} }\n`);
+    fs.writeFileSync(
+      catalog,
+      `models:\n  - name: big\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 30, command: ${engine} }\n`,
+    );
     const server = await startServer({ catalog, args: ['--min-healthy', '1'] });
     const url = server.adminUrl;
     startAgent({ server: url, nodeId: 'roomy', proc: 'cpu-32gb', args: ['--stop-engines-on-exit'] });
@@ -33,7 +36,11 @@ describe('ctl habits', () => {
       [['nodez'], "error: unknown command 'nodez' (did you mean nodes?)", "run 'ctl --help' for usage"],
       [['drain'], "error: missing required argument 'node'", "run 'ctl drain --help' for usage"],
       [['nodes', '--bogus'], "error: unknown option '--bogus'", "run 'ctl nodes --help' for usage"],
-      [['-o', 'yaml', 'nodes'], "error: option '-o, --output <format>' argument 'yaml' is invalid. Allowed choices are table, json.", "run 'ctl --help' for usage"],
+      [
+        ['-o', 'yaml', 'nodes'],
+        "error: option '-o, --output <format>' argument 'yaml' is invalid. Allowed choices are table, json.",
+        "run 'ctl --help' for usage",
+      ],
       [['drain', 'roomy', '--timeout', 'soon'], 'error: invalid --timeout "soon": want a duration like 90s, 10m or 2h', "run 'ctl drain --help' for usage"],
     ] as const) {
       const r = await ctl(url, [...args]);
@@ -47,16 +54,28 @@ describe('ctl habits', () => {
 
     // Bad setups, each with its real cause.
     const atClient = await ctl(server.clientUrl, ['nodes']);
-    expect([atClient.code, lines(atClient.stderr)]).toEqual([1, [expect.stringContaining(`${server.clientUrl} is llmgw's client (OpenAI-compatible) address, not its admin API`)]]);
+    expect([atClient.code, lines(atClient.stderr)]).toEqual([
+      1,
+      [expect.stringContaining(`${server.clientUrl} is llmgw's client (OpenAI-compatible) address, not its admin API`)],
+    ]);
     const noScheme = await ctl(url.replace(/^https:\/\//, ''), ['nodes']);
-    expect([noScheme.code, lines(noScheme.stderr)[0]]).toEqual([2, `error: invalid LLMGW_SERVER "${url.replace(/^https:\/\//, '')}": a URL needs its scheme: ${url}`]);
+    expect([noScheme.code, lines(noScheme.stderr)[0]]).toEqual([
+      2,
+      `error: invalid LLMGW_SERVER "${url.replace(/^https:\/\//, '')}": a URL needs its scheme: ${url}`,
+    ]);
     const home = tmpDir('llmgw-wrong-home-');
     const wrongHome = await ctl(url, ['nodes'], { LLMGW_ADMIN_TOKEN: '', LLMGW_HOME: home });
-    expect([wrongHome.code, lines(wrongHome.stderr)[0]]).toEqual([2, expect.stringContaining(`error: no admin token: no token file at ${path.join(home, 'server', 'admin-token')}`)]);
+    expect([wrongHome.code, lines(wrongHome.stderr)[0]]).toEqual([
+      2,
+      expect.stringContaining(`error: no admin token: no token file at ${path.join(home, 'server', 'admin-token')}`),
+    ]);
 
     const pkg = (dir: string) => (JSON.parse(fs.readFileSync(path.join(root, 'packages', dir, 'package.json'), 'utf8')) as { version: string }).version;
     const version = await ctl(url, ['version']);
-    expect(lines(version.stdout)).toEqual([`Client Version: ${pkg('ctl')} (Node.js ${process.version})`, `Server Version: ${pkg('server')} (Node.js ${process.version}) at ${url}`]);
+    expect(lines(version.stdout)).toEqual([
+      `Client Version: ${pkg('ctl')} (Node.js ${process.version})`,
+      `Server Version: ${pkg('server')} (Node.js ${process.version}) at ${url}`,
+    ]);
 
     // A second cordon without --reason keeps the first reason, and says so.
     expect((await ctl(url, ['cordon', 'small', '--reason', 'disk check'])).stdout).toBe('node/small cordoned\n');
@@ -66,7 +85,12 @@ describe('ctl habits', () => {
     const replica = await eventually(async () => (await ctlJson<ReplicaView[]>(url, ['replicas'])).find((r) => r.state === 'ready'), 30_000, 'ready');
 
     // logs -f prints the tail, then lines as they come (the agent's health probes log).
-    const follow = run(bins.ctl, ['logs', '-f', replica.id], { LLMGW_SERVER: url, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_CA: server.caFile!, LLMGW_HOME: tmpDir('llmgw-home-') });
+    const follow = run(bins.ctl, ['logs', '-f', replica.id], {
+      LLMGW_SERVER: url,
+      LLMGW_ADMIN_TOKEN: ADMIN_TOKEN,
+      LLMGW_CA: server.caFile!,
+      LLMGW_HOME: tmpDir('llmgw-home-'),
+    });
     await eventually(() => follow.output().split('\n').length > 2 && follow.output(), 10_000, 'a tail');
     const first = follow.output();
     const grown = await eventually(() => follow.output().length > first.length && follow.output(), 15_000, 'new lines');

@@ -3,7 +3,21 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ExplainView, NodeView } from '@llmgw/shared';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { ADMIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, removeTmp, root, rows, startAgent, startServer, tmpDir, type ServerProc } from './harness.js';
+import {
+  ADMIN_TOKEN,
+  adminFetch,
+  cleanup,
+  ctl,
+  ctlJson,
+  eventually,
+  removeTmp,
+  root,
+  rows,
+  startAgent,
+  startServer,
+  tmpDir,
+  type ServerProc,
+} from './harness.js';
 
 /**
  * Journey: an operator opens the admin address in a browser, logs in with the admin
@@ -88,21 +102,38 @@ async function nodeState(id: string): Promise<string> {
         headless: true,
         // No --user-data-dir: playwright gives every launch a new, empty profile of its own.
         // The networking flags keep Chromium from calling home on a closed network.
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
       }),
-      eventually(async () => {
-        const ns = await ctlJson<NodeView[]>(url, ['nodes']);
-        return ns.length === 3 && ns.every((n) => n.liveness === 'ready');
-      }, 20_000, 'three live nodes'),
+      eventually(
+        async () => {
+          const ns = await ctlJson<NodeView[]>(url, ['nodes']);
+          return ns.length === 3 && ns.every((n) => n.liveness === 'ready');
+        },
+        20_000,
+        'three live nodes',
+      ),
     ]);
     // The memory-less node fits on labels but memory is unknown; cordoned, it is out too.
     expect((await ctl(url, ['cordon', 'old-agent', '--reason', 'agent too old'])).code).toBe(0);
     fs.writeFileSync(file, `models:${coder}${chat}`);
     server.child.kill('SIGHUP');
-    await eventually(async () => {
-      const e = await ctlJson<ExplainView>(url, ['explain', 'coder']);
-      return e.rejections.some((r) => r.node === 'old-agent' && r.code === 'cordoned');
-    }, 15_000, 'an explanation that sees the cordon');
+    await eventually(
+      async () => {
+        const e = await ctlJson<ExplainView>(url, ['explain', 'coder']);
+        return e.rejections.some((r) => r.node === 'old-agent' && r.code === 'cordoned');
+      },
+      15_000,
+      'an explanation that sees the cordon',
+    );
     await ctl(url, ['keys', 'create', '--name', 'team-web', '--rpm', '60']);
     // The admin listener serves TLS with the server's own CA, which this throwaway browser
     // profile does not hold; ctl, agents and adminFetch verify that CA, the browser need not.

@@ -20,11 +20,17 @@ describe('links', () => {
     expect(markdown).toContain('README.md');
     const all = markdown.flatMap((f) => links(f, fs.readFileSync(`${root}/${f}`, 'utf8')));
     expect(all.length).toBeGreaterThan(0);
-    expect(all.flatMap((l) => { const p = problem(root, tracked, l); return p ? [`${l.file}:${l.line}: ${p}`] : []; })).toEqual([]);
+    expect(
+      all.flatMap((l) => {
+        const p = problem(root, tracked, l);
+        return p ? [`${l.file}:${l.line}: ${p}`] : [];
+      }),
+    ).toEqual([]);
   });
 
   it('finds a broken link, an escape by ../, and a missing anchor', () => {
-    const md = '# Quick start\n## ctl\nsee [a](packages/nope.md), [b](../shared/DESIGN.md), [c](#quick-start), [d](#nowhere), [e](README.md#ctl)\n`[f](ignored.md)`\n```\n[g](ignored.md)\n```\n[h]: bench/README.md\n';
+    const md =
+      '# Quick start\n## ctl\nsee [a](packages/nope.md), [b](../shared/DESIGN.md), [c](#quick-start), [d](#nowhere), [e](README.md#ctl)\n`[f](ignored.md)`\n```\n[g](ignored.md)\n```\n[h]: bench/README.md\n';
     const found = links('README.md', md);
     expect(found.map((l) => l.target)).toEqual(['packages/nope.md', '../shared/DESIGN.md', '#quick-start', '#nowhere', 'README.md#ctl', 'bench/README.md']);
     expect(found.map((l) => problem(root, tracked, l))).toEqual([
@@ -42,9 +48,25 @@ describe('links', () => {
 describe('the README examples', () => {
   it('are read from the marked blocks only, with their exit codes', () => {
     const md = [
-      '## Quick start', '```console', '$ not-marked', '```', '<!-- readme-test -->', '```console',
-      '$ ctl nodez           # exit 2', 'error: x', 'run y', '$ curl -N a \\', '  -d b', '…', '```',
-      '  <!-- readme-test -->', '  ```sh', '  export A=1   # a comment', '  # only a comment', '  ctl nodes', '  ```',
+      '## Quick start',
+      '```console',
+      '$ not-marked',
+      '```',
+      '<!-- readme-test -->',
+      '```console',
+      '$ ctl nodez           # exit 2',
+      'error: x',
+      'run y',
+      '$ curl -N a \\',
+      '  -d b',
+      '…',
+      '```',
+      '  <!-- readme-test -->',
+      '  ```sh',
+      '  export A=1   # a comment',
+      '  # only a comment',
+      '  ctl nodes',
+      '  ```',
     ].join('\n');
     expect(examples(md)).toEqual([
       { section: 'Quick start', line: 7, command: 'ctl nodez           # exit 2', exit: 2, output: ['error: x', 'run y'] },
@@ -58,7 +80,12 @@ describe('the README examples', () => {
   it('match what truly varies, bind ids and secrets for later commands, and nothing else', () => {
     const table = ['ID          MODEL  STATE  ENDPOINT                AGE', 'r-9e4e6440  tiny   ready  http://127.0.0.1:40000  37s'];
     const bound = match(table, ['ID          MODEL  STATE  ENDPOINT                AGE', 'r-0123abcd  tiny   ready  http://127.0.0.1:40417  2m', '']);
-    expect(bound).toEqual(new Map([['r-9e4e6440', 'r-0123abcd'], ['http://127.0.0.1:40000', 'http://127.0.0.1:40417']]));
+    expect(bound).toEqual(
+      new Map([
+        ['r-9e4e6440', 'r-0123abcd'],
+        ['http://127.0.0.1:40000', 'http://127.0.0.1:40417'],
+      ]),
+    );
     expect(substitute('ctl logs r-9e4e6440 && echo xr-9e4e6440', bound!)).toBe('ctl logs r-0123abcd && echo xr-9e4e6440');
     expect(substitute('curl -s http://127.0.0.1:40000/v1/models', bound!)).toBe('curl -s http://127.0.0.1:40417/v1/models');
     // A different word, state or column, an id of another kind, a port outside the engines' range: no match.

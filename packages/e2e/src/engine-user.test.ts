@@ -25,7 +25,13 @@ function identity(pid: number): { uid: number; groups: number[] } {
 }
 
 const environ = (pid: number): Map<string, string> =>
-  new Map(fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  new Map(
+    fs
+      .readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
 
 /**
  * The engine account as `install-service` would leave it. When it is missing, this test
@@ -71,10 +77,14 @@ function catalog(): string {
 }
 
 async function readyReplica(server: string, other?: number): Promise<ReplicaView> {
-  return eventually(async () => {
-    const rs = await ctlJson<ReplicaView[]>(server, ['replicas', '--model', 'echo', '--show-keys']);
-    return rs.find((r) => r.state === 'ready' && r.shards[0]?.pid && r.shards[0].pid !== other);
-  }, 30_000, 'echo ready');
+  return eventually(
+    async () => {
+      const rs = await ctlJson<ReplicaView[]>(server, ['replicas', '--model', 'echo', '--show-keys']);
+      return rs.find((r) => r.state === 'ready' && r.shards[0]?.pid && r.shards[0].pid !== other);
+    },
+    30_000,
+    'echo ready',
+  );
 }
 
 afterAll(async () => {
@@ -147,10 +157,14 @@ describe('engine: command needs --allow-command-engine', () => {
     const server = await startServer({ catalog: catalog() });
     const url = server.adminUrl;
     startAgent({ server: url, nodeId: 'locked', proc: 'cpu-32gb', allowCommandEngine: false });
-    const explain = await eventually(async () => {
-      const v = await ctlJson<ExplainView>(url, ['explain', 'echo']);
-      return v.attempted && v.rejections.some((r) => r.code === 'command_engine') && v;
-    }, 20_000, 'a placement attempt');
+    const explain = await eventually(
+      async () => {
+        const v = await ctlJson<ExplainView>(url, ['explain', 'echo']);
+        return v.attempted && v.rejections.some((r) => r.code === 'command_engine') && v;
+      },
+      20_000,
+      'a placement attempt',
+    );
     expect(explain.placed).toBe(false);
     expect((await ctl(url, ['explain', 'echo'])).stdout).toMatch(/locked: does not allow engine: command \(start its agent with --allow-command-engine\)/);
 

@@ -29,12 +29,15 @@ const echoModel = (name: string, extra = '') => `
         startup_timeout_s: 20
 `;
 
-
 async function readyReplica(server: string, model: string): Promise<ReplicaView> {
-  return eventually(async () => {
-    const rs = await ctlJson<ReplicaView[]>(server, ['replicas', '--model', model, '--show-keys']);
-    return rs.find((r) => r.state === 'ready' && r.endpoint && r.shards[0]?.pid);
-  }, 30_000, `${model} ready`);
+  return eventually(
+    async () => {
+      const rs = await ctlJson<ReplicaView[]>(server, ['replicas', '--model', model, '--show-keys']);
+      return rs.find((r) => r.state === 'ready' && r.endpoint && r.shards[0]?.pid);
+    },
+    30_000,
+    `${model} ready`,
+  );
 }
 
 afterAll(async () => {
@@ -67,27 +70,39 @@ describe('engines on a node', () => {
     // SIGKILL: the agent restarts it and the replica is ready again with a new pid.
     const pid = first.shards[0]!.pid!;
     process.kill(pid, 'SIGKILL');
-    const again = await eventually(async () => {
-      const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'echo']))[0];
-      return r && r.state === 'ready' && r.shards[0]!.pid !== pid && r;
-    }, 30_000, 'echo restarted');
+    const again = await eventually(
+      async () => {
+        const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'echo']))[0];
+        return r && r.state === 'ready' && r.shards[0]!.pid !== pid && r;
+      },
+      30_000,
+      'echo restarted',
+    );
     expect(again.id).toBe(first.id);
     expect(alive(again.shards[0]!.pid!)).toBe(true);
 
     // A crash loop ends failed, with the engine's last words in ctl replicas.
-    const crashy = await eventually(async () => {
-      const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'crashy']))[0];
-      return r?.state === 'failed' && r;
-    }, 60_000, 'crashy failed');
+    const crashy = await eventually(
+      async () => {
+        const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'crashy']))[0];
+        return r?.state === 'failed' && r;
+      },
+      60_000,
+      'crashy failed',
+    );
     expect(crashy.error).toMatch(/exited with code 3/);
     expect(crashy.error).toMatch(/fatal: cannot load model crashy/);
     const text = await ctl(server.adminUrl, ['replicas', '--model', 'crashy']);
     expect(text.stdout).toMatch(/failed/);
     expect(text.stdout).toMatch(/fatal: cannot load model crashy/);
-    const logs = await eventually(async () => {
-      const r = await ctl(server.adminUrl, ['logs', crashy.id]);
-      return r.stdout.includes('fatal: cannot load model crashy') && r;
-    }, 15_000, 'crashy logs');
+    const logs = await eventually(
+      async () => {
+        const r = await ctl(server.adminUrl, ['logs', crashy.id]);
+        return r.stdout.includes('fatal: cannot load model crashy') && r;
+      },
+      15_000,
+      'crashy logs',
+    );
     expect(logs.code).toBe(0);
 
     // Restarting the agent touches no engine.
@@ -104,7 +119,11 @@ describe('engines on a node', () => {
 
     // Dropping the model from the catalog stops its engine's whole process group.
     fs.writeFileSync(file, `models:${echoModel('crashy', ', --exit-immediately, "3"')}`);
-    await eventually(async () => !alive(enginePid) && (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'crashy'])).length === 1, 20_000, 'echo engine gone');
+    await eventually(
+      async () => !alive(enginePid) && (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'crashy'])).length === 1,
+      20_000,
+      'echo engine gone',
+    );
     let groupGone = false;
     try {
       process.kill(-enginePid, 0);
@@ -132,18 +151,34 @@ describe('engines on a node', () => {
         env: { VLLM_TEST_RECORD_DIR: ${JSON.stringify(record)} }
 `);
     const server = await startServer({ catalog: file });
-    const common = { server: server.adminUrl, nvidiaSmi: 'rtx4090x2', proc: 'cpu-32gb', sys: 'ib', pool: 'rack-a', args: ['--vllm-bin', fakeVllm, '--stop-engines-on-exit'] };
+    const common = {
+      server: server.adminUrl,
+      nvidiaSmi: 'rtx4090x2',
+      proc: 'cpu-32gb',
+      sys: 'ib',
+      pool: 'rack-a',
+      args: ['--vllm-bin', fakeVllm, '--stop-engines-on-exit'],
+    };
     startAgent({ ...common, nodeId: 'gpu-a' });
     startAgent({ ...common, nodeId: 'gpu-b' });
 
-    const replica = await eventually(async () => {
-      const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'big']))[0];
-      return r?.state === 'ready' && r;
-    }, 30_000, 'big ready');
+    const replica = await eventually(
+      async () => {
+        const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'big']))[0];
+        return r?.state === 'ready' && r;
+      },
+      30_000,
+      'big ready',
+    );
     expect(replica.pool).toBe('rack-a');
     expect(replica.shards.map((s) => s.node).sort()).toEqual(['gpu-a', 'gpu-b']);
 
-    const rank0 = JSON.parse(fs.readFileSync(path.join(record, 'big-rank0.json'), 'utf8')) as { argv: string[]; cuda_visible_devices: string; cuda_device_order: string; has_vllm_api_key: boolean };
+    const rank0 = JSON.parse(fs.readFileSync(path.join(record, 'big-rank0.json'), 'utf8')) as {
+      argv: string[];
+      cuda_visible_devices: string;
+      cuda_device_order: string;
+      has_vllm_api_key: boolean;
+    };
     const rank1 = JSON.parse(fs.readFileSync(path.join(record, 'big-rank1.json'), 'utf8')) as typeof rank0;
     const head = replica.shards.find((s) => s.rank === 0)!;
     const flag = (argv: string[], f: string) => argv[argv.indexOf(f) + 1];

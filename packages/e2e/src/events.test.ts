@@ -23,7 +23,11 @@ describe('ctl events', () => {
     const server = await startServer({ catalog, args: ['--min-healthy', '1'] });
     startAgent({ server: server.adminUrl, nodeId: 'cpu-a', args: agentArgs });
     startAgent({ server: server.adminUrl, nodeId: 'cpu-b', args: agentArgs });
-    const first = await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((r) => r.state === 'ready'), 30_000, 'a ready replica');
+    const first = await eventually(
+      async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((r) => r.state === 'ready'),
+      30_000,
+      'a ready replica',
+    );
     const from = first.shards[0]!.node;
     const other = from === 'cpu-a' ? 'cpu-b' : 'cpu-a';
 
@@ -33,7 +37,12 @@ describe('ctl events', () => {
     expect((await ctl(server.adminUrl, ['cordon', other, '--reason', 'PSU swap'], asAlice)).code).toBe(0);
 
     // A watcher started now sees what follows as it happens.
-    const watch = run(bins.ctl, ['events', '-w', '--node', other], { LLMGW_SERVER: server.adminUrl, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_CA: server.caFile ?? '', LLMGW_HOME: tmpDir('llmgw-home-') });
+    const watch = run(bins.ctl, ['events', '-w', '--node', other], {
+      LLMGW_SERVER: server.adminUrl,
+      LLMGW_ADMIN_TOKEN: ADMIN_TOKEN,
+      LLMGW_CA: server.caFile ?? '',
+      LLMGW_HOME: tmpDir('llmgw-home-'),
+    });
     await watch.waitFor(/cordon .*PSU swap/, 10_000);
     expect((await ctl(server.adminUrl, ['uncordon', other], asAlice)).code).toBe(0);
     await watch.waitFor(/uncordon\s+node\/\S+\s+uncordoned by "ops-alice"/, 10_000);
@@ -49,7 +58,9 @@ describe('ctl events', () => {
     const byReason = (reason: string) => lines.filter((l) => new RegExp(`^\\S+\\s+\\S+\\s+${reason}\\s`).test(l));
     expect(byReason('cordon')).toEqual([expect.stringMatching(new RegExp(`Normal\\s+cordon\\s+node/${other}\\s+cordoned by "ops-alice": PSU swap$`))]);
     expect(byReason('drain')).toEqual([expect.stringMatching(new RegExp(`drain\\s+node/${from}\\s+drain started by "admin token": kernel upgrade$`))]);
-    expect(byReason('drain-replacement')).toEqual([expect.stringMatching(new RegExp(`replica/r-\\S+\\s+placed on ${other} \\(model echo, profile cpu\\): replaces ${first.id} on draining node ${from}$`))]);
+    expect(byReason('drain-replacement')).toEqual([
+      expect.stringMatching(new RegExp(`replica/r-\\S+\\s+placed on ${other} \\(model echo, profile cpu\\): replaces ${first.id} on draining node ${from}$`)),
+    ]);
     expect(byReason('drained')).toEqual([expect.stringMatching(new RegExp(`replica/${first.id}\\s+removed on ${from}: `))]);
     // Oldest first: the drain comes before the replacement it caused, and that before the removal.
     const order = ['drain', 'drain-replacement', 'drained'].map((r) => lines.indexOf(byReason(r)[0]!));
@@ -62,6 +73,10 @@ describe('ctl events', () => {
     expect(onFrom.some((e) => e.reason === 'cordon')).toBe(false);
     const json = await ctlJson<EventView[]>(server.adminUrl, ['events', '--model', 'echo']);
     expect(json.every((e) => e.model === 'echo' && e.source === 'reconciler')).toBe(true);
-    expect(json.find((e) => e.reason === 'drain-replacement')).toMatchObject({ type: 'Normal', nodes: [other, from], object: expect.stringMatching(/^replica\/r-/) });
+    expect(json.find((e) => e.reason === 'drain-replacement')).toMatchObject({
+      type: 'Normal',
+      nodes: [other, from],
+      object: expect.stringMatching(/^replica\/r-/),
+    });
   }, 60_000);
 });

@@ -51,10 +51,14 @@ beforeAll(async () => {
   server = await startServer({ catalog: file });
   const agent = startAgent({ server: server.adminUrl, nodeId: 'cpu-1', proc: 'cpu-32gb', args: ['--stop-engines-on-exit'] });
   stateDir = agent.stateDir;
-  await eventually(async () => {
-    const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
-    return rs.length === 5 && rs.every((r) => r.state === 'ready');
-  }, 40_000, 'five ready replicas');
+  await eventually(
+    async () => {
+      const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
+      return rs.length === 5 && rs.every((r) => r.state === 'ready');
+    },
+    40_000,
+    'five ready replicas',
+  );
   secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'app'])).secret;
   client = new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0 });
 }, 60_000);
@@ -97,7 +101,7 @@ describe('the OpenAI SDK through the gateway', () => {
 
     const emb = await client.embeddings.create({ model: 'echo', input: ['a', 'b'] });
     expect(emb.data).toHaveLength(2);
-    const norm = Math.hypot(...(emb.data[0]!.embedding));
+    const norm = Math.hypot(...emb.data[0]!.embedding);
     expect(norm).toBeCloseTo(1, 5);
 
     const usageRows = await ctlJson<{ key_name: string; model: string; completion_tokens: number }[]>(server.adminUrl, ['usage']);
@@ -108,7 +112,16 @@ describe('the OpenAI SDK through the gateway', () => {
     const system = 'You are a terse assistant for the llmgw test suite. '.repeat(60);
     const replicas = new Set<string>();
     for (let i = 0; i < 6; i++) {
-      const { response } = await client.chat.completions.create({ model: 'echo', max_tokens: 2, messages: [{ role: 'system', content: system }, { role: 'user', content: `question ${i}` }] }).withResponse();
+      const { response } = await client.chat.completions
+        .create({
+          model: 'echo',
+          max_tokens: 2,
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: `question ${i}` },
+          ],
+        })
+        .withResponse();
       replicas.add(response.headers.get('x-llmgw-replica') ?? '');
     }
     expect(replicas.size).toBe(1);
@@ -119,7 +132,9 @@ describe('the OpenAI SDK through the gateway', () => {
 
   it("raises the SDK's own errors: no key, unknown model, rate limit, no replica", async () => {
     const anon = new OpenAI({ apiKey: 'sk-wrong', baseURL: `${server.clientUrl}/v1`, maxRetries: 0 });
-    await expect(anon.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(anon.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
     const missing = client.chat.completions.create({ model: 'ecko', messages: [{ role: 'user', content: 'x' }] });
     await expect(missing).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     await expect(missing).rejects.toThrow(/did you mean `echo`/);
@@ -184,7 +199,13 @@ describe('the OpenAI SDK through the gateway', () => {
   it('aborts the engine’s generation when the client leaves mid-stream', async () => {
     const abort = new AbortController();
     const stream = await client.chat.completions.create(
-      { model: 'slow', messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: 200, min_tokens: 200 } as OpenAI.ChatCompletionCreateParamsStreaming,
+      {
+        model: 'slow',
+        messages: [{ role: 'user', content: 'go' }],
+        stream: true,
+        max_tokens: 200,
+        min_tokens: 200,
+      } as OpenAI.ChatCompletionCreateParamsStreaming,
       { signal: abort.signal },
     );
     let chunks = 0;
@@ -197,7 +218,11 @@ describe('the OpenAI SDK through the gateway', () => {
     }
     const slow = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--model', 'slow']))[0]!;
     const log = path.join(stateDir, 'logs', `${slow.shards[0]!.id}.log`);
-    const line = await eventually(() => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+)\/(\d+) tokens: client disconnected/) ?? undefined, 5000, 'cancel line');
+    const line = await eventually(
+      () => fs.readFileSync(log, 'utf8').match(/cancelled \S+ after (\d+)\/(\d+) tokens: client disconnected/) ?? undefined,
+      5000,
+      'cancel line',
+    );
     // 50 ms per token: a cancel that took 100 ms would show at most two more tokens than the client saw.
     expect(Number(line[1])).toBeLessThanOrEqual(chunks + 2);
     expect(Number(line[2])).toBe(200);

@@ -141,16 +141,23 @@ export function adminFetch(url: string, init: Parameters<typeof undiciFetch>[1] 
 }
 
 /** `env` adds to or overrides the server's environment (`LLMGW_JOIN_TOKEN: ''` lets it generate one). */
-export async function startServer(opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string; env?: Record<string, string> } = {}): Promise<ServerProc> {
+export async function startServer(
+  opts: { dataDir?: string; catalog?: string; args?: string[]; adminAddr?: string; env?: Record<string, string> } = {},
+): Promise<ServerProc> {
   const dataDir = opts.dataDir ?? tmpDir('llmgw-server-');
   const p = run(
     bins.server,
     [
-      '--admin-addr', opts.adminAddr ?? '127.0.0.1:0',
-      '--client-addr', '127.0.0.1:0',
-      '--data-dir', dataDir,
-      '--not-ready-after', '3',
-      '--reconcile-interval', '1',
+      '--admin-addr',
+      opts.adminAddr ?? '127.0.0.1:0',
+      '--client-addr',
+      '127.0.0.1:0',
+      '--data-dir',
+      dataDir,
+      '--not-ready-after',
+      '3',
+      '--reconcile-interval',
+      '1',
       ...(opts.catalog ? ['--catalog', opts.catalog] : []),
       ...(opts.args ?? []),
     ],
@@ -187,19 +194,28 @@ export function startAgent(o: AgentOpts): Proc & { stateDir: string } {
   const p = run(
     bins.agent,
     [
-      '--server', o.server,
-      '--node-id', o.nodeId,
-      '--nvidia-smi', o.nvidiaSmi ? path.join(fixtures, 'nvidia-smi', o.nvidiaSmi) : path.join(fixtures, 'nvidia-smi', 'absent'),
-      '--proc-root', path.join(fixtures, 'proc', o.proc ?? 'cpu-8gb'),
-      '--sys-root', path.join(fixtures, 'sys', o.sys ?? 'empty'),
-      '--state-dir', stateDir,
-      '--heartbeat-interval', '1',
-      '--engine-host', '127.0.0.1',
+      '--server',
+      o.server,
+      '--node-id',
+      o.nodeId,
+      '--nvidia-smi',
+      o.nvidiaSmi ? path.join(fixtures, 'nvidia-smi', o.nvidiaSmi) : path.join(fixtures, 'nvidia-smi', 'absent'),
+      '--proc-root',
+      path.join(fixtures, 'proc', o.proc ?? 'cpu-8gb'),
+      '--sys-root',
+      path.join(fixtures, 'sys', o.sys ?? 'empty'),
+      '--state-dir',
+      stateDir,
+      '--heartbeat-interval',
+      '1',
+      '--engine-host',
+      '127.0.0.1',
       // Journeys run their engines through `engine: command`, and as the user running the
       // tests: CI runs as root, where the default would need an `llmgw` account. The
       // engine-user journey overrides this (the last --engine-user wins).
       ...(o.allowCommandEngine === false ? [] : ['--allow-command-engine']),
-      '--engine-user', os.userInfo().username,
+      '--engine-user',
+      os.userInfo().username,
       ...(o.labels ? ['--labels', o.labels] : []),
       ...(o.pool ? ['--pool', o.pool] : []),
       ...(o.args ?? []),
@@ -222,9 +238,19 @@ export function ctl(server: string, args: string[], env: Record<string, string> 
     execFile(
       process.execPath,
       [bins.ctl, ...args],
-      { env: { ...process.env, NO_COLOR: '1', LLMGW_SERVER: server, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_HOME: tmpDir('llmgw-home-'), ...caEnv(server), ...env } },
+      {
+        env: {
+          ...process.env,
+          NO_COLOR: '1',
+          LLMGW_SERVER: server,
+          LLMGW_ADMIN_TOKEN: ADMIN_TOKEN,
+          LLMGW_HOME: tmpDir('llmgw-home-'),
+          ...caEnv(server),
+          ...env,
+        },
+      },
       (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
         resolve({ code, stdout, stderr });
       },
     );
@@ -281,10 +307,12 @@ export function rows(tableText: string): Map<string, Record<string, string>> {
 }
 
 export async function cleanup(): Promise<void> {
-  await Promise.all([...children].map((c) => {
-    c.kill('SIGKILL');
-    return new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(undefined) : c.once('exit', r)));
-  }));
+  await Promise.all(
+    [...children].map((c) => {
+      c.kill('SIGKILL');
+      return new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(undefined) : c.once('exit', r)));
+    }),
+  );
   // Engines outlive their agent by design; a test must not leave them behind.
   for (const dir of agentStateDirs) {
     try {

@@ -3,7 +3,21 @@ import path from 'node:path';
 import { afterAll, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { KeyCreated, NodeView, ReplicaView, StatusView } from '@llmgw/shared';
-import { ADMIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, freePort, removeTmp, startAgent, startServer, tmpDir, type Proc, type ServerProc } from './harness.js';
+import {
+  ADMIN_TOKEN,
+  adminFetch,
+  cleanup,
+  ctl,
+  ctlJson,
+  eventually,
+  freePort,
+  removeTmp,
+  startAgent,
+  startServer,
+  tmpDir,
+  type Proc,
+  type ServerProc,
+} from './harness.js';
 import { describePostgres, dropDatabases, freshDatabase } from './postgres.js';
 
 /**
@@ -81,11 +95,20 @@ async function cluster(text = CATALOG, spread = true) {
     startAgent({ server: both, nodeId, proc: 'cpu-32gb', token: a.joinToken, args: [...agentArgs, '--port-range', `${base + i * 50}-${base + i * 50 + 49}`] }),
   );
   let last: ReplicaView[] = [];
-  const before = await eventually(async () => {
-    const rs = (last = await replicas(b.adminUrl));
-    return rs.length === 2 && rs.every((r) => r.state === 'ready') && (!spread || new Set(rs.map((r) => r.shards[0]!.node)).size === 2) && rs;
-  }, 40_000, 'two ready replicas, one per node').catch((e: Error) => {
-    const warnings = [a, b, ...agents].flatMap((p) => p.output().split('\n').filter((l) => /"level":[4-6]0/.test(l)));
+  const before = await eventually(
+    async () => {
+      const rs = (last = await replicas(b.adminUrl));
+      return rs.length === 2 && rs.every((r) => r.state === 'ready') && (!spread || new Set(rs.map((r) => r.shards[0]!.node)).size === 2) && rs;
+    },
+    40_000,
+    'two ready replicas, one per node',
+  ).catch((e: Error) => {
+    const warnings = [a, b, ...agents].flatMap((p) =>
+      p
+        .output()
+        .split('\n')
+        .filter((l) => /"level":[4-6]0/.test(l)),
+    );
     throw new Error(`${e.message}; last seen: ${JSON.stringify(last)}; warnings and errors:\n${warnings.join('\n')}`);
   });
   return { a, b, agents, before, catalog };
@@ -190,21 +213,29 @@ describePostgres('two instances on one PostgreSQL', () => {
     // A back on the same data dir and ports: listed again (a new start), B still leading.
     const aStartedBefore = (await status(b.adminUrl)).instances.find((i) => i.id === 'inst-a')!.started;
     a = await a.start();
-    await eventually(async () => {
-      const s = await ctlJson<StatusView>(b.adminUrl, ['status']);
-      const listed = s.instances.find((i) => i.id === 'inst-a');
-      return listed && listed.started !== aStartedBefore && s.leader.instance === 'inst-b';
-    }, 15_000, 'A listed again in ctl status');
+    await eventually(
+      async () => {
+        const s = await ctlJson<StatusView>(b.adminUrl, ['status']);
+        const listed = s.instances.find((i) => i.id === 'inst-a');
+        return listed && listed.started !== aStartedBefore && s.leader.instance === 'inst-b';
+      },
+      15_000,
+      'A listed again in ctl status',
+    );
     await eventually(async () => (await replicas(a.adminUrl)).every((r) => r.state === 'ready'), 10_000, 'A sees both replicas ready');
 
     const second = await killLeaderUnderLoad(b, a, secret, before);
     console.log(`leader SIGKILLed under load through A: new leader in ${second} ms (lease 2 s)`);
     // B back too: both listed, A still leading (a returning instance does not take over).
     await b.start();
-    await eventually(async () => {
-      const s = await ctlJson<StatusView>(a.adminUrl, ['status']);
-      return s.leader.instance === 'inst-a' && s.instances.filter((i) => i.last_seen_s <= 1).length === 2;
-    }, 15_000, 'both instances listed, A leading');
+    await eventually(
+      async () => {
+        const s = await ctlJson<StatusView>(a.adminUrl, ['status']);
+        return s.leader.instance === 'inst-a' && s.instances.filter((i) => i.last_seen_s <= 1).length === 2;
+      },
+      15_000,
+      'both instances listed, A leading',
+    );
   }, 120_000);
 
   it('a key made on A works on B within 1 s; a revocation on B stops it on A within 1 s; a cordon through B shows through A', async () => {
@@ -231,7 +262,7 @@ describePostgres('two instances on one PostgreSQL', () => {
         method,
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
         ...(body ? { body: JSON.stringify(body) } : {}),
-      }).then(async (r) => ({ status: r.status, body: (await r.json()) }));
+      }).then(async (r) => ({ status: r.status, body: await r.json() }));
 
     expect(await chat(b.clientUrl, 'sk-llmgw-not-a-key')).toBe(401);
     const createdRes = await api(a.adminUrl, 'POST', '/keys', { name: 'app' });
@@ -245,7 +276,10 @@ describePostgres('two instances on one PostgreSQL', () => {
     const stops = await until('revoked key refused on A', async () => (await chat(a.clientUrl, created.secret)) === 401);
     expect(await chat(b.clientUrl, created.secret)).toBe(401);
 
-    expect(await api(b.adminUrl, 'POST', '/nodes/cpu-a/state', { state: 'cordon', reason: 'disk check' })).toEqual({ status: 200, body: { id: 'cpu-a', state: 'cordoned', reason: 'disk check' } });
+    expect(await api(b.adminUrl, 'POST', '/nodes/cpu-a/state', { state: 'cordon', reason: 'disk check' })).toEqual({
+      status: 200,
+      body: { id: 'cpu-a', state: 'cordoned', reason: 'disk check' },
+    });
     const cordoned = await until('cordon seen through A', async () => {
       const res = await api(a.adminUrl, 'GET', '/nodes');
       return (res.body as NodeView[]).some((n) => n.id === 'cpu-a' && n.state === 'cordoned');
@@ -254,7 +288,9 @@ describePostgres('two instances on one PostgreSQL', () => {
     // And ctl's own cordon through B, the operator's way, shows through A as well.
     const cordon = await ctl(b.adminUrl, ['cordon', 'cpu-b', '--reason', 'fan']);
     expect([cordon.code, cordon.stdout]).toEqual([0, 'node/cpu-b cordoned\n']);
-    await until('ctl cordon seen through A', async () => (await ctlJson<NodeView[]>(a.adminUrl, ['nodes'])).some((n) => n.id === 'cpu-b' && n.state === 'cordoned'));
+    await until('ctl cordon seen through A', async () =>
+      (await ctlJson<NodeView[]>(a.adminUrl, ['nodes'])).some((n) => n.id === 'cpu-b' && n.state === 'cordoned'),
+    );
 
     console.log(`across instances: key usable in ${works} ms, revocation in ${stops} ms, cordon in ${cordoned} ms`);
     expect(works).toBeLessThan(1000);
@@ -305,7 +341,11 @@ describePostgres('two instances on one PostgreSQL', () => {
       await eventually(() => traffic.ok() > 10, 10_000, 'traffic flowing');
       fs.writeFileSync(catalog, roomy.replace('"{api_key}"]', '"{api_key}", --load-delay-ms, "2500"]'));
       const oldRevision = before[0]!.revision;
-      await eventually(async () => (await replicas(b.adminUrl)).some((r) => r.revision !== oldRevision && r.state !== 'ready'), 15_000, 'a replacement starting');
+      await eventually(
+        async () => (await replicas(b.adminUrl)).some((r) => r.revision !== oldRevision && r.state !== 'ready'),
+        15_000,
+        'a replacement starting',
+      );
       await a.stop('SIGKILL');
       const done = await ctl(b.adminUrl, ['rollout', 'status', 'echo', '--timeout', '60s']);
       expect([done.code, done.stderr]).toEqual([0, '']);

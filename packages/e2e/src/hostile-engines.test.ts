@@ -32,10 +32,14 @@ beforeAll(async () => {
   fs.writeFileSync(file, catalog);
   server = await startServer({ catalog: file, args: ['--stream-idle-timeout', '1', '--upstream-timeout', '2'] });
   startAgent({ server: server.adminUrl, nodeId: 'cpu-1', proc: 'cpu-32gb', args: ['--stop-engines-on-exit'] });
-  await eventually(async () => {
-    const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
-    return rs.length === FAULTS.length + 1 && rs.every((r) => r.state === 'ready');
-  }, 40_000, 'ready replicas');
+  await eventually(
+    async () => {
+      const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
+      return rs.length === FAULTS.length + 1 && rs.every((r) => r.state === 'ready');
+    },
+    40_000,
+    'ready replicas',
+  );
   secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'app'])).secret;
 }, 60_000);
 
@@ -45,24 +49,33 @@ afterAll(async () => {
 });
 
 const chat = (body: unknown, signal?: AbortSignal) =>
-  fetch(`${server.clientUrl}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}` }, body: typeof body === 'string' ? body : JSON.stringify(body), ...(signal ? { signal } : {}) });
+  fetch(`${server.clientUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}` },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...(signal ? { signal } : {}),
+  });
 const usage = (model: string) => ctlJson<UsageRow[]>(server.adminUrl, ['usage']).then((rows) => rows.find((r) => r.model === model));
 
 describe('engines that misbehave', () => {
-  it.each(FAULTS)('%s: the server keeps serving and no bad count reaches ctl usage', async (fault) => {
-    for (const stream of [false, true]) {
-      const r = await chat({ model: fault, stream, messages: [{ role: 'user', content: 'one two' }] });
-      expect(r.status < 500 || r.status === 502 || r.status === 503).toBe(true);
-      await r.text();
-    }
-    expect(server.child.exitCode).toBeNull();
-    expect(alive(server.child.pid!)).toBe(true);
-    expect((await fetch(`${server.clientUrl}/healthz`)).status).toBe(200);
-    const row = await usage(fault);
-    expect(row?.requests).toBe(2);
-    for (const n of [row!.prompt_tokens, row!.completion_tokens]) expect(Number.isSafeInteger(n) && n >= 0).toBe(true);
-    if (fault.startsWith('usage-')) expect(row!.prompt_tokens).toBe(0);
-  }, 20_000);
+  it.each(FAULTS)(
+    '%s: the server keeps serving and no bad count reaches ctl usage',
+    async (fault) => {
+      for (const stream of [false, true]) {
+        const r = await chat({ model: fault, stream, messages: [{ role: 'user', content: 'one two' }] });
+        expect(r.status < 500 || r.status === 502 || r.status === 503).toBe(true);
+        await r.text();
+      }
+      expect(server.child.exitCode).toBeNull();
+      expect(alive(server.child.pid!)).toBe(true);
+      expect((await fetch(`${server.clientUrl}/healthz`)).status).toBe(200);
+      const row = await usage(fault);
+      expect(row?.requests).toBe(2);
+      for (const n of [row!.prompt_tokens, row!.completion_tokens]) expect(Number.isSafeInteger(n) && n >= 0).toBe(true);
+      if (fault.startsWith('usage-')) expect(row!.prompt_tokens).toBe(0);
+    },
+    20_000,
+  );
 });
 
 describe('clients', () => {
@@ -77,10 +90,14 @@ describe('clients', () => {
     ac.abort();
     const seen = (text.match(/"content":"[^"]/g) ?? []).length;
     expect(seen).toBe(n);
-    const row = await eventually(async () => {
-      const r = await usage('slow');
-      return r && r.requests === 1 ? r : undefined;
-    }, 10_000, 'usage of the abandoned stream');
+    const row = await eventually(
+      async () => {
+        const r = await usage('slow');
+        return r && r.requests === 1 ? r : undefined;
+      },
+      10_000,
+      'usage of the abandoned stream',
+    );
     expect(row.completion_tokens).toBe(n);
     expect(row.cancelled).toBe(1);
   });

@@ -32,10 +32,14 @@ describe('a join token holder impersonating a node', () => {
     const server = await startServer({ catalog: file });
     const url = server.adminUrl;
     startAgent({ server: url, nodeId: 'victim', proc: 'cpu-32gb', args: ['--stop-engines-on-exit'] });
-    const [replica] = await eventually(async () => {
-      const rs = await ctlJson<ReplicaView[]>(url, ['replicas', '--show-keys']);
-      return rs.length === 1 && rs[0]!.state === 'ready' && rs;
-    }, 40_000, 'a ready replica on victim');
+    const [replica] = await eventually(
+      async () => {
+        const rs = await ctlJson<ReplicaView[]>(url, ['replicas', '--show-keys']);
+        return rs.length === 1 && rs[0]!.state === 'ready' && rs;
+      },
+      40_000,
+      'a ready replica on victim',
+    );
     const shard = replica!.shards[0]!;
     const engineKey = replica!.api_key!;
     const port = Number(new URL(replica!.endpoint!).port);
@@ -80,11 +84,28 @@ describe('a join token holder impersonating a node', () => {
       return { status: r.status, text };
     };
     const report = (nodeId: string, extra: Record<string, unknown> = {}) => ({
-      node_id: nodeId, hostname: 'evil', mgmt_addr: IMPERSONATOR, agent_version: '0.1.0', labels: {}, memory_total_mb: 1 << 20, cpu_cores: 512, gpus: [], fabrics: [], ...extra,
+      node_id: nodeId,
+      hostname: 'evil',
+      mgmt_addr: IMPERSONATOR,
+      agent_version: '0.1.0',
+      labels: {},
+      memory_total_mb: 1 << 20,
+      cpu_cores: 512,
+      gpus: [],
+      fabrics: [],
+      ...extra,
     });
     const ready = { id: shard.id, replica_id: replica!.id, state: 'ready', port };
     const failed = { id: shard.id, replica_id: replica!.id, state: 'failed', error: 'impersonated failure' };
-    const gpus = Array.from({ length: 64 }, (_, i) => ({ index: i, uuid: `GPU-fake-${i}`, name: 'NVIDIA H100 80GB HBM3', class: 'H100-80GB', memory_total_mb: 81559, memory_used_mb: 0, problems: [] }));
+    const gpus = Array.from({ length: 64 }, (_, i) => ({
+      index: i,
+      uuid: `GPU-fake-${i}`,
+      name: 'NVIDIA H100 80GB HBM3',
+      class: 'H100-80GB',
+      memory_total_mb: 81559,
+      memory_used_mb: 0,
+      problems: [],
+    }));
 
     // As in the original attack, heartbeats as the victim keep coming, faster than its own.
     const hammer = async (token: string) => {
@@ -120,7 +141,9 @@ describe('a join token holder impersonating a node', () => {
     ];
     expect(withOwn.map((r) => r.status)).toEqual([403, 403, 403]);
     // Reports about the victim's shard from the intruder's own node are not about its own shards: ignored.
-    expect((await agentCall('POST', '/heartbeat', own, { report: report('intruder', { gpus }), shards: [ready, { ...failed, id: shard.id }] })).status).toBe(200);
+    expect((await agentCall('POST', '/heartbeat', own, { report: report('intruder', { gpus }), shards: [ready, { ...failed, id: shard.id }] })).status).toBe(
+      200,
+    );
     expect((await agentCall('POST', '/heartbeat', own, { report: report('intruder', { gpus }), shards: [failed] })).status).toBe(200);
     const mine = await agentCall('GET', '/nodes/intruder/assignments?after=-1&wait_ms=0', own);
     expect(JSON.parse(mine.text)).toMatchObject({ node_id: 'intruder', assignments: [] });
@@ -141,6 +164,8 @@ describe('a join token holder impersonating a node', () => {
     const nodes = await ctlJson<NodeView[]>(url, ['nodes']);
     expect(nodes.find((n) => n.id === 'victim')).toMatchObject({ mgmt_addr: '127.0.0.1', liveness: 'ready' });
     expect(nodes.map((n) => n.id).sort()).toEqual(['intruder', 'victim']);
-    process.stdout.write(`impersonation: ${old.length + withOwn.length + 1} kinds of attempt refused (60 heartbeats as the victim among them), ${answers.length} client requests all 200 from the real engine, ${hits} reached ${IMPERSONATOR}\n`);
+    process.stdout.write(
+      `impersonation: ${old.length + withOwn.length + 1} kinds of attempt refused (60 heartbeats as the victim among them), ${answers.length} client requests all 200 from the real engine, ${hits} reached ${IMPERSONATOR}\n`,
+    );
   }, 90_000);
 });

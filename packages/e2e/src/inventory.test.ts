@@ -2,7 +2,21 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { NodeView } from '@llmgw/shared';
-import { ADMIN_TOKEN, JOIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, removeTmp, rows, startAgent, startServer, tmpDir, freePort } from './harness.js';
+import {
+  ADMIN_TOKEN,
+  JOIN_TOKEN,
+  adminFetch,
+  cleanup,
+  ctl,
+  ctlJson,
+  eventually,
+  removeTmp,
+  rows,
+  startAgent,
+  startServer,
+  tmpDir,
+  freePort,
+} from './harness.js';
 
 /**
  * Journey: an operator installs agents on three machines and looks at the fleet with
@@ -25,10 +39,14 @@ describe('fleet inventory through ctl', () => {
     startAgent({ server: url, nodeId: 'cpu-small', proc: 'cpu-8gb' });
     startAgent({ server: url, nodeId: 'old-agent', proc: 'no-memtotal' });
 
-    const nodes = await eventually(async () => {
-      const ns = await ctlJson<NodeView[]>(url, ['nodes']);
-      return ns.length === 3 && ns.every((n) => n.liveness === 'ready') && ns;
-    }, 20_000, 'three live nodes');
+    const nodes = await eventually(
+      async () => {
+        const ns = await ctlJson<NodeView[]>(url, ['nodes']);
+        return ns.length === 3 && ns.every((n) => n.liveness === 'ready') && ns;
+      },
+      20_000,
+      'three live nodes',
+    );
 
     const table = await ctl(url, ['nodes']);
     expect(table.code).toBe(0);
@@ -72,12 +90,16 @@ describe('fleet inventory through ctl', () => {
     await server.stop();
     // Same address, so `url` still points at it; cleanup() stops it with the agents.
     await startServer({ dataDir, adminAddr: `127.0.0.1:${port}` });
-    after = await eventually(async () => {
-      const out = (await ctl(url, ['nodes'])).stdout;
-      const r = rows(out);
-      if (process.env.DEBUG_E2E) console.log(out);
-      return r.size === 3 && [...r.values()].every((n) => n.STATE !== undefined && !n.STATE.includes('not-ready')) && r;
-    }, 20_000, 'nodes live again after restart');
+    after = await eventually(
+      async () => {
+        const out = (await ctl(url, ['nodes'])).stdout;
+        const r = rows(out);
+        if (process.env.DEBUG_E2E) console.log(out);
+        return r.size === 3 && [...r.values()].every((n) => n.STATE !== undefined && !n.STATE.includes('not-ready')) && r;
+      },
+      20_000,
+      'nodes live again after restart',
+    );
     expect(after.get('cpu-small')!.STATE).toBe('cordoned');
     expect(after.get('old-agent')!.STATE).toBe('draining');
     const json = await ctlJson<NodeView[]>(url, ['nodes']);
@@ -96,8 +118,14 @@ describe('fleet inventory through ctl', () => {
     const { credential } = JSON.parse(fs.readFileSync(path.join(agent.stateDir, 'node-credential.json'), 'utf8')) as { credential: string };
     const good = {
       report: {
-        node_id: 'cpu-small', hostname: 'evil', mgmt_addr: '10.0.0.9', agent_version: '9', labels: {},
-        memory_total_mb: 999_999, gpus: [], fabrics: [],
+        node_id: 'cpu-small',
+        hostname: 'evil',
+        mgmt_addr: '10.0.0.9',
+        agent_version: '9',
+        labels: {},
+        memory_total_mb: 999_999,
+        gpus: [],
+        fabrics: [],
       },
       shards: [],
     };
@@ -127,7 +155,7 @@ describe('fleet inventory through ctl', () => {
     expect(noToken.status).toBe(401);
     const adminWithJoin = await adminFetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${JOIN_TOKEN}` } });
     expect(adminWithJoin.status).toBe(401);
-    const nodes = await (await adminFetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as NodeView[];
+    const nodes = (await (await adminFetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as NodeView[];
     expect(nodes).toHaveLength(1);
     expect(nodes[0]).toMatchObject({ id: 'cpu-small', hostname: before.hostname, memory_gb: 8, agent_version: before.agent_version });
   });

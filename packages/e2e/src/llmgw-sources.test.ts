@@ -5,7 +5,21 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { KeyCreated, NodeFileView, NodeView, ReplicaView } from '@llmgw/shared';
-import { ADMIN_TOKEN, JOIN_TOKEN, adminFetch, bins, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir, type ServerProc } from './harness.js';
+import {
+  ADMIN_TOKEN,
+  JOIN_TOKEN,
+  adminFetch,
+  bins,
+  cleanup,
+  ctl,
+  ctlJson,
+  eventually,
+  removeTmp,
+  startAgent,
+  startServer,
+  tmpDir,
+  type ServerProc,
+} from './harness.js';
 
 /**
  * Journey: a fleet without outside access serves a GGUF from the server's own
@@ -29,7 +43,10 @@ beforeAll(async () => {
   digest = createHash('sha256').update(fs.readFileSync(model)).digest('hex');
   catalog = path.join(dir, 'catalog.yaml');
   // No min_memory_gb: the server reads it from the file's header.
-  fs.writeFileSync(catalog, `models:\n  - name: tiny\n    source: llmgw://tiny.gguf\n    sha256: ${digest}\n    profiles:\n      - { name: cpu, engine: node-llama-cpp, startup_timeout_s: 120 }\n`);
+  fs.writeFileSync(
+    catalog,
+    `models:\n  - name: tiny\n    source: llmgw://tiny.gguf\n    sha256: ${digest}\n    profiles:\n      - { name: cpu, engine: node-llama-cpp, startup_timeout_s: 120 }\n`,
+  );
   server = await startServer({ catalog, args: ['--models-dir', modelsDir] });
   stateDir = startAgent({ server: server.adminUrl, nodeId: 'cpu-1', proc: 'cpu-32gb', args: ['--stop-engines-on-exit'] }).stateDir;
 }, 60_000);
@@ -41,17 +58,27 @@ afterAll(async () => {
 
 describe('llmgw:// sources on the server', () => {
   it('refuses to start on such a catalog without --models-dir, saying what to do', () => {
-    const r = spawnSync(process.execPath, [bins.server, '--catalog', catalog, '--data-dir', tmpDir('llmgw-server-'), '--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0'], {
-      encoding: 'utf8',
-      env: { ...process.env, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN },
-    });
+    const r = spawnSync(
+      process.execPath,
+      [bins.server, '--catalog', catalog, '--data-dir', tmpDir('llmgw-server-'), '--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0'],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, LLMGW_ADMIN_TOKEN: ADMIN_TOKEN, LLMGW_JOIN_TOKEN: JOIN_TOKEN },
+      },
+    );
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain(`model "tiny" (line 3): source llmgw://tiny.gguf is served from the server's --models-dir: start llmgw-server with --models-dir DIR holding tiny.gguf, or use an http(s):// URL`);
+    expect(r.stderr).toContain(
+      `model "tiny" (line 3): source llmgw://tiny.gguf is served from the server's --models-dir: start llmgw-server with --models-dir DIR holding tiny.gguf, or use an http(s):// URL`,
+    );
   });
 
   it('places the model with the memory read from the header by the server', async () => {
     // Weights (~0.45 MB) + KV cache + the engine's overhead: a few hundred MB, not 0.
-    const node = await eventually(async () => (await ctlJson<NodeView[]>(server.adminUrl, ['nodes'])).find((n) => n.id === 'cpu-1' && n.memory_reserved_gb), 30_000, 'a replica on cpu-1');
+    const node = await eventually(
+      async () => (await ctlJson<NodeView[]>(server.adminUrl, ['nodes'])).find((n) => n.id === 'cpu-1' && n.memory_reserved_gb),
+      30_000,
+      'a replica on cpu-1',
+    );
     expect(node.memory_reserved_gb).toBeGreaterThan(0.2);
     expect(node.memory_reserved_gb).toBeLessThan(1);
   });
@@ -78,7 +105,11 @@ describe('llmgw:// sources with an agent that fetches', () => {
     const client = new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0 });
     const chat = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4 });
     expect(chat.choices[0]!.message.content).toMatch(/^[\x20-\x7e]+$/);
-    const files = await eventually(async () => (await ctlJson<NodeFileView[]>(server.adminUrl, ['files', '--node', 'cpu-1'])).find((f) => f.sha256 === digest), 15_000, 'the file in cpu-1 cache');
+    const files = await eventually(
+      async () => (await ctlJson<NodeFileView[]>(server.adminUrl, ['files', '--node', 'cpu-1'])).find((f) => f.sha256 === digest),
+      15_000,
+      'the file in cpu-1 cache',
+    );
     expect(files).toMatchObject({ node: 'cpu-1', source: 'llmgw://tiny.gguf', in_use: true });
     const table = await ctl(server.adminUrl, ['files']);
     expect(table.stdout).toMatch(new RegExp(`^cpu-1\\s+${digest.slice(0, 12)}\\s+.*\\s+yes\\s+llmgw://tiny\\.gguf$`, 'm'));

@@ -30,11 +30,13 @@ function withoutCode(md: string): string {
 
 export function links(file: string, md: string): Link[] {
   const out: Link[] = [];
-  withoutCode(md).split('\n').forEach((l, i) => {
-    for (const m of l.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push({ file, line: i + 1, target: m[1]! });
-    const ref = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/.exec(l);
-    if (ref) out.push({ file, line: i + 1, target: ref[1]! });
-  });
+  withoutCode(md)
+    .split('\n')
+    .forEach((l, i) => {
+      for (const m of l.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push({ file, line: i + 1, target: m[1]! });
+      const ref = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/.exec(l);
+      if (ref) out.push({ file, line: i + 1, target: ref[1]! });
+    });
   return out;
 }
 
@@ -46,7 +48,10 @@ export function anchors(md: string): Set<string> {
     const h = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(l);
     if (!h) continue;
     const text = h[1]!.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/<[^>]+>/g, '');
-    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n ? `${base}-${n}` : base);
@@ -64,7 +69,8 @@ export function problem(root: string, tracked: ReadonlySet<string>, link: Link):
   if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return undefined; // https:, mailto: …
   const [rawPath = '', anchor] = target.split('#', 2);
   const pathPart = decodeURIComponent(rawPath);
-  const abs = pathPart === '' ? path.join(root, link.file) : pathPart.startsWith('/') ? path.join(root, pathPart) : path.resolve(root, path.dirname(link.file), pathPart);
+  const abs =
+    pathPart === '' ? path.join(root, link.file) : pathPart.startsWith('/') ? path.join(root, pathPart) : path.resolve(root, path.dirname(link.file), pathPart);
   const rel = path.relative(root, abs);
   if (rel.startsWith('..') || path.isAbsolute(rel)) return `${target} leaves the repository`;
   const inRepo = rel === '' || tracked.has(rel) || [...tracked].some((f) => f.startsWith(`${rel}/`));

@@ -34,12 +34,20 @@ function exited(p: Proc, ms = 20_000): Promise<number | null> {
     });
   });
 }
-const errorLines = (p: Proc) => p.output().split('\n').filter((l) => l.includes('"level":50'));
+const errorLines = (p: Proc) =>
+  p
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"level":50'));
 const readyReplica = (url: string, node: string) =>
-  eventually(async () => {
-    const rs = await ctlJson<ReplicaView[]>(url, ['replicas']);
-    return rs.find((r) => r.state === 'ready' && r.shards.every((s) => s.node === node));
-  }, 40_000, `a ready replica on ${node}`);
+  eventually(
+    async () => {
+      const rs = await ctlJson<ReplicaView[]>(url, ['replicas']);
+      return rs.find((r) => r.state === 'ready' && r.shards.every((s) => s.node === node));
+    },
+    40_000,
+    `a ready replica on ${node}`,
+  );
 
 describe('node ids', () => {
   it('refuses a second machine with a joined id in one line, keeps the first one engines, and frees the id on delete', async () => {
@@ -69,7 +77,11 @@ describe('node ids', () => {
     // Delete: refused while it holds the replica, then forced; the id is free again.
     const refused = await ctl(url, ['nodes', 'delete', 'node-a']);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(new RegExp(`^error: node node-a holds 1 replica\\(s\\) \\(${replica.id}\\): drain it first \\(ctl drain node-a\\), or delete it with --force, which drops them so they are placed elsewhere\\n$`));
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^error: node node-a holds 1 replica\\(s\\) \\(${replica.id}\\): drain it first \\(ctl drain node-a\\), or delete it with --force, which drops them so they are placed elsewhere\\n$`,
+      ),
+    );
     await first.stop();
     const forced = await ctl(url, ['nodes', 'delete', 'node-a', '--force']);
     expect([forced.code, forced.stdout]).toEqual([0, 'node/node-a deleted; 1 replica(s) dropped, to be placed elsewhere\n']);
@@ -78,7 +90,11 @@ describe('node ids', () => {
 
     const replacement = startAgent({ server: url, nodeId: 'node-a', proc: 'cpu-8gb', stateDir: second.stateDir });
     await replacement.waitFor(/joined the server with its own credential/);
-    await eventually(async () => (await ctlJson<NodeView[]>(url, ['nodes'])).find((n) => n.id === 'node-a' && n.liveness === 'ready' && n.memory_gb === 8), 20_000, 'node-a back, as the new machine');
+    await eventually(
+      async () => (await ctlJson<NodeView[]>(url, ['nodes'])).find((n) => n.id === 'node-a' && n.liveness === 'ready' && n.memory_gb === 8),
+      20_000,
+      'node-a back, as the new machine',
+    );
     const moved = await readyReplica(url, 'node-a');
     expect(moved.id).not.toBe(replica.id);
   }, 120_000);
@@ -116,10 +132,14 @@ describe('join token rotation', () => {
     const again = startAgent({ server: url, nodeId: 'after-restart', token: oldToken });
     expect(await exited(again)).toBe(1);
     startAgent({ server: url, nodeId: 'after-restart', token: newToken });
-    await eventually(async () => {
-      const ns = await ctlJson<NodeView[]>(url, ['nodes']);
-      return ns.length === 3 && ns.every((n) => n.liveness === 'ready') && ns;
-    }, 25_000, 'joined, fresh and after-restart live');
+    await eventually(
+      async () => {
+        const ns = await ctlJson<NodeView[]>(url, ['nodes']);
+        return ns.length === 3 && ns.every((n) => n.liveness === 'ready') && ns;
+      },
+      25_000,
+      'joined, fresh and after-restart live',
+    );
     expect(joined.child.exitCode).toBeNull();
     expect((await ctlJson<NodeView[]>(url, ['nodes'])).map((n) => n.id).sort()).toEqual(['after-restart', 'fresh', 'joined']);
   }, 120_000);
@@ -146,7 +166,10 @@ describe('manual approval', () => {
     expect(await ctlJson<ReplicaView[]>(url, ['replicas'])).toEqual([]);
     expect((await ctl(url, ['explain', 'echo'])).stdout).toContain('is waiting for approval (ctl nodes approve big)');
     const uncordon = await ctl(url, ['uncordon', 'big']);
-    expect([uncordon.code, uncordon.stderr]).toEqual([1, 'error: node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big\n']);
+    expect([uncordon.code, uncordon.stderr]).toEqual([
+      1,
+      'error: node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big\n',
+    ]);
 
     expect((await ctl(url, ['nodes', 'approve', 'big'])).stdout).toBe('node/big approved\n');
     await readyReplica(url, 'big');

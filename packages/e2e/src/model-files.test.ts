@@ -50,7 +50,11 @@ async function fileServer(body: Buffer) {
     tick();
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, seen, close: () => new Promise<void>((r) => (srv.closeAllConnections(), srv.close(() => r()))) };
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((r) => (srv.closeAllConnections(), srv.close(() => r()))),
+  };
 }
 
 let server: ServerProc;
@@ -105,20 +109,32 @@ afterAll(async () => {
 describe('a model file fetched by the agents that run it', () => {
   it('shows its progress in ctl replicas while it comes', async () => {
     // As the agent reported it (ShardStatus.download) …
-    const download = await eventually(async () => (await replicas()).flatMap((r) => r.shards as WithDownload[]).find((s) => s.download)?.download, 20_000, 'a download in ctl replicas -o json');
+    const download = await eventually(
+      async () => (await replicas()).flatMap((r) => r.shards as WithDownload[]).find((s) => s.download)?.download,
+      20_000,
+      'a download in ctl replicas -o json',
+    );
     expect(download.total_bytes).toBe(size);
     expect(download.done_bytes).toBeLessThan(size);
     // … and as the operator reads it.
-    const line = await eventually(async () => (await ctl(server.adminUrl, ['replicas'])).stdout.match(/downloading \d+% \(\S+ of 0\.5 MB, [^)]*\)/)?.[0], 10_000, 'a download in ctl replicas');
+    const line = await eventually(
+      async () => (await ctl(server.adminUrl, ['replicas'])).stdout.match(/downloading \d+% \(\S+ of 0\.5 MB, [^)]*\)/)?.[0],
+      10_000,
+      'a download in ctl replicas',
+    );
     expect(line).toMatch(/^downloading \d+% \(/);
     expect((await replicas()).every((r) => r.state !== 'ready')).toBe(true);
   });
 
   it('both replicas become ready from the verified files, and a chat completion is served', async () => {
-    const ready = await eventually(async () => {
-      const rs = await replicas();
-      return rs.length === 2 && rs.every((r) => r.state === 'ready') ? rs : undefined;
-    }, 60_000, 'two ready replicas');
+    const ready = await eventually(
+      async () => {
+        const rs = await replicas();
+        return rs.length === 2 && rs.every((r) => r.state === 'ready') ? rs : undefined;
+      },
+      60_000,
+      'two ready replicas',
+    );
     const nodes = new Set(ready.flatMap((r) => r.shards.map((s) => s.node)));
     expect(nodes.size).toBe(2);
     for (const node of nodes) {
@@ -133,7 +149,10 @@ describe('a model file fetched by the agents that run it', () => {
 
   it('the transfer cut half-way resumed with a Range request', () => {
     // From the last byte the agent wrote: at most the half that was sent before the cut.
-    const from = files.seen.filter((s) => s.path === '/model.gguf').map((s) => Number(/^bytes=(\d+)-$/.exec(s.range ?? '')?.[1])).filter((n) => n > 0);
+    const from = files.seen
+      .filter((s) => s.path === '/model.gguf')
+      .map((s) => Number(/^bytes=(\d+)-$/.exec(s.range ?? '')?.[1]))
+      .filter((n) => n > 0);
     expect(from).toHaveLength(1);
     expect(from[0]).toBeLessThanOrEqual(Math.floor(size / 2));
   });
@@ -160,6 +179,8 @@ describe('a model file fetched by the agents that run it', () => {
     const cache = path.join(agents.get(node)!.stateDir, 'models');
     expect(fs.readdirSync(path.join(cache, 'sha256'))).toEqual([sha]);
     expect(fs.readdirSync(path.join(cache, 'partial'))).toEqual([]);
-    await expect(client.chat.completions.create({ model: 'bad', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4 })).rejects.toThrow(/503|no replica|not ready|unavailable/i);
+    await expect(client.chat.completions.create({ model: 'bad', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4 })).rejects.toThrow(
+      /503|no replica|not ready|unavailable/i,
+    );
   }, 40_000);
 });

@@ -20,7 +20,6 @@ function catalogFile(text: string): string {
   return file;
 }
 
-
 /** Steady traffic until stopped; every outcome is kept. */
 function load(client: OpenAI, model: string, workers = 4) {
   let running = true;
@@ -52,7 +51,9 @@ const agentArgs = ['--stop-engines-on-exit', '--restart-backoff', '0.2'];
 describe('operations under failure', () => {
   it('drains the node holding the only replica under load with no failed request', async () => {
     const server = await startServer({
-      catalog: catalogFile(`models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 20, command: ${engine(['--token-delay-ms', '10'])} }\n`),
+      catalog: catalogFile(
+        `models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 20, command: ${engine(['--token-delay-ms', '10'])} }\n`,
+      ),
       args: fast,
     });
     startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', args: agentArgs });
@@ -83,11 +84,17 @@ describe('operations under failure', () => {
 
   it('keeps serving through a SIGKILLed agent: no failed request, nothing relaunched', async () => {
     const server = await startServer({
-      catalog: catalogFile(`models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, command: ${engine(['--token-delay-ms', '5'])} }\n`),
+      catalog: catalogFile(
+        `models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, command: ${engine(['--token-delay-ms', '5'])} }\n`,
+      ),
       args: fast,
     });
     const agent = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', args: agentArgs });
-    const before = await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((r) => r.state === 'ready'), 30_000, 'ready');
+    const before = await eventually(
+      async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((r) => r.state === 'ready'),
+      30_000,
+      'ready',
+    );
     const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'load'])).secret;
     const traffic = load(new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0, timeout: 10_000 }), 'echo');
     await eventually(() => traffic.ok.length > 10, 10_000, 'traffic');
@@ -106,7 +113,9 @@ describe('operations under failure', () => {
 
   it('says why a drain cannot proceed and leaves the replica serving', async () => {
     const server = await startServer({
-      catalog: catalogFile(`models:\n  - name: big\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 30, command: ${engine()} }\n`),
+      catalog: catalogFile(
+        `models:\n  - name: big\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 30, command: ${engine()} }\n`,
+      ),
       args: fast,
     });
     startAgent({ server: server.adminUrl, nodeId: 'roomy', proc: 'cpu-32gb', args: agentArgs });
@@ -114,10 +123,14 @@ describe('operations under failure', () => {
     const r = await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((x) => x.state === 'ready'), 30_000, 'ready');
     const drain = await ctl(server.adminUrl, ['drain', 'roomy', '--no-wait']);
     expect(drain.code).toBe(0);
-    const text = await eventually(async () => {
-      const out = (await ctl(server.adminUrl, ['nodes'])).stdout;
-      return /roomy: 1 replica left: .* cannot move: 0\/2 nodes can run big/.test(out) && out;
-    }, 10_000, 'drain blocked reason');
+    const text = await eventually(
+      async () => {
+        const out = (await ctl(server.adminUrl, ['nodes'])).stdout;
+        return /roomy: 1 replica left: .* cannot move: 0\/2 nodes can run big/.test(out) && out;
+      },
+      10_000,
+      'drain blocked reason',
+    );
     expect(text).toMatch(/small/);
     const still = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
     expect(still.map((x) => [x.id, x.state])).toEqual([[r.id, 'ready']]);
@@ -129,14 +142,20 @@ describe('operations under failure', () => {
   it('survives a SIGKILLed server: same replicas and pids, cordons and keys kept, traffic resumes', async () => {
     const port = await freePort();
     const dataDir = tmpDir('llmgw-server-');
-    const file = catalogFile(`models:\n  - name: echo\n    source: t\n    scaling: { min: 2, max: 2 }\n    profiles:\n      - { name: cpu, engine: command, command: ${engine()} }\n`);
+    const file = catalogFile(
+      `models:\n  - name: echo\n    source: t\n    scaling: { min: 2, max: 2 }\n    profiles:\n      - { name: cpu, engine: command, command: ${engine()} }\n`,
+    );
     let server = await startServer({ dataDir, catalog: file, adminAddr: `127.0.0.1:${port}`, args: fast });
     const agentA = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', args: agentArgs });
     startAgent({ server: server.adminUrl, nodeId: 'cpu-b', proc: 'cpu-32gb', args: agentArgs });
-    const before = await eventually(async () => {
-      const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
-      return rs.length === 2 && rs.every((r) => r.state === 'ready') && rs;
-    }, 30_000, 'two ready');
+    const before = await eventually(
+      async () => {
+        const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
+        return rs.length === 2 && rs.every((r) => r.state === 'ready') && rs;
+      },
+      30_000,
+      'two ready',
+    );
     await ctl(server.adminUrl, ['cordon', 'cpu-b', '--reason', 'disk check']);
     const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'app'])).secret;
     const traffic = load(new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0 }), 'echo', 2);
@@ -145,17 +164,25 @@ describe('operations under failure', () => {
     await traffic.stop();
 
     server = await startServer({ dataDir, catalog: file, adminAddr: `127.0.0.1:${port}`, args: fast });
-    const after = await eventually(async () => {
-      const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
-      return rs.every((r) => r.state === 'ready') && rs;
-    }, 20_000, 'replicas ready after restart');
+    const after = await eventually(
+      async () => {
+        const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
+        return rs.every((r) => r.state === 'ready') && rs;
+      },
+      20_000,
+      'replicas ready after restart',
+    );
     const pids = (rs: ReplicaView[]) => rs.map((r) => [r.id, r.shards[0]!.pid]).sort();
     expect(pids(after)).toEqual(pids(before));
     expect(after.every((r) => (r.shards[0]!.restarts ?? 0) === 0)).toBe(true);
     const nodes = await ctlJson<NodeView[]>(server.adminUrl, ['nodes']);
     expect(nodes.find((n) => n.id === 'cpu-b')).toMatchObject({ state: 'cordoned', state_reason: 'disk check' });
     const client = new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0 });
-    const chat = await eventually(async () => client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'back' }] }), 15_000, 'traffic resumes');
+    const chat = await eventually(
+      async () => client.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'back' }] }),
+      15_000,
+      'traffic resumes',
+    );
     expect(chat.choices[0]!.message.content).toBe('echo: back');
     expect(agentA.output()).not.toMatch(/"msg":"launch/);
   });
@@ -173,10 +200,14 @@ describe('operations under failure', () => {
     const stalePid = first.shards[0]!.pid!;
 
     silent.child.kill('SIGSTOP');
-    const moved = await eventually(async () => {
-      const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
-      return rs.length === 1 && rs[0]!.id !== first.id && rs[0]!.state === 'ready' && rs[0];
-    }, 30_000, 'replica replaced elsewhere');
+    const moved = await eventually(
+      async () => {
+        const rs = await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
+        return rs.length === 1 && rs[0]!.id !== first.id && rs[0]!.state === 'ready' && rs[0];
+      },
+      30_000,
+      'replica replaced elsewhere',
+    );
     expect(moved.shards[0]!.node).not.toBe(home);
     expect(alive(stalePid)).toBe(true);
 
@@ -189,7 +220,9 @@ describe('operations under failure', () => {
 
   it('starts a model at zero replicas on the first request and returns it to zero when idle', async () => {
     const server = await startServer({
-      catalog: catalogFile(`models:\n  - name: lazy\n    source: t\n    scaling: { min: 0, max: 1, idle_timeout_s: 3 }\n    profiles:\n      - { name: cpu, engine: command, command: ${engine(['--load-delay-ms', '500'])} }\n`),
+      catalog: catalogFile(
+        `models:\n  - name: lazy\n    source: t\n    scaling: { min: 0, max: 1, idle_timeout_s: 3 }\n    profiles:\n      - { name: cpu, engine: command, command: ${engine(['--load-delay-ms', '500'])} }\n`,
+      ),
       args: fast,
     });
     startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', args: agentArgs });

@@ -46,10 +46,14 @@ describe('placement that explains itself', () => {
     await ctl(url, ['cordon', 'old-agent', '--reason', 'maintenance: PSU swap']);
     fs.writeFileSync(file, model);
 
-    const explain = await eventually(async () => {
-      const v = await ctlJson<ExplainView>(url, ['explain', 'coder']);
-      return v.attempted && v.rejections.some((r) => r.node === 'old-agent' && r.code === 'cordoned') && v;
-    }, 15_000, 'an attempt after the cordon');
+    const explain = await eventually(
+      async () => {
+        const v = await ctlJson<ExplainView>(url, ['explain', 'coder']);
+        return v.attempted && v.rejections.some((r) => r.node === 'old-agent' && r.code === 'cordoned') && v;
+      },
+      15_000,
+      'an attempt after the cordon',
+    );
     expect(explain.placed).toBe(false);
     const text = (await ctl(url, ['explain', 'coder'])).stdout;
     expect(text).toMatch(/^0\/4 nodes can run qwen-coder-14b: /);
@@ -64,10 +68,14 @@ describe('placement that explains itself', () => {
 
     // A 32 GB coding node joins: the first replica lands there with no command given.
     startAgent({ server: url, nodeId: 'roomy', proc: 'cpu-32gb', labels: 'role=coding' });
-    const placed = await eventually(async () => {
-      const rs = await ctlJson<ReplicaView[]>(url, ['replicas', '--model', 'coder']);
-      return rs.length >= 1 && rs;
-    }, 15_000, 'a replica on roomy');
+    const placed = await eventually(
+      async () => {
+        const rs = await ctlJson<ReplicaView[]>(url, ['replicas', '--model', 'coder']);
+        return rs.length >= 1 && rs;
+      },
+      15_000,
+      'a replica on roomy',
+    );
     expect(placed.map((r) => r.shards[0]!.node)).toEqual(['roomy']);
 
     // The second replica would need 24 GB more on a 32 GB node: it is not squeezed in.
@@ -82,10 +90,16 @@ describe('placement that explains itself', () => {
 
   it('refuses to start with a broken catalog, naming file, model, field and line', () => {
     const file = path.join(tmpDir('llmgw-catalog-'), 'broken.yaml');
-    fs.writeFileSync(file, 'models:\n  - name: m\n    source: s\n    profiles:\n      - name: p\n        engine: command\n        command: [x]\n        min_memory_gb: lots\n');
-    const r = spawnSync(process.execPath, [bins.server, '--catalog', file, '--data-dir', tmpDir(), '--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0'], { encoding: 'utf8', env: { ...process.env, LLMGW_ADMIN_TOKEN: 'a', LLMGW_JOIN_TOKEN: 'j' } });
+    fs.writeFileSync(
+      file,
+      'models:\n  - name: m\n    source: s\n    profiles:\n      - name: p\n        engine: command\n        command: [x]\n        min_memory_gb: lots\n',
+    );
+    const r = spawnSync(
+      process.execPath,
+      [bins.server, '--catalog', file, '--data-dir', tmpDir(), '--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0'],
+      { encoding: 'utf8', env: { ...process.env, LLMGW_ADMIN_TOKEN: 'a', LLMGW_JOIN_TOKEN: 'j' } },
+    );
     expect(r.status).toBe(2);
     expect(r.stderr.trim()).toBe(`llmgw-server: catalog ${file}: model "m" (line 8): profiles[0].min_memory_gb must be number`);
   });
 });
-

@@ -35,7 +35,8 @@ function psqlBin(): string {
 
 /** Runs one SQL statement as the cluster's superuser, in its `postgres` database. */
 function psql(sql: string): Promise<void> {
-  if (!URL) return Promise.reject(new Error(`no PostgreSQL for this test run: ${MISSING ?? 'LLMGW_TEST_POSTGRES_URL is not set'} (run ./scripts/bootstrap.sh)`));
+  if (!URL)
+    return Promise.reject(new Error(`no PostgreSQL for this test run: ${MISSING ?? 'LLMGW_TEST_POSTGRES_URL is not set'} (run ./scripts/bootstrap.sh)`));
   return new Promise((resolve, reject) => {
     execFile(psqlBin(), ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', URL, '-c', sql], (err, _stdout, stderr) =>
       err ? reject(new Error(`psql ${sql}: ${stderr.trim() || err.message}`)) : resolve(),

@@ -126,7 +126,12 @@ describe('the quick start', () => {
     expect(first.stderr()).toBe('');
     expect(first.stdout()).toContain(`export LLMGW_HOME=${home} LLMGW_SERVER=${adminUrl}\n`);
     expect(first.stdout()).toContain(`http://127.0.0.1:${clientPort}/v1`);
-    const ctlEnv = { LLMGW_HOME: home, LLMGW_SERVER: adminUrl, LLMGW_CA: path.join(home, 'server/tls/ca.pem'), LLMGW_ADMIN_TOKEN: fs.readFileSync(path.join(home, 'server/admin-token'), 'utf8').trim() };
+    const ctlEnv = {
+      LLMGW_HOME: home,
+      LLMGW_SERVER: adminUrl,
+      LLMGW_CA: path.join(home, 'server/tls/ca.pem'),
+      LLMGW_ADMIN_TOKEN: fs.readFileSync(path.join(home, 'server/admin-token'), 'utf8').trim(),
+    };
     const replicas = () => ctlJsonWith<{ id: string; model: string; state: string }[]>(adminUrl, ['replicas'], ctlEnv);
     // Ready when the banner says so: no waiting here.
     expect((await replicas()).map((r) => [r.model, r.state])).toEqual([['tiny', 'ready']]);
@@ -166,7 +171,10 @@ describe('the quick start', () => {
     fs.writeFileSync(catalog, good.replace('engine: node-llama-cpp', 'engine: node-lama-cpp').replace('min: 1,', 'min: one,'));
     const broken = launch(env);
     expect(await within(broken.exited, 20_000, 'the start with a bad catalog')).toBe(1);
-    const problems = broken.stderr().split('\n').filter((l) => l.startsWith(`llmgw-server: catalog ${catalog}: model "tiny" (line `));
+    const problems = broken
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith(`llmgw-server: catalog ${catalog}: model "tiny" (line `));
     expect(problems).toHaveLength(2);
     expect(problems.join('\n')).toMatch(/scaling\.min .*\n.*engine must be one of .*\(did you mean node-llama-cpp\?\)/);
     expect(broken.stderr()).toMatch(/^llmgw: the server exited \(code 2\); its log: .*server\.log$/m);
@@ -191,16 +199,23 @@ describe('the quick start', () => {
 /** `pnpm stop` (scripts/stop.mjs, which it runs) for `home`. */
 function pnpmStop(home: string): Promise<{ code: number; stdout: string }> {
   return new Promise((resolve) =>
-    execFile(process.execPath, [path.join(root, 'scripts/stop.mjs')], { env: { ...process.env, LLMGW_HOME: home } }, (err, stdout) => resolve({ code: err ? 1 : 0, stdout })),
+    execFile(process.execPath, [path.join(root, 'scripts/stop.mjs')], { env: { ...process.env, LLMGW_HOME: home } }, (err, stdout) =>
+      resolve({ code: err ? 1 : 0, stdout }),
+    ),
   );
 }
 
 /** `ctlJson` with this instance's own home, token and CA instead of the harness's. */
 function ctlJsonWith<T>(server: string, args: string[], env: Record<string, string>): Promise<T> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [bins.ctl, ...args, '-o', 'json'], { env: { ...process.env, NO_COLOR: '1', ...env, LLMGW_SERVER: server } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`ctl ${args.join(' ')} failed: ${stderr}`));
-      else resolve(JSON.parse(stdout) as T);
-    });
+    execFile(
+      process.execPath,
+      [bins.ctl, ...args, '-o', 'json'],
+      { env: { ...process.env, NO_COLOR: '1', ...env, LLMGW_SERVER: server } },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`ctl ${args.join(' ')} failed: ${stderr}`));
+        else resolve(JSON.parse(stdout) as T);
+      },
+    );
   });
 }

@@ -71,7 +71,7 @@ function consoleBlock(body: { text: string; line: number }[], section: string): 
 
 function shBlock(body: { text: string; line: number }[], section: string): Example[] {
   const out: Example[] = [];
-  for (let k = 0; k < body.length; ) {
+  for (let k = 0; k < body.length;) {
     const t = body[k]!.text;
     if (!t.trim() || t.trim().startsWith('#')) {
       k++;

@@ -24,13 +24,17 @@ let launcher: ChildProcess | undefined;
 
 /** Every process whose command line names `dir`: the launcher's children all do. */
 function processesUnder(dir: string): number[] {
-  return fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).filter((pid) => {
-    try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir);
-    } catch {
-      return false;
-    }
-  });
+  return fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir);
+      } catch {
+        return false;
+      }
+    });
 }
 
 afterAll(async () => {
@@ -55,7 +59,10 @@ function userEnv(): Record<string, string> {
     if (v === undefined || k.startsWith('LLMGW_') || k.startsWith('npm_') || k.startsWith('PNPM_') || k === 'NO_COLOR') continue;
     env[k] = v;
   }
-  env.PATH = (process.env.PATH ?? '').split(':').filter((d) => !/node_modules\/\.bin\/?$/.test(d)).join(':');
+  env.PATH = (process.env.PATH ?? '')
+    .split(':')
+    .filter((d) => !/node_modules\/\.bin\/?$/.test(d))
+    .join(':');
   env.HOME = home;
   return env;
 }
@@ -98,9 +105,16 @@ describe('the README', () => {
     const exports = [exportLine];
 
     const host = os.hostname();
-    const toLive = (s: string) => s.replaceAll('127.0.0.1:8080', client).replaceAll('127.0.0.1:8081', admin).replace(/(?<![\w.-])my-machine(?![\w-])/g, host);
+    const toLive = (s: string) =>
+      s
+        .replaceAll('127.0.0.1:8080', client)
+        .replaceAll('127.0.0.1:8081', admin)
+        .replace(/(?<![\w.-])my-machine(?![\w-])/g, host);
     const toReadme = (s: string) =>
-      s.replaceAll(client, '127.0.0.1:8080').replaceAll(admin, '127.0.0.1:8081').replaceAll(home, '/home/me')
+      s
+        .replaceAll(client, '127.0.0.1:8080')
+        .replaceAll(admin, '127.0.0.1:8081')
+        .replaceAll(home, '/home/me')
         .replace(new RegExp(`(?<![\\w.-])${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`, 'g'), 'my-machine');
 
     let bound = new Map<string, string>();

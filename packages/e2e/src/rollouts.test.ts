@@ -35,7 +35,8 @@ function load(client: OpenAI, model: string, workers = 4) {
       while (running) {
         try {
           if (i % 2) {
-            for await (const _chunk of await client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content: 'a b c' }] })) void _chunk;
+            for await (const _chunk of await client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content: 'a b c' }] }))
+              void _chunk;
           } else {
             await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'a b c' }] });
           }
@@ -64,11 +65,19 @@ describe('rollouts', () => {
     startAgent({ server: server.adminUrl, nodeId: 'cpu-b', proc: 'cpu-32gb', args: agentArgs });
     const replicas = () => ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']);
     const revision = async () => (await ctlJson<ModelView[]>(server.adminUrl, ['models']))[0]!.revision!;
-    const ready = (rs: ReplicaView[]) => rs.filter((r) => r.state === 'ready').map((r) => r.id).sort();
-    const first = await eventually(async () => {
-      const rs = await replicas();
-      return rs.length === 2 && rs.every((r) => r.state === 'ready') && rs;
-    }, 30_000, 'two ready');
+    const ready = (rs: ReplicaView[]) =>
+      rs
+        .filter((r) => r.state === 'ready')
+        .map((r) => r.id)
+        .sort();
+    const first = await eventually(
+      async () => {
+        const rs = await replicas();
+        return rs.length === 2 && rs.every((r) => r.state === 'ready') && rs;
+      },
+      30_000,
+      'two ready',
+    );
     const rev1 = await revision();
     expect(first.map((r) => r.revision)).toEqual([rev1, rev1]);
     const secret = (await ctlJson<KeyCreated>(server.adminUrl, ['keys', 'create', '--name', 'load'])).secret;
@@ -107,7 +116,12 @@ describe('rollouts', () => {
     expect(ready(await replicas())).toEqual(ready(second));
 
     // Scaling and aliases are not in the revision: nothing restarts.
-    fs.writeFileSync(file, v2.replace('scaling: { min: 2, max: 2 }', 'scaling: { min: 2, max: 3, target_in_flight: 100 }').replace('    source: t\n', '    source: t\n    aliases: [echo-chat]\n'));
+    fs.writeFileSync(
+      file,
+      v2
+        .replace('scaling: { min: 2, max: 2 }', 'scaling: { min: 2, max: 3, target_in_flight: 100 }')
+        .replace('    source: t\n', '    source: t\n    aliases: [echo-chat]\n'),
+    );
     await eventually(async () => ((await ctlJson<ModelView[]>(server.adminUrl, ['models']))[0]!.aliases.length ? true : undefined), 10_000, 'the alias');
     const byAlias = await ctlJson<RolloutView>(server.adminUrl, ['rollout', 'status', 'echo-chat', '--no-wait']);
     expect(byAlias).toMatchObject({ model: 'echo', revision: rev2, state: 'complete', updated: 2, ready: 2, outdated: 0 });
@@ -128,6 +142,8 @@ describe('rollouts', () => {
     expect(await ctlJson<RolloutView>(server.adminUrl, ['rollout', 'status', 'echo', '--no-wait'])).toMatchObject({ paused: true });
     expect((await ctl(server.adminUrl, ['rollout', 'resume', 'echo'])).code).toBe(0);
     const events = await ctlJson<EventView[]>(server.adminUrl, ['events', '--model', 'echo']);
-    expect(events.map((e) => e.reason)).toEqual(expect.arrayContaining(['rollout-started', 'rollout', 'rolled-over', 'rollout-complete', 'rollout-halted', 'rollout-pause', 'rollout-resume']));
+    expect(events.map((e) => e.reason)).toEqual(
+      expect.arrayContaining(['rollout-started', 'rollout', 'rolled-over', 'rollout-complete', 'rollout-halted', 'rollout-pause', 'rollout-resume']),
+    );
   });
 });

@@ -38,10 +38,16 @@ describe('engine keys stay secret', () => {
     fs.chmodSync(dataDir, 0o755);
     const server = await startServer({
       dataDir,
-      catalog: catalogFile(`models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 1, command: ${blabbing} }\n`),
+      catalog: catalogFile(
+        `models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, min_memory_gb: 1, command: ${blabbing} }\n`,
+      ),
     });
     const agent = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', args: ['--stop-engines-on-exit'] });
-    const replica = await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--show-keys'])).find((r) => r.state === 'ready'), 30_000, 'ready');
+    const replica = await eventually(
+      async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas', '--show-keys'])).find((r) => r.state === 'ready'),
+      30_000,
+      'ready',
+    );
     const key = replica.api_key!;
     const pid = replica.shards[0]!.pid!;
     expect(key).toMatch(/^sk-llmgw-engine-/);
@@ -63,10 +69,14 @@ describe('engine keys stay secret', () => {
     expect(fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain(`LLMGW_ENGINE_API_KEY=${key}`);
 
     // The engine printed its key; ctl logs, the agent's and the server's logs mask it.
-    const logs = await eventually(async () => {
-      const r = await ctl(server.adminUrl, ['logs', replica.id]);
-      return r.stdout.includes('settings:') && r;
-    }, 15_000, 'engine log');
+    const logs = await eventually(
+      async () => {
+        const r = await ctl(server.adminUrl, ['logs', replica.id]);
+        return r.stdout.includes('settings:') && r;
+      },
+      15_000,
+      'engine log',
+    );
     expect(logs.stdout).toContain('settings: api_key=***');
     expect(logs.stdout).not.toContain(key);
     expect(agent.output()).not.toContain(key);
@@ -120,7 +130,10 @@ describe('tokens with roles', () => {
     expect(await scrape.text()).toContain('llmgw_');
     expect((await adminFetch(`${server.adminUrl}/api/v1/nodes`, { headers: { authorization: `Bearer ${metrics.secret}` } })).status).toBe(403);
     const asMetrics = await ctl(server.adminUrl, ['nodes'], as(metrics.secret));
-    expect([asMetrics.code, asMetrics.stderr.trimEnd().split('\n')]).toEqual([1, [expect.stringContaining('metrics token "prometheus" may only scrape /metrics')]]);
+    expect([asMetrics.code, asMetrics.stderr.trimEnd().split('\n')]).toEqual([
+      1,
+      [expect.stringContaining('metrics token "prometheus" may only scrape /metrics')],
+    ]);
 
     // Listed without secrets; revoked, it stops at once.
     const list = await ctl(server.adminUrl, ['tokens', 'list']);

@@ -58,7 +58,9 @@ describe('TLS pinned by the join token', () => {
     const printed = await exec(process.execPath, [bins.server, 'join-token', '--data-dir', server.dataDir]);
     expect(printed.code).toBe(0);
     const token = printed.stdout.trim();
-    const pin = createHash('sha256').update(new X509Certificate(fs.readFileSync(caFile)).raw).digest('hex');
+    const pin = createHash('sha256')
+      .update(new X509Certificate(fs.readFileSync(caFile)).raw)
+      .digest('hex');
     expect(token).toBe(`K10${pin}::test-join-token`);
     expect(token).toBe(server.joinToken);
 
@@ -95,7 +97,9 @@ describe('TLS pinned by the join token', () => {
     const other = `https://127.0.0.2:${port}`;
     const before = await ctl(other, ['nodes'], { LLMGW_CA: server.caFile! });
     expect(before.code).toBe(1);
-    expect(before.stderr).toBe(`error: the server's certificate does not name 127.0.0.2: restart llmgw-server with --tls-san 127.0.0.2, or use an address the certificate names\n`);
+    expect(before.stderr).toBe(
+      `error: the server's certificate does not name 127.0.0.2: restart llmgw-server with --tls-san 127.0.0.2, or use an address the certificate names\n`,
+    );
 
     await server.stop();
     const again = await startServer({ dataDir, adminAddr: `0.0.0.0:${port}`, args: ['--tls-san', '127.0.0.2'] });

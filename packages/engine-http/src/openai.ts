@@ -32,7 +32,11 @@ export function usage(promptTokens: number, completionTokens: number, cachedToke
 
 /** Two usages added up (a completion request with several prompts). */
 export function addUsage(a: Usage, b: Usage): Usage {
-  return usage(a.prompt_tokens + b.prompt_tokens, a.completion_tokens + b.completion_tokens, a.prompt_tokens_details.cached_tokens + b.prompt_tokens_details.cached_tokens);
+  return usage(
+    a.prompt_tokens + b.prompt_tokens,
+    a.completion_tokens + b.completion_tokens,
+    a.prompt_tokens_details.cached_tokens + b.prompt_tokens_details.cached_tokens,
+  );
 }
 
 /**

@@ -39,7 +39,11 @@ const fake: InferenceBackend = {
 };
 
 function post(path: string, body: unknown, headers: Record<string, string> = auth): Promise<Response> {
-  return fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 }
 
 beforeAll(async () => {
@@ -125,7 +129,7 @@ describe('requests and errors', () => {
     }
   });
 
-  it("answers an EngineError with its status, anything else with 500 naming the program", async () => {
+  it('answers an EngineError with its status, anything else with 500 naming the program', async () => {
     const refused = await post('/v1/chat/completions', { fail: 'refuse' });
     expect([refused.status, await refused.json()]).toEqual([
       400,
@@ -144,7 +148,12 @@ describe('requests and errors', () => {
     const res = await post('/v1/chat/completions', { stream: true });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const text = await res.text();
-    expect(text.split('\n\n').filter(Boolean).map((e) => e.slice(0, 6))).toEqual(['data: ', 'data: ', 'data: ']);
+    expect(
+      text
+        .split('\n\n')
+        .filter(Boolean)
+        .map((e) => e.slice(0, 6)),
+    ).toEqual(['data: ', 'data: ', 'data: ']);
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
   });
 

@@ -97,7 +97,8 @@ export function createEngineHttp(options: EngineHttpOptions): EngineHttp {
       allowOnly(r, ['GET']);
       const raw = path.slice('/v1/models/'.length);
       const name = decodeName(raw);
-      if (name !== options.servedName) throw new EngineError('model_not_found', `The model \`${(name ?? raw).slice(0, 64)}\` does not exist.`, { param: 'model' });
+      if (name !== options.servedName)
+        throw new EngineError('model_not_found', `The model \`${(name ?? raw).slice(0, 64)}\` does not exist.`, { param: 'model' });
       return r.json(200, b.model());
     }
     const handler = INFERENCE.get(path);

@@ -110,7 +110,15 @@ export class LlamaBackend implements InferenceBackend {
       this.account(result);
       if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
       r.note = `${base.id}, ${result.promptTokens}+${result.completionTokens} tokens (${result.cachedTokens} cached), ${result.finishReason}`;
-      return r.json(200, openai.chatCompletion(base, result.text, openAIFinish(result.finishReason), openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens)));
+      return r.json(
+        200,
+        openai.chatCompletion(
+          base,
+          result.text,
+          openAIFinish(result.finishReason),
+          openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens),
+        ),
+      );
     }
 
     // Headers wait for the first text, so a prompt too long for the context is still a plain 400.
@@ -128,7 +136,8 @@ export class LlamaBackend implements InferenceBackend {
     if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
     if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
     events.send(openai.chatChunk(base, {}, openAIFinish(result.finishReason), wantUsage));
-    if (wantUsage) events.send(openai.usageChunk(base, 'chat.completion.chunk', openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens)));
+    if (wantUsage)
+      events.send(openai.usageChunk(base, 'chat.completion.chunk', openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens)));
     r.note = `${base.id}, stream, ${result.promptTokens}+${result.completionTokens} tokens (${result.cachedTokens} cached), ${result.finishReason}`;
     events.end();
   }

@@ -42,15 +42,25 @@ async function serve(options: NodeLlamaCppOptions): Promise<void> {
   await con.listen(engine.server, servedName, options.host, options.port);
 
   const started = performance.now();
-  con.out(`loading ${options.model} (${header.architecture}, ${(header.parameterCount / 1e6).toFixed(2)}M parameters, ${threads} threads, ${options.parallel} parallel)`);
+  con.out(
+    `loading ${options.model} (${header.architecture}, ${(header.parameterCount / 1e6).toFixed(2)}M parameters, ${threads} threads, ${options.parallel} parallel)`,
+  );
   let runtime: LlamaRuntime;
   try {
-    runtime = await LlamaRuntime.load({ modelPath: options.model, threads, parallel: options.parallel, contextSize: options.contextSize, log: (line) => con.out(line) });
+    runtime = await LlamaRuntime.load({
+      modelPath: options.model,
+      threads,
+      parallel: options.parallel,
+      contextSize: options.contextSize,
+      log: (line) => con.out(line),
+    });
   } catch (e) {
     con.fatal(`cannot load model ${options.model}: ${(e as Error).message}`);
   }
   engine.setBackend(runtime);
-  con.out(`ready in ${((performance.now() - started) / 1000).toFixed(2)}s: context ${runtime.contextSize} tokens per sequence, embeddings ${runtime.embeddingLength ?? 'off'}`);
+  con.out(
+    `ready in ${((performance.now() - started) / 1000).toFixed(2)}s: context ${runtime.contextSize} tokens per sequence, embeddings ${runtime.embeddingLength ?? 'off'}`,
+  );
 }
 
 /** The `node-llama-cpp-engine` program: parses argv, then serves until SIGTERM. */

@@ -23,10 +23,17 @@ interface Usage {
 }
 
 /** A system prompt of roughly 20 tokens per repeat on the test model's letter-level vocabulary. */
-const system = (topic: string, repeats = 25): { role: string; content: string } => ({ role: 'system', content: `you answer questions about ${topic} `.repeat(repeats) });
+const system = (topic: string, repeats = 25): { role: string; content: string } => ({
+  role: 'system',
+  content: `you answer questions about ${topic} `.repeat(repeats),
+});
 
 async function chat(messages: unknown[], extra: Record<string, unknown> = {}): Promise<{ usage: Usage; headers: Headers }> {
-  const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: NAME, messages, max_tokens: 4, seed: 1, ...extra }) });
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: NAME, messages, max_tokens: 4, seed: 1, ...extra }),
+  });
   expect(res.status).toBe(200);
   if (extra.stream !== true) return { usage: ((await res.json()) as { usage: Usage }).usage, headers: res.headers };
   const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {'));
@@ -84,7 +91,11 @@ describe('KV cache reuse across requests', () => {
 
   it('reuses a text completion prompt too', async () => {
     const complete = async (): Promise<Usage> => {
-      const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: NAME, prompt: 'once upon a time '.repeat(20), max_tokens: 2 }) });
+      const res = await fetch(`${url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: NAME, prompt: 'once upon a time '.repeat(20), max_tokens: 2 }),
+      });
       return ((await res.json()) as { usage: Usage }).usage;
     };
     const first = await complete();

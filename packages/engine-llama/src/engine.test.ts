@@ -73,7 +73,9 @@ function sseData(text: string): string[] {
 beforeAll(async () => {
   if (!existsSync(ENGINE)) throw new Error(`${ENGINE} is missing: run \`pnpm --filter @llmgw/engine-llama build\` first`);
   const model = writeTestModel(path.join(dir, 'tiny.gguf'), { seed: 11 });
-  child = spawn(process.execPath, [ENGINE, '--model', model.path, '--served-name', NAME, '--port', '0', '--api-key', KEY, '--parallel', '2'], { stdio: 'pipe' });
+  child = spawn(process.execPath, [ENGINE, '--model', model.path, '--served-name', NAME, '--port', '0', '--api-key', KEY, '--parallel', '2'], {
+    stdio: 'pipe',
+  });
   child.stdout.setEncoding('utf8').on('data', (d: string) => {
     stdout += d;
     [...lineWaiters].forEach((w) => w());
@@ -135,7 +137,10 @@ describe('node-llama-cpp-engine', () => {
   it('streams chunks, then a usage chunk and [DONE] with include_usage', async () => {
     const res = await post('/v1/chat/completions', {
       model: NAME,
-      messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Count to three.' }],
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Count to three.' },
+      ],
       max_tokens: 12,
       stream: true,
       stream_options: { include_usage: true },
@@ -143,11 +148,14 @@ describe('node-llama-cpp-engine', () => {
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const data = sseData(await res.text());
     expect(data[data.length - 1]).toBe('[DONE]');
-    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as {
-      object: string;
-      choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>;
-      usage: ChatCompletion['usage'] | null;
-    });
+    const chunks = data.slice(0, -1).map(
+      (d) =>
+        JSON.parse(d) as {
+          object: string;
+          choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>;
+          usage: ChatCompletion['usage'] | null;
+        },
+    );
     expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
     expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
     const last = chunks[chunks.length - 1];
@@ -184,7 +192,9 @@ describe('node-llama-cpp-engine', () => {
     for (const key of [null, 'wrong']) {
       const res = await post('/v1/chat/completions', { model: NAME, messages: [{ role: 'user', content: 'hi' }] }, { key });
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+      expect(await res.json()).toEqual({
+        error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
+      });
     }
     const wrongModel = await post('/v1/chat/completions', { model: 'gpt-4', messages: [{ role: 'user', content: 'hi' }] });
     expect(wrongModel.status).toBe(404);

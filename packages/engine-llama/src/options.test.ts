@@ -13,7 +13,16 @@ describe('parseEngineArgs', () => {
     const r = parseEngineArgs(['--model', '/m.gguf', '--served-name', 'tiny', '--host', '0.0.0.0', '--port', '40001', '--api-key', 'k']);
     expect(r).toEqual({
       kind: 'options',
-      options: { model: '/m.gguf', servedName: 'tiny', host: '0.0.0.0', port: 40001, apiKey: 'k', threads: null, parallel: DEFAULT_PARALLEL, contextSize: null },
+      options: {
+        model: '/m.gguf',
+        servedName: 'tiny',
+        host: '0.0.0.0',
+        port: 40001,
+        apiKey: 'k',
+        threads: null,
+        parallel: DEFAULT_PARALLEL,
+        contextSize: null,
+      },
     });
   });
 
@@ -25,7 +34,10 @@ describe('parseEngineArgs', () => {
   it('explains what is wrong', () => {
     expect(parseEngineArgs(['--port', '1'])).toEqual({ kind: 'error', message: '--model is required' });
     expect(parseEngineArgs(['--model', 'm'])).toEqual({ kind: 'error', message: '--port is required' });
-    expect(parseEngineArgs(['--model', 'm', '--port', '1', '--threads', '0'])).toEqual({ kind: 'error', message: '--threads must be between 1 and 1024, got 0' });
+    expect(parseEngineArgs(['--model', 'm', '--port', '1', '--threads', '0'])).toEqual({
+      kind: 'error',
+      message: '--threads must be between 1 and 1024, got 0',
+    });
     expect(parseEngineArgs(['--model', 'm', '--port', '1e3'])).toEqual({ kind: 'error', message: "--port needs an integer, got '1e3'" });
     expect(parseEngineArgs(['--model', 'm', '--port', '1', '--gpu-layers', '3'])).toEqual({ kind: 'error', message: 'unknown flag --gpu-layers' });
     expect(parseEngineArgs(['--model'])).toEqual({ kind: 'error', message: '--model needs a value' });

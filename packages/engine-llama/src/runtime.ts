@@ -1,14 +1,5 @@
 import { randomInt } from 'node:crypto';
-import type {
-  ChatHistoryItem,
-  ChatWrapper,
-  LlamaChat,
-  LlamaCompletion,
-  LlamaContextSequence,
-  LlamaEmbeddingContext,
-  LlamaModel,
-  Token,
-} from 'node-llama-cpp';
+import type { ChatHistoryItem, ChatWrapper, LlamaChat, LlamaCompletion, LlamaContextSequence, LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
 import { EngineError } from '@llmgw/engine-http';
 import { DEFAULT_CONTEXT_SIZE } from './options.js';
 import { SlotPool, QueueAbortedError } from './pool.js';
@@ -287,9 +278,7 @@ export class LlamaRuntime implements ModelRuntime {
     const vocab = this.model.tokens;
     // LlamaCompletion puts the BOS token first when the model wants one and the prompt lacks it.
     const evaluated = vocab.shouldPrependBosToken && vocab.bos !== null && tokens[0] !== vocab.bos ? [vocab.bos, ...tokens] : tokens;
-    return this.generate(params, evaluated, (slot, opts) =>
-      slot.completion.generateCompletionWithMeta(tokens, { ...opts, disableContextShift: true }),
-    );
+    return this.generate(params, evaluated, (slot, opts) => slot.completion.generateCompletionWithMeta(tokens, { ...opts, disableContextShift: true }));
   }
 
   embed(inputs: ReadonlyArray<string | readonly number[]>): Promise<EmbeddingResult> {

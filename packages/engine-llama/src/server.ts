@@ -42,7 +42,13 @@ export function createEngineServer(options: EngineServerOptions): EngineServer {
       metric('llmgw_engine_requests_cancelled_total', 'counter', 'Generations stopped because the client disconnected.', counters.cancelled)
     );
   };
-  const http = createEngineHttp({ program: 'node-llama-cpp-engine', servedName: options.servedName, apiKey: options.apiKey, log: (line) => options.log(line), metrics });
+  const http = createEngineHttp({
+    program: 'node-llama-cpp-engine',
+    servedName: options.servedName,
+    apiKey: options.apiKey,
+    log: (line) => options.log(line),
+    metrics,
+  });
   return {
     server: http.server,
     setBackend: (loaded) => {

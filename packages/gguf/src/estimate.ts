@@ -48,9 +48,7 @@ export function workingSet(header: GgufHeader, options: WorkingSetOptions = {}):
   const bytes = options.kvBytesPerElement ?? 2;
   const { blockCount, headCountKv, keyLength, valueLength } = header;
   const kvBytes =
-    blockCount && headCountKv && keyLength && valueLength
-      ? blockCount * contextLength * sequences * headCountKv * (keyLength + valueLength) * bytes
-      : 0;
+    blockCount && headCountKv && keyLength && valueLength ? blockCount * contextLength * sequences * headCountKv * (keyLength + valueLength) * bytes : 0;
   const weightsMb = header.fileSizeBytes / MIB;
   const kvCacheMb = kvBytes / MIB;
   const overheadMb = (weightsMb + kvCacheMb) * OVERHEAD_FRACTION + OVERHEAD_FIXED_MIB;

@@ -35,6 +35,8 @@ describe('readGgufHeaderAt', () => {
   });
 
   it('refuses a short read rather than asking again forever', async () => {
-    await expect(readGgufHeaderAt(bytes.length, () => Promise.resolve(bytes.subarray(0, 10)))).rejects.toThrow(new GgufFormatError(`only 10 of the first ${bytes.length} bytes could be read`));
+    await expect(readGgufHeaderAt(bytes.length, () => Promise.resolve(bytes.subarray(0, 10)))).rejects.toThrow(
+      new GgufFormatError(`only 10 of the first ${bytes.length} bytes could be read`),
+    );
   });
 });

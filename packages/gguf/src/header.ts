@@ -164,7 +164,10 @@ function parse(buf: Buffer, fileSize: number): GgufHeader {
   const c = new Cursor(buf, fileSize);
   const magic = c.u32('magic');
   if (magic !== GGUF_MAGIC) {
-    const shown = buf.subarray(0, 4).toString('latin1').replace(/[^\x20-\x7e]/g, '?');
+    const shown = buf
+      .subarray(0, 4)
+      .toString('latin1')
+      .replace(/[^\x20-\x7e]/g, '?');
     throw new GgufFormatError(`not a GGUF file: it starts with "${shown}", not "GGUF"`);
   }
   const version = c.u32('version');

@@ -200,8 +200,7 @@ function run(size: number): string[] {
 
 function table(head: string[], rows: string[][]): string {
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
-  const line = (cells: string[]) =>
-    `| ${cells.map((c, i) => (i === 0 ? c.padEnd(w[i] ?? 0) : c.padStart(w[i] ?? 0))).join(' | ')} |`;
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(w[i] ?? 0) : c.padStart(w[i] ?? 0))).join(' | ')} |`;
   return [line(head), `|${w.map((x, i) => (i === 0 ? ':' : '') + '-'.repeat(x + 1) + (i === 0 ? '' : ':')).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
@@ -217,7 +216,10 @@ interface Measured {
 }
 
 /** Fleet sizes the same-run comparison measures (`--compare=N,M`). */
-const compareSizes = (arg('compare') ?? '5000,20000').split(',').map(Number).filter((n) => n > 0);
+const compareSizes = (arg('compare') ?? '5000,20000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 
 /**
  * A comparison process (`--child=FILE`, `--size=N`, default 5,000): imports one side's
@@ -246,15 +248,13 @@ if (childFile !== undefined) {
 // Warm the JIT on a small fleet so the first size is not measured cold.
 run(200);
 
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const sizes = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
 const rows = (sizes.length > 0 ? sizes : [500, 5000, 20000]).map(run);
 console.log(`placement benchmark: ${REPLICAS} replicas per fleet, every node evaluated; node ${process.version}, one core`);
-console.log(
-  table(
-    ['nodes', 'placements/s', 'ms/placement', 'place() /s', `naive /s (${NAIVE_REPLICAS})`, 'explain ms', 'placed', 'rejections'],
-    rows,
-  ),
-);
+console.log(table(['nodes', 'placements/s', 'ms/placement', 'place() /s', `naive /s (${NAIVE_REPLICAS})`, 'explain ms', 'placed', 'rejections'], rows));
 
 const baselineRev = arg('baseline') ?? 'HEAD';
 if (baselineRev !== 'none') {
@@ -293,9 +293,7 @@ if (baselineRev !== 'none') {
       };
       rows.push(row('explain, one model nothing fits', 'explain'), row(`placeMany, ${REPLICAS} replicas`, 'many'));
     }
-    console.log(
-      `\nsame run against ${baselineRev}: CPU ms per call, min / median, each the median of ${processes} fresh processes per side, alternating`,
-    );
+    console.log(`\nsame run against ${baselineRev}: CPU ms per call, min / median, each the median of ${processes} fresh processes per side, alternating`);
     console.log(table(['same run', `${baselineRev} ms`, 'this tree ms', 'this / baseline', 'baseline again / baseline (noise)'], rows));
   }
 }

@@ -13,7 +13,8 @@ describe('GGUF memory estimates', () => {
   });
 
   it('takes the largest estimate any node reported', () => {
-    const report = (mb: number) => makeReport({ source_estimates: [{ source: '/models/tiny.gguf', memory_mb: mb, weights_mb: 1, kv_cache_mb: 1, context_length: 1024 }] });
+    const report = (mb: number) =>
+      makeReport({ source_estimates: [{ source: '/models/tiny.gguf', memory_mb: mb, weights_mb: 1, kv_cache_mb: 1, context_length: 1024 }] });
     expect(estimatesFrom([report(300), undefined, report(9216)])).toEqual(new Map([['/models/tiny.gguf', 9216]]));
   });
 

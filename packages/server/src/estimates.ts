@@ -40,7 +40,8 @@ export function fetchedToEstimate(models: Model[]): FetchedGguf[] {
   for (const m of models) {
     for (const p of m.profiles) {
       const sha256 = fileDigestOf(m, p);
-      if (GGUF_ENGINES.has(p.engine) && p.min_memory_gb === undefined && sha256 !== undefined) out.set(p.source ?? m.source, { source: p.source ?? m.source, sha256 });
+      if (GGUF_ENGINES.has(p.engine) && p.min_memory_gb === undefined && sha256 !== undefined)
+        out.set(p.source ?? m.source, { source: p.source ?? m.source, sha256 });
     }
   }
   return [...out.values()];
@@ -56,7 +57,12 @@ export interface FetchedEstimates {
  * estimates (the largest per source) and the server's own for fetched sources; a model
  * waits while a source of it is being estimated by either.
  */
-export function placementModels(models: Model[], reports: readonly (NodeReport | undefined)[], liveReports: readonly (NodeReport | undefined)[], fetched?: FetchedEstimates): { models: Model[]; defer: Set<string> } {
+export function placementModels(
+  models: Model[],
+  reports: readonly (NodeReport | undefined)[],
+  liveReports: readonly (NodeReport | undefined)[],
+  fetched?: FetchedEstimates,
+): { models: Model[]; defer: Set<string> } {
   const remote = fetched?.lookup(fetchedToEstimate(models));
   const pending = pendingSources(sourcesToEstimate(models), liveReports);
   for (const s of remote?.pending ?? []) pending.add(s);

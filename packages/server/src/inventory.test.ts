@@ -19,7 +19,9 @@ describe('Inventory.setAdmin', () => {
     const inv = new Inventory(
       memoryStore({
         saveNodeAdmin: () => Promise.reject(new Error('disk full')),
-      }), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 });
+      }),
+      { notReadyAfterMs: 15_000, lostAfterMs: 60_000 },
+    );
     inv.report(report, 1000);
     await expect(inv.setAdmin('n1', 'draining', 'PSU swap', new Date(2000))).rejects.toThrow('disk full');
     // The operator got an error, so the reconciler must not start draining the node either.
@@ -51,7 +53,13 @@ describe('Inventory.setAdmin on a node already in that state', () => {
     const i = inv();
     await i.setAdmin('n1', 'draining', 'move', new Date(2000), { deadlineS: 60, force: true });
     await i.setAdmin('n1', 'draining', undefined, new Date(3000));
-    expect(i.get('n1')!.admin).toEqual({ state: 'draining', reason: 'move', changedAt: new Date(2000).toISOString(), drainDeadline: new Date(62_000).toISOString(), force: true });
+    expect(i.get('n1')!.admin).toEqual({
+      state: 'draining',
+      reason: 'move',
+      changedAt: new Date(2000).toISOString(),
+      drainDeadline: new Date(62_000).toISOString(),
+      force: true,
+    });
   });
 });
 
@@ -75,7 +83,13 @@ describe('Inventory: report writes', () => {
 
   it('writes the changed reports of a batch in one call, a repeat not at all (SQLite)', async () => {
     const writes: string[][] = [];
-    const inv = new Inventory(memoryStore({ saveNodeReports: async (rows) => void writes.push(rows.map((r) => `${r.id}:${r.report.cpu_cores}`)) }), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, 0, [], { batchMs: 30 });
+    const inv = new Inventory(
+      memoryStore({ saveNodeReports: async (rows) => void writes.push(rows.map((r) => `${r.id}:${r.report.cpu_cores}`)) }),
+      { notReadyAfterMs: 15_000, lostAfterMs: 60_000 },
+      0,
+      [],
+      { batchMs: 30 },
+    );
     inv.report(makeReport({ node_id: 'n1', cpu_cores: 8 }), 1000);
     inv.report(makeReport({ node_id: 'n2', cpu_cores: 8 }), 1000);
     inv.report(makeReport({ node_id: 'n1', cpu_cores: 16 }), 1100);

@@ -124,7 +124,14 @@ export class Inventory {
   applyRemote(row: StoredNode, seenAtMs: number | undefined): { changed: boolean; newer: boolean } {
     const node = this.nodes.get(row.id);
     if (!node) {
-      this.added({ id: row.id, admin: row.admin, ...(row.report ? { report: row.report } : {}), lastSeenMs: seenAtMs ?? 0, reported: seenAtMs !== undefined && row.report !== undefined, remote: true });
+      this.added({
+        id: row.id,
+        admin: row.admin,
+        ...(row.report ? { report: row.report } : {}),
+        lastSeenMs: seenAtMs ?? 0,
+        reported: seenAtMs !== undefined && row.report !== undefined,
+        remote: true,
+      });
       return { changed: true, newer: seenAtMs !== undefined };
     }
     let changed = !sameJson(node.admin, row.admin);
@@ -226,12 +233,21 @@ export class Inventory {
   }
 
   /** Sets a node's admin state. Returns false for an unknown node. */
-  async setAdmin(id: string, state: NodeAdminState, reason: string | undefined, now: Date, drain: { deadlineS?: number; force?: boolean } = {}): Promise<boolean> {
+  async setAdmin(
+    id: string,
+    state: NodeAdminState,
+    reason: string | undefined,
+    now: Date,
+    drain: { deadlineS?: number; force?: boolean } = {},
+  ): Promise<boolean> {
     const node = this.nodes.get(id);
     if (!node) return false;
     // Only approval ends the wait: an uncordon must not let an unapproved node in.
     if (node.admin.state === 'pending-approval') {
-      throw new DomainError('conflict', `node ${id} is waiting for approval: approve it with ctl nodes approve ${id}, or remove it with ctl nodes delete ${id}`);
+      throw new DomainError(
+        'conflict',
+        `node ${id} is waiting for approval: approve it with ctl nodes approve ${id}, or remove it with ctl nodes delete ${id}`,
+      );
     }
     // The same state again (a second `ctl cordon`, a `ctl drain` to watch one under way)
     // keeps what was said and decided before unless it is said anew: a reason, a drain's

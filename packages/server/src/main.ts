@@ -30,7 +30,7 @@ const program = addServerOptions(
       '\n\nThe store is <data-dir>/llmgw.db. A file there that is empty, not SQLite, not an llmgw store or corrupt is refused at start (exit 2).' +
       '\nWhile the store refuses writes (a full disk), writes answer 503 "store unavailable", /healthz says "degraded", and the server recovers by itself.' +
       '\n\nWith --database-url several instances share one PostgreSQL: each serves clients, operators and agents; one, elected through the database,' +
-      '\nreconciles. They share the admin token, join token, engine-key secret and CA through the database (the first instance\'s win).' +
+      "\nreconciles. They share the admin token, join token, engine-key secret and CA through the database (the first instance's win)." +
       '\nGive every instance the same catalog file; `llmgw-server migrate --from-sqlite FILE` moves a SQLite install there.' +
       '\n\nA catalog source may be an http(s):// URL or llmgw://FILE (a file in --models-dir) with its sha256: agents fetch, verify and cache it.',
   )
@@ -44,7 +44,8 @@ const program = addServerOptions(
     const log = pino({ level: o.logLevel, base: { svc: 'llmgw-server' }, redact: LOG_REDACT });
     const dataDir = path.resolve(o.dataDir);
     const modelsDir = o.modelsDir === undefined ? undefined : path.resolve(o.modelsDir);
-    if (modelsDir !== undefined && !fs.statSync(modelsDir, { throwIfNoEntry: false })?.isDirectory()) fail(`--models-dir ${modelsDir} is not a directory: create it and put the model files there`);
+    if (modelsDir !== undefined && !fs.statSync(modelsDir, { throwIfNoEntry: false })?.isDirectory())
+      fail(`--models-dir ${modelsDir} is not a directory: create it and put the model files there`);
     let watcher: CatalogWatcher | undefined;
     let catalog = new LoadedCatalog('(none)', []);
     if (o.catalog) {

@@ -105,7 +105,9 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
   const headersTimeout = limits.headersTimeoutMs;
   const requestTimeout = limits.requestTimeoutMs;
   // An https.Server is an http.Server underneath (same timeouts, same request events).
-  const create = (tls ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key }, l) : http.createServer) as typeof http.createServer;
+  const create = (
+    tls ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key }, l) : http.createServer
+  ) as typeof http.createServer;
   const server = create(
     {
       // Node refuses a header timeout above the request timeout.
@@ -137,16 +139,30 @@ function urlOf(server: http.Server): string {
  * `deps.catalogStatus` is the catalog file's watcher, whose failed reloads the admin API
  * and the dashboard show.
  */
-export async function startServer(settings: ServerSettings, catalog: CatalogView, log: Logger, deps: { store?: Store; catalogStatus?: CatalogStatusSource } = {}): Promise<RunningServer> {
+export async function startServer(
+  settings: ServerSettings,
+  catalog: CatalogView,
+  log: Logger,
+  deps: { store?: Store; catalogStatus?: CatalogStatusSource } = {},
+): Promise<RunningServer> {
   const pgStore = settings.databaseUrl !== undefined && !deps.store ? await PostgresStore.open(settings.databaseUrl, { log }) : undefined;
   const store = new GuardedStore(deps.store ?? pgStore ?? new SqliteStore(settings.dataDir), { log });
   const instanceId = settings.instanceId ?? newInstanceId();
   const lease = pgStore ? new LeaderLease({ pool: pgStore.pool, log, instanceId, ttlMs: settings.leaderLeaseMs }) : undefined;
-  const inventory = await Inventory.load(store, { notReadyAfterMs: settings.notReadyAfterMs, lostAfterMs: settings.lostAfterMs }, Date.now(), lease ? { shared: true } : {});
+  const inventory = await Inventory.load(
+    store,
+    { notReadyAfterMs: settings.notReadyAfterMs, lostAfterMs: settings.lostAfterMs },
+    Date.now(),
+    lease ? { shared: true } : {},
+  );
   const traffic = new Traffic();
   // A reading that ends asks for a pass, so placement uses it at once. Readings start from
   // a pass, so the controller (made just below) is there by the time one ends.
-  const headers = new HeaderEstimates({ ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}), log, onChange: () => controller.notify() });
+  const headers = new HeaderEstimates({
+    ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}),
+    log,
+    onChange: () => controller.notify(),
+  });
   const controllerOpts = {
     reconcileIntervalMs: settings.reconcileIntervalMs,
     failedBackoffMs: settings.failedBackoffMs,
@@ -159,7 +175,9 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
     load: traffic,
     estimates: headers,
   };
-  const controller = lease ? await SharedController.loadShared(inventory, store, catalog, controllerOpts, log, lease) : await Controller.load(inventory, store, catalog, controllerOpts, log);
+  const controller = lease
+    ? await SharedController.loadShared(inventory, store, catalog, controllerOpts, log, lease)
+    : await Controller.load(inventory, store, catalog, controllerOpts, log);
   const events = await fleetEvents(store, controller, log);
 
   // On PostgreSQL the ring adds the other instances' counts to its own; they read this
@@ -197,7 +215,12 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   if (caPem) admin.get('/cacerts', (_req, res) => void res.type('application/x-pem-file').send(caPem));
   const credentials = await NodeCredentials.load(store);
   // A generated join secret is shared through the database on PostgreSQL; one from LLMGW_JOIN_TOKEN is each instance's own.
-  const joinToken = new JoinToken(settings.joinToken, settings.joinTokenFile, (secret) => renderJoinToken(secret, caPem), settings.joinTokenFile !== undefined ? pgStore : undefined);
+  const joinToken = new JoinToken(
+    settings.joinToken,
+    settings.joinTokenFile,
+    (secret) => renderJoinToken(secret, caPem),
+    settings.joinTokenFile !== undefined ? pgStore : undefined,
+  );
   const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log);
   admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
@@ -205,14 +228,41 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const access = await AccessTokens.load(store, settings.adminToken);
   // Filled in once the listeners (and, on PostgreSQL, the registry) are up.
   let status: () => Promise<StatusView> = () => Promise.reject(new DomainError('store_unavailable', 'starting'));
-  const api = [events.api, tokensApi(access), adminApi(controller, keys), membershipApi(membership), catalogApi(controller, deps.catalogStatus), rolloutsApi(controller), statusApi({ status: () => status() }), nodeFilesApi(controller)];
+  const api = [
+    events.api,
+    tokensApi(access),
+    adminApi(controller, keys),
+    membershipApi(membership),
+    catalogApi(controller, deps.catalogStatus),
+    rolloutsApi(controller),
+    statusApi({ status: () => status() }),
+    nodeFilesApi(controller),
+  ];
   // A write that succeeds unrecorded is a bug in how it was registered: the server does not start with one.
   requireAudited(api);
-  admin.use('/api/v1', requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)), events.adminAudit, ...api);
-  admin.route('/metrics').get(requireRole(access, 'metrics token', () => true), async (_req, res) => {
-    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  }).all(methodNotAllowed);
-  admin.use('/', dashboard(controller, keys, settings.adminToken, access, { insecureHttp: !settings.adminTls, catalogStatus: deps.catalogStatus, onNodeState: events.onNodeState }));
+  admin.use(
+    '/api/v1',
+    requireRole(access, 'admin token', (role, req) => mayUseAdminApi(role, req.method)),
+    events.adminAudit,
+    ...api,
+  );
+  admin
+    .route('/metrics')
+    .get(
+      requireRole(access, 'metrics token', () => true),
+      async (_req, res) => {
+        res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+      },
+    )
+    .all(methodNotAllowed);
+  admin.use(
+    '/',
+    dashboard(controller, keys, settings.adminToken, access, {
+      insecureHttp: !settings.adminTls,
+      catalogStatus: deps.catalogStatus,
+      onNodeState: events.onNodeState,
+    }),
+  );
   admin.use((req, _res, next) => {
     next(new DomainError('no_route', `no route ${req.method} ${req.path}`));
   });
@@ -245,9 +295,21 @@ export async function startServer(settings: ServerSettings, catalog: CatalogView
   const startedAtMs = Date.now();
   status = cluster
     ? () => readClusterStatus(cluster.registry, pgStore!.pool)
-    : async () => soloStatus({ id: instanceId, startedAtMs, adminUrl: urlOf(adminServer), clientUrl: urlOf(clientServer), version: SERVER_VERSION, catalog: catalogNow(), nowMs: Date.now() });
+    : async () =>
+        soloStatus({
+          id: instanceId,
+          startedAtMs,
+          adminUrl: urlOf(adminServer),
+          clientUrl: urlOf(clientServer),
+          version: SERVER_VERSION,
+          catalog: catalogNow(),
+          nowMs: Date.now(),
+        });
   controller.start();
-  log.info({ admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir, store: store.kind, instance: instanceId }, 'llmgw-server listening');
+  log.info(
+    { admin: urlOf(adminServer), client: urlOf(clientServer), dataDir: settings.dataDir, store: store.kind, instance: instanceId },
+    'llmgw-server listening',
+  );
 
   return {
     adminUrl: urlOf(adminServer),

@@ -30,7 +30,14 @@ describe('the server settings table', () => {
 
   it('gives the defaults, seconds already in ms', () => {
     const o = read([]);
-    expect(o).toMatchObject({ clientAddr: '127.0.0.1:8080', adminAddr: '127.0.0.1:8081', joinApproval: 'auto', logLevel: 'info', insecureHttp: false, tlsSan: [] });
+    expect(o).toMatchObject({
+      clientAddr: '127.0.0.1:8080',
+      adminAddr: '127.0.0.1:8081',
+      joinApproval: 'auto',
+      logLevel: 'info',
+      insecureHttp: false,
+      tlsSan: [],
+    });
     expect(o.databaseUrl).toBeUndefined();
     expect(tuningOf(o)).toEqual({
       leaderLeaseMs: 2000,
@@ -58,7 +65,9 @@ describe('the server settings table', () => {
   });
 
   it('converts given seconds to ms and leaves counts, bytes and fractions as they are', () => {
-    const o = read(['--lost-after', '0.5', '--min-healthy=0', '--max-body-size', '2048', '--drain-parallel', '3', '--max-lost-fraction', '1'], { LLMGW_IDLE_TIMEOUT: '7' });
+    const o = read(['--lost-after', '0.5', '--min-healthy=0', '--max-body-size', '2048', '--drain-parallel', '3', '--max-lost-fraction', '1'], {
+      LLMGW_IDLE_TIMEOUT: '7',
+    });
     expect(o).toMatchObject({ lostAfterMs: 500, minHealthyMs: 0, maxBodyBytes: 2048, drainParallel: 3, maxLostFraction: 1, keepAliveTimeoutMs: 7000 });
   });
 

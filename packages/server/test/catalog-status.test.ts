@@ -26,10 +26,17 @@ async function setUp() {
   fs.writeFileSync(file, `models:\n${model('a')}\n`);
   const watcher = await CatalogWatcher.start(file, { onChange: () => undefined, onError: () => undefined, fsWatch: false, pollMs: 0 });
   stops.push(() => watcher.close());
-  const running: RunningServer = await startServer(makeServerSettings(path.join(dir, 'data')), watcher.current, pino({ level: 'silent' }), { catalogStatus: watcher });
+  const running: RunningServer = await startServer(makeServerSettings(path.join(dir, 'data')), watcher.current, pino({ level: 'silent' }), {
+    catalogStatus: watcher,
+  });
   stops.push(() => running.close());
   const status = async () => JSON.parse((await send(running.adminUrl, { path: '/api/v1/catalog', headers: auth })).body) as CatalogStatusView;
-  const login = await send(running.adminUrl, { method: 'POST', path: '/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=admin' });
+  const login = await send(running.adminUrl, {
+    method: 'POST',
+    path: '/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'token=admin',
+  });
   const cookie = String(login.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
   const modelsPage = async () => (await send(running.adminUrl, { path: '/models', headers: { cookie } })).body;
   return { file, watcher, status, modelsPage };
@@ -47,7 +54,12 @@ describe('a failed catalog reload', () => {
     expect(failed.models).toBe(1);
     expect(failed.reload_error).toMatchObject({ age_s: 0, more: 0 });
     expect(failed.reload_error?.problems).toEqual([
-      expect.objectContaining({ model: 'a', field: 'models[0].profiles[0].engine', line: 2, message: expect.stringMatching(/\(did you mean node-llama-cpp\?\)$/) }),
+      expect.objectContaining({
+        model: 'a',
+        field: 'models[0].profiles[0].engine',
+        line: 2,
+        message: expect.stringMatching(/\(did you mean node-llama-cpp\?\)$/),
+      }),
       expect.objectContaining({ model: 'b', field: 'models[1].profiles[0].engine', line: 3, message: expect.stringMatching(/\(did you mean vllm\?\)$/) }),
     ]);
     const page = await modelsPage();

@@ -58,7 +58,9 @@ function build(): string {
   fs.writeFileSync(path.join(dir, 'package.json'), '{"type":"module"}');
   for (const f of fs.readdirSync(SRC)) {
     if (!f.endsWith('.ts') || f.endsWith('.test.ts')) continue;
-    const out = ts.transpileModule(fs.readFileSync(path.join(SRC, f), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+    const out = ts.transpileModule(fs.readFileSync(path.join(SRC, f), 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
     fs.writeFileSync(path.join(dir, f.replace(/\.ts$/, '.js')), out.outputText);
   }
   fs.writeFileSync(path.join(dir, 'child.mjs'), CHILD);
@@ -91,7 +93,11 @@ export class LeaseChild {
   stderr = '';
   private waiters: Array<() => void> = [];
 
-  constructor(url: string, readonly id: string, ttlMs: number) {
+  constructor(
+    url: string,
+    readonly id: string,
+    ttlMs: number,
+  ) {
     this.proc = fork(path.join(build(), 'child.mjs'), [url, id, String(ttlMs)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [] });
     this.proc.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
     this.proc.on('message', (m) => {
@@ -106,7 +112,8 @@ export class LeaseChild {
     for (;;) {
       const m = this.messages.slice(from).find(pred);
       if (m) return m;
-      if (Date.now() > deadline) throw new Error(`child ${this.id}: no such message within ${timeoutMs} ms; got ${JSON.stringify(this.messages)}; log: ${this.stderr}`);
+      if (Date.now() > deadline)
+        throw new Error(`child ${this.id}: no such message within ${timeoutMs} ms; got ${JSON.stringify(this.messages)}; log: ${this.stderr}`);
       await new Promise<void>((r) => {
         const t = setTimeout(r, 50);
         this.waiters.push(() => {

@@ -7,7 +7,9 @@ import { caOf, nodeAuth, liveServer, send, type LiveServer } from './live-server
 function connect(base: string, onConnect?: () => void): net.Socket {
   const url = new URL(base);
   const ca = caOf(base);
-  return url.protocol === 'https:' ? tls.connect({ port: Number(url.port), host: url.hostname, ...(ca ? { ca } : {}) }, onConnect) : net.connect(Number(url.port), url.hostname, onConnect);
+  return url.protocol === 'https:'
+    ? tls.connect({ port: Number(url.port), host: url.hostname, ...(ca ? { ca } : {}) }, onConnect)
+    : net.connect(Number(url.port), url.hostname, onConnect);
 }
 
 /**
@@ -48,7 +50,9 @@ describe('bounded connections', () => {
     const chat = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${live.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":`;
     const all = await Promise.all([...Array.from({ length: 50 }, () => held(live.admin, login)), ...Array.from({ length: 50 }, () => held(live.client, chat))]);
     const slowest = Math.max(...all.map((c) => c.closedAfterMs));
-    process.stdout.write(`held connections: ${all.length} (50 per listener) closed by the server, slowest after ${slowest} ms (request timeout ${REQUEST_S * 1000} ms)\n`);
+    process.stdout.write(
+      `held connections: ${all.length} (50 per listener) closed by the server, slowest after ${slowest} ms (request timeout ${REQUEST_S * 1000} ms)\n`,
+    );
     expect(slowest).toBeLessThan(REQUEST_S * 1000 + SLACK_MS);
     expect(all.filter((c) => c.closedAfterMs < REQUEST_S * 1000 - 100)).toEqual([]);
     // Node says why on the admin listener; the gateway may have answered first on its own.
@@ -91,9 +95,13 @@ describe('bounded connections', () => {
     const capped = await liveServer({ maxConnections: 5, headersTimeoutMs: 5000, requestTimeoutMs: 5000 });
     try {
       const open = await Promise.all(
-        Array.from({ length: 5 }, () => new Promise<net.Socket>((resolve) => {
-          const s = connect(capped.admin, () => resolve(s));
-        })),
+        Array.from(
+          { length: 5 },
+          () =>
+            new Promise<net.Socket>((resolve) => {
+              const s = connect(capped.admin, () => resolve(s));
+            }),
+        ),
       );
       const extra = await held(capped.admin, '');
       expect(extra.closedAfterMs).toBeLessThan(1000);

@@ -11,5 +11,6 @@ export const NODE_CREDENTIAL = 'llmgw-node-test-credential-0123456789';
 export const nodeAuth = { authorization: `Bearer ${NODE_CREDENTIAL}` };
 
 export async function seedCredential(store: Store, nodeId: string, secret = NODE_CREDENTIAL): Promise<void> {
-  if (!(await store.addCredential({ nodeId, hash: hashSecret(secret), createdAt: new Date().toISOString() }))) throw new Error(`${nodeId} already has a credential`);
+  if (!(await store.addCredential({ nodeId, hash: hashSecret(secret), createdAt: new Date().toISOString() })))
+    throw new Error(`${nodeId} already has a credential`);
 }

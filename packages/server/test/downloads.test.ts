@@ -39,20 +39,32 @@ afterAll(async () => {
 });
 
 async function call<T>(method: string, path: string, auth: string, body?: unknown): Promise<T> {
-  const r = await fetch(`${s.adminUrl}${path}`, { method, headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const r = await fetch(`${s.adminUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
   const text = await r.text();
   if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
   return JSON.parse(text) as T;
 }
-const files = [{ sha256: 'cd'.repeat(32), source: 'https://files.example/old.gguf', size_bytes: 5, last_used_ms: 2000, in_use: false }, { sha256: 'ef'.repeat(32), source: 'llmgw://x.gguf', size_bytes: 7, last_used_ms: 1000, in_use: true }];
-const beat = (node: string, shards: unknown[] = [], extra = {}) => call('POST', '/agent/v1/heartbeat', creds[node]!, { report: makeReport({ node_id: node, mgmt_addr: '127.0.0.1', memory_total_mb: 8192, ...(node === 'node-a' ? { files } : {}), ...extra }), shards });
+const files = [
+  { sha256: 'cd'.repeat(32), source: 'https://files.example/old.gguf', size_bytes: 5, last_used_ms: 2000, in_use: false },
+  { sha256: 'ef'.repeat(32), source: 'llmgw://x.gguf', size_bytes: 7, last_used_ms: 1000, in_use: true },
+];
+const beat = (node: string, shards: unknown[] = [], extra = {}) =>
+  call('POST', '/agent/v1/heartbeat', creds[node]!, {
+    report: makeReport({ node_id: node, mgmt_addr: '127.0.0.1', memory_total_mb: 8192, ...(node === 'node-a' ? { files } : {}), ...extra }),
+    shards,
+  });
 const admin = <T>(path: string) => call<T>('GET', `/api/v1${path}`, 'admin');
 
 describe('a model file on its way to a node', () => {
   it('is asked for on the assignment, shows while it comes, and is recorded when it starts and ends', async () => {
     await beat('node-a');
     let reply: AssignmentsReply = { node_id: 'node-a', version: 0, assignments: [] };
-    for (let after = -1; reply.assignments.length === 0; after = reply.version) reply = await call<AssignmentsReply>('GET', `/agent/v1/nodes/node-a/assignments?after=${after}&wait_ms=2000`, creds['node-a']!);
+    for (let after = -1; reply.assignments.length === 0; after = reply.version)
+      reply = await call<AssignmentsReply>('GET', `/agent/v1/nodes/node-a/assignments?after=${after}&wait_ms=2000`, creds['node-a']!);
     const a = reply.assignments[0]!;
     expect(a.file).toEqual({ url: 'https://user:pw@files.example/m.gguf?token=t', sha256: DIGEST });
     const shard = (extra: Record<string, unknown>) => ({ id: a.id, replica_id: a.replica_id, ...extra });
@@ -79,13 +91,27 @@ describe('a model file on its way to a node', () => {
     await beat('node-a', [{ ...shard, state: 'starting', download: { done_bytes: 5, total_bytes: 10, bytes_per_s: 1 } }]);
     await beat('node-a', [{ ...shard, state: 'failed', error: `sha256 mismatch: expected ${DIGEST}, got ${'00'.repeat(32)}` }]);
     const [failed] = (await admin<EventList>('/events?model=m')).events.filter((e) => e.reason === 'download-failed');
-    expect(failed).toMatchObject({ type: 'Warning', message: expect.stringMatching(new RegExp(`^download of https://files.example/m.gguf to node-a failed after \\d+ s \\(downloading 50% .*\\): sha256 mismatch: expected ${DIGEST}, got 0{64}$`)) });
+    expect(failed).toMatchObject({
+      type: 'Warning',
+      message: expect.stringMatching(
+        new RegExp(
+          `^download of https://files.example/m.gguf to node-a failed after \\d+ s \\(downloading 50% .*\\): sha256 mismatch: expected ${DIGEST}, got 0{64}$`,
+        ),
+      ),
+    });
   });
 
   it('lists each node’s cached files, least recently used first, and refuses an unknown node', async () => {
     expect(await admin<NodeFileView[]>('/files?node=node-a')).toEqual([
       { node: 'node-a', sha256: 'ef'.repeat(32), source: 'llmgw://x.gguf', size_bytes: 7, last_used: new Date(1000).toISOString(), in_use: true },
-      { node: 'node-a', sha256: 'cd'.repeat(32), source: 'https://files.example/old.gguf', size_bytes: 5, last_used: new Date(2000).toISOString(), in_use: false },
+      {
+        node: 'node-a',
+        sha256: 'cd'.repeat(32),
+        source: 'https://files.example/old.gguf',
+        size_bytes: 5,
+        last_used: new Date(2000).toISOString(),
+        in_use: false,
+      },
     ]);
     expect(await admin<NodeFileView[]>('/files?node=node-b')).toEqual([]);
     await expect(admin('/files?node=nope')).rejects.toThrow('404 {"error":"no node \\"nope\\" (see ctl nodes)","code":"not_found"}');

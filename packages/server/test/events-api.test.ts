@@ -11,7 +11,6 @@ afterAll(async () => {
   await live.close();
 });
 
-
 async function events(query = ''): Promise<EventList> {
   const r = await send(live.admin, { path: `/api/v1/events${query}`, headers: adminAuth });
   expect([r.status, r.body]).toEqual([200, expect.any(String)]);
@@ -59,11 +58,20 @@ describe('GET /api/v1/events', () => {
     ]);
   });
 
-  it('a dashboard cordon is recorded too, with the session\'s token', async () => {
+  it("a dashboard cordon is recorded too, with the session's token", async () => {
     const { cookie, csrf } = await live.login();
-    const r = await send(live.admin, { method: 'POST', path: '/nodes/node-a/state', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${csrf}&action=cordon&reason=rack%20move` });
+    const r = await send(live.admin, {
+      method: 'POST',
+      path: '/nodes/node-a/state',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `csrf=${csrf}&action=cordon&reason=rack%20move`,
+    });
     expect(r.status).toBe(303);
-    expect((await events('?node=node-a')).events.at(-1)).toMatchObject({ reason: 'cordon', who: 'admin token', message: 'cordoned by "admin token": rack move' });
+    expect((await events('?node=node-a')).events.at(-1)).toMatchObject({
+      reason: 'cordon',
+      who: 'admin token',
+      message: 'cordoned by "admin token": rack move',
+    });
     await post('/api/v1/nodes/node-a/state', { state: 'uncordon' });
   });
 
@@ -81,7 +89,12 @@ describe('GET /api/v1/events', () => {
   });
 
   it('refuses a bad parameter with 400 naming it', async () => {
-    for (const [q, field] of [['?since=-1', 'since'], ['?wait_s=61', 'wait_s'], ['?limit=0', 'limit'], ['?node=', 'node']] as const) {
+    for (const [q, field] of [
+      ['?since=-1', 'since'],
+      ['?wait_s=61', 'wait_s'],
+      ['?limit=0', 'limit'],
+      ['?node=', 'node'],
+    ] as const) {
       const r = await send(live.admin, { path: `/api/v1/events${q}`, headers: adminAuth });
       expect([q, r.status, (JSON.parse(r.body) as { field?: string }).field]).toEqual([q, 400, field]);
     }

@@ -38,11 +38,7 @@ export function makeNode(overrides: Partial<NodeSnapshot> = {}): NodeSnapshot {
 }
 
 /** A node with `count` H100-80GB GPUs (8 by default), UUIDs unique across nodes. */
-export function makeH100Node(
-  id: string,
-  overrides: Partial<NodeSnapshot> = {},
-  count = 8,
-): NodeSnapshot {
+export function makeH100Node(id: string, overrides: Partial<NodeSnapshot> = {}, count = 8): NodeSnapshot {
   return makeNode({
     id,
     memoryTotalMb: 1024 * 1024,
@@ -53,11 +49,7 @@ export function makeH100Node(
 }
 
 /** A node with `count` RTX 4090s (24 GB each; 2 by default). */
-export function makeRtx4090Node(
-  id: string,
-  overrides: Partial<NodeSnapshot> = {},
-  count = 2,
-): NodeSnapshot {
+export function makeRtx4090Node(id: string, overrides: Partial<NodeSnapshot> = {}, count = 2): NodeSnapshot {
   return makeNode({
     id,
     memoryTotalMb: 128 * 1024,

@@ -65,7 +65,11 @@ describe('the model files agents fetch', () => {
   });
 
   it.each([
-    ['a missing file', '/agent/v1/files/nope.gguf', /^no model file "nope\.gguf" in --models-dir \(.*\): copy it there, or fix the catalog's llmgw:\/\/ source$/],
+    [
+      'a missing file',
+      '/agent/v1/files/nope.gguf',
+      /^no model file "nope\.gguf" in --models-dir \(.*\): copy it there, or fix the catalog's llmgw:\/\/ source$/,
+    ],
     ['a hidden file', '/agent/v1/files/.hidden', /^no model file ".hidden" starts with a dot/],
     ['an escaped way out', '/agent/v1/files/..%2F' + 'x', /^no model file "..\/x" has a path in it/],
     ['an encoded backslash', '/agent/v1/files/..%5Cx', /has a path in it/],
@@ -78,7 +82,11 @@ describe('the model files agents fetch', () => {
   });
 
   it('never serves a file outside the directory, however the path is written', async () => {
-    for (const p of [`/agent/v1/files/../${path.basename(outside)}`, `/agent/v1/files/%2E%2E%2F${path.basename(outside)}`, `/agent/v1/files/..%2f..%2f${path.basename(outside)}`]) {
+    for (const p of [
+      `/agent/v1/files/../${path.basename(outside)}`,
+      `/agent/v1/files/%2E%2E%2F${path.basename(outside)}`,
+      `/agent/v1/files/..%2f..%2f${path.basename(outside)}`,
+    ]) {
       const r = await get(p);
       expect(r.status).toBe(404);
       expect(r.body).not.toContain('SECRET-CONTENT');
@@ -89,7 +97,10 @@ describe('the model files agents fetch', () => {
     const { s: bare } = await serve(undefined);
     try {
       const r = await send(bare.adminUrl, { path: '/agent/v1/files/m.gguf', headers: nodeAuth });
-      expect([r.status, JSON.parse(r.body)]).toEqual([404, { error: 'this server serves no model files: start llmgw-server with --models-dir DIR for llmgw:// sources', code: 'not_found' }]);
+      expect([r.status, JSON.parse(r.body)]).toEqual([
+        404,
+        { error: 'this server serves no model files: start llmgw-server with --models-dir DIR for llmgw:// sources', code: 'not_found' },
+      ]);
     } finally {
       await bare.close();
     }

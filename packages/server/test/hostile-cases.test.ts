@@ -42,27 +42,60 @@ const ADMIN_CASES: Case[] = [
 ];
 
 const AGENT_CASES: Case[] = [
-  ['a heartbeat nested 200,000 deep', beat(`{"report":${JSON.stringify(heartbeat('deep').report).slice(0, -1)},"x":${deep(200_000)}},"shards":[]}`), 400, '(body)'],
+  [
+    'a heartbeat nested 200,000 deep',
+    beat(`{"report":${JSON.stringify(heartbeat('deep').report).slice(0, -1)},"x":${deep(200_000)}},"shards":[]}`),
+    400,
+    '(body)',
+  ],
   ['a heartbeat with memory 1e20', beat(heartbeat('huge', { memory_total_mb: 1e20 })), 400, 'report.memory_total_mb'],
-  ['a heartbeat with 1,000 labels', beat(heartbeat('labels', { labels: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, 'v'])) })), 400, 'report.labels'],
-  ['a heartbeat with 10,000 GPUs', beat(heartbeat('gpus', { gpus: Array.from({ length: 10_000 }, (_, i) => ({ index: i, name: 'g', class: 'c', problems: [] })) })), 400, 'report.gpus'],
+  [
+    'a heartbeat with 1,000 labels',
+    beat(heartbeat('labels', { labels: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, 'v'])) })),
+    400,
+    'report.labels',
+  ],
+  [
+    'a heartbeat with 10,000 GPUs',
+    beat(heartbeat('gpus', { gpus: Array.from({ length: 10_000 }, (_, i) => ({ index: i, name: 'g', class: 'c', problems: [] })) })),
+    400,
+    'report.gpus',
+  ],
   ['a heartbeat in bad gzip', beat('\x1f\x8b garbage', { 'content-encoding': 'gzip' }), 400, 'content-encoding'],
   ['a heartbeat in an unknown encoding', beat(heartbeat('enc'), { 'content-encoding': 'zstd-ish' }), 415, 'content-encoding'],
-  ['a truncated gzip heartbeat', beat(zlib.gzipSync(JSON.stringify(heartbeat('trunc'))).subarray(0, 12).toString('latin1'), { 'content-encoding': 'gzip' }), 400, 'content-encoding'],
+  [
+    'a truncated gzip heartbeat',
+    beat(
+      zlib
+        .gzipSync(JSON.stringify(heartbeat('trunc')))
+        .subarray(0, 12)
+        .toString('latin1'),
+      { 'content-encoding': 'gzip' },
+    ),
+    400,
+    'content-encoding',
+  ],
   ['a heartbeat in latin1', beat(heartbeat('latin'), { 'content-type': 'application/json; charset=latin1' }), 415, 'content-type'],
   ['bad %-escape in a node id', agent({ path: '/agent/v1/nodes/%E0%A4%A/assignments?wait_ms=0' }), 400, 'path'],
   ['a wait_ms that is no number', agent({ path: '/agent/v1/nodes/node-a/assignments?wait_ms=soon' }), 400, 'wait_ms'],
   ['an unknown method', agent({ method: 'PUT', path: '/agent/v1/heartbeat' }), 405, 'method'],
 ];
 
-const form = (body: string, headers: Record<string, string> = {}): Pick<RawRequest, 'headers' | 'body'> => ({ headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+const form = (body: string, headers: Record<string, string> = {}): Pick<RawRequest, 'headers' | 'body'> => ({
+  headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+  body,
+});
 
 function dashboardCases(cookie: string, csrf: string): Case[] {
   const act = (action: string) => ({ method: 'POST', path: '/nodes/node-a/state', ...form(`csrf=${csrf}&action=${action}&confirm=yes&reason=r`, { cookie }) });
   return [
     ['a 20 KB login form', { method: 'POST', path: '/login', ...form(`token=${'x'.repeat(20_000)}`) }, 413],
     ['a login form of 2,000 fields', { method: 'POST', path: '/login', ...form(Array.from({ length: 2000 }, (_, i) => `f${i}=123456`).join('&')) }, 413],
-    ['a login form in koi8-r', { method: 'POST', path: '/login', ...form('token=x', { 'content-type': 'application/x-www-form-urlencoded; charset=koi8-r' }) }, 415],
+    [
+      'a login form in koi8-r',
+      { method: 'POST', path: '/login', ...form('token=x', { 'content-type': 'application/x-www-form-urlencoded; charset=koi8-r' }) },
+      415,
+    ],
     ['a login form in bad gzip', { method: 'POST', path: '/login', ...form('token=x', { 'content-encoding': 'gzip' }) }, 400],
     ['__proto__ as an action', act('__proto__'), 400],
     ['constructor as an action', act('constructor'), 400],

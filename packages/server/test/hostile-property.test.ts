@@ -108,7 +108,9 @@ describe('hostile-input properties', () => {
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
     const alive = await send(live.admin, { path: '/healthz' });
-    figures.push(`hostile ${name}: ${tally.tried} inputs, ${tally.fivexx.length} 5xx, ${alive.status === 200 ? 0 : 1} crashes, ${tally.changed.length} refused-but-changed`);
+    figures.push(
+      `hostile ${name}: ${tally.tried} inputs, ${tally.fivexx.length} 5xx, ${alive.status === 200 ? 0 : 1} crashes, ${tally.changed.length} refused-but-changed`,
+    );
     expect(tally.fivexx).toEqual([]);
     expect(tally.changed).toEqual([]);
     expect(alive.status).toBe(200);
@@ -123,9 +125,20 @@ describe('hostile-input properties', () => {
       segment.map((id) => `/api/v1/explain-placement?model=${id}`),
       segment.map((id) => `/api/v1/replicas?model=${id}`),
     );
-    const body = fc.record({ state: junk, reason: junk, deadline_s: junk, force: junk, name: junk, models: junk, rpm: junk, max_concurrent: junk, expires_at: junk }, { requiredKeys: [] });
+    const body = fc.record(
+      { state: junk, reason: junk, deadline_s: junk, force: junk, name: junk, models: junk, rpm: junk, max_concurrent: junk, expires_at: junk },
+      { requiredKeys: [] },
+    );
     const gen = fc
-      .record({ method: fc.constantFrom(...METHODS), path: paths, body, extra: fc.dictionary(nasty, junk, { maxKeys: 2 }), headers: bodyHeaders, depth: fc.integer({ min: 20, max: 3000 }), honest: fc.boolean() })
+      .record({
+        method: fc.constantFrom(...METHODS),
+        path: paths,
+        body,
+        extra: fc.dictionary(nasty, junk, { maxKeys: 2 }),
+        headers: bodyHeaders,
+        depth: fc.integer({ min: 20, max: 3000 }),
+        honest: fc.boolean(),
+      })
       .map(({ method, path, body, extra, headers, depth, honest }): RawRequest => ({
         method,
         path,
@@ -136,10 +149,29 @@ describe('hostile-input properties', () => {
   });
 
   it('agent API (/agent/v1): heartbeats with junk, deep nesting, huge numbers and prototype keys', async () => {
-    const fields = fc.constantFrom('node_id', 'hostname', 'labels', 'memory_total_mb', 'cpu_cores', 'gpus', 'fabrics', 'pool', 'source_estimates', 'estimated_sources', '__proto__', 'constructor', 'extra');
+    const fields = fc.constantFrom(
+      'node_id',
+      'hostname',
+      'labels',
+      'memory_total_mb',
+      'cpu_cores',
+      'gpus',
+      'fabrics',
+      'pool',
+      'source_estimates',
+      'estimated_sources',
+      '__proto__',
+      'constructor',
+      'extra',
+    );
     const mutation = fc.record({ where: fc.constantFrom('report', 'root', 'labels', 'gpu', 'shard'), key: fc.oneof(fields, nasty), value: junk });
     const beat = fc
-      .record({ mutations: fc.array(mutation, { minLength: 1, maxLength: 3 }), headers: bodyHeaders, depth: fc.integer({ min: 20, max: 200_000 }), honest: fc.boolean() })
+      .record({
+        mutations: fc.array(mutation, { minLength: 1, maxLength: 3 }),
+        headers: bodyHeaders,
+        depth: fc.integer({ min: 20, max: 200_000 }),
+        honest: fc.boolean(),
+      })
       .map(({ mutations, headers, depth, honest }): RawRequest => {
         const hb = heartbeat('fuzz') as unknown as Record<string, Record<string, unknown>> & { report: Record<string, unknown> };
         const gpu: Record<string, unknown> = { index: 0, name: 'g', class: 'c', problems: [] };
@@ -151,23 +183,44 @@ describe('hostile-input properties', () => {
         }
         if (mutations.some((m) => m.where === 'gpu')) hb.report.gpus = [gpu];
         if (mutations.some((m) => m.where === 'shard')) hb.shards = [shard] as unknown as Record<string, unknown>;
-        return { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, 'content-type': 'application/json', ...headers }, body: encodeBody(serialize(hb, depth), headers, honest) };
+        return {
+          method: 'POST',
+          path: '/agent/v1/heartbeat',
+          headers: { ...nodeAuth, 'content-type': 'application/json', ...headers },
+          body: encodeBody(serialize(hb, depth), headers, honest),
+        };
       });
     // wait_ms keeps one character: a long-poll of up to 9 ms, or junk, never a 30 s wait.
-    const poll = fc.record({ id: segment, after: text, wait: fc.oneof(text, fc.constantFrom('0', '1', '-5', '1e20')) }).map(
-      ({ id, after, wait }): RawRequest => ({ path: `/agent/v1/nodes/${id}/assignments?after=${encodeURIComponent(after)}&wait_ms=${encodeURIComponent(wait).slice(0, 1)}`, headers: nodeAuth }),
-    );
-    const other = fc.record({ method: fc.constantFrom(...METHODS), path: fc.constantFrom('/agent/v1/heartbeat', '/agent/v1/nodes/node-a/assignments?wait_ms=0', '/agent/v1/other') }).map((r): RawRequest => ({ ...r, headers: nodeAuth }));
+    const poll = fc
+      .record({ id: segment, after: text, wait: fc.oneof(text, fc.constantFrom('0', '1', '-5', '1e20')) })
+      .map(({ id, after, wait }): RawRequest => ({
+        path: `/agent/v1/nodes/${id}/assignments?after=${encodeURIComponent(after)}&wait_ms=${encodeURIComponent(wait).slice(0, 1)}`,
+        headers: nodeAuth,
+      }));
+    const other = fc
+      .record({
+        method: fc.constantFrom(...METHODS),
+        path: fc.constantFrom('/agent/v1/heartbeat', '/agent/v1/nodes/node-a/assignments?wait_ms=0', '/agent/v1/other'),
+      })
+      .map((r): RawRequest => ({ ...r, headers: nodeAuth }));
     // An accepted heartbeat for node "fuzz" is a legitimate change; the check allows it.
     await check('agent', fc.oneof({ arbitrary: beat, weight: 6 }, { arbitrary: poll, weight: 2 }, { arbitrary: other, weight: 1 }));
   });
 
   it('dashboard forms', async () => {
     const field = fc.constantFrom('token', 'next', 'csrf', 'action', 'reason', 'confirm', '__proto__', 'constructor', 'toString');
-    const value = fc.oneof(text, fc.integer({ min: 0, max: 20_000 }).map((n) => 'x'.repeat(n)));
+    const value = fc.oneof(
+      text,
+      fc.integer({ min: 0, max: 20_000 }).map((n) => 'x'.repeat(n)),
+    );
     const gen = fc
       .record({
-        path: fc.oneof(fc.constantFrom('/login', '/'), segment.map((id) => `/nodes/${id}/state`), segment.map((id) => `/models/${id}`), segment.map((id) => `/nodes/${id}/drain`)),
+        path: fc.oneof(
+          fc.constantFrom('/login', '/'),
+          segment.map((id) => `/nodes/${id}/state`),
+          segment.map((id) => `/models/${id}`),
+          segment.map((id) => `/nodes/${id}/drain`),
+        ),
         method: fc.constantFrom('GET', 'POST', 'POST', 'POST', 'PUT', 'DELETE'),
         fields: fc.array(fc.tuple(field, value), { maxLength: 40 }),
         withSession: fc.boolean(),
@@ -179,7 +232,11 @@ describe('hostile-input properties', () => {
       .map(({ path, method, fields, withSession, withCsrf, action, headers, honest }): RawRequest => {
         const pairs = [...fields, ...(withCsrf ? [['csrf', session.csrf] as const] : []), ['action', action] as const];
         const body = pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
-        const h: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', ...headers, ...(withSession ? { cookie: session.cookie } : {}) };
+        const h: Record<string, string> = {
+          'content-type': 'application/x-www-form-urlencoded',
+          ...headers,
+          ...(withSession ? { cookie: session.cookie } : {}),
+        };
         return { method, path, headers: h, body: method === 'GET' ? undefined : encodeBody(body, h, honest) };
       });
     await check('dashboard', gen);

@@ -31,10 +31,16 @@ describe('the layer rule', () => {
       // A cycle of two folders: api/ → events/ is downward, so only its other half fails.
       at('src/api/layer-fixture.ts', "import type { EventLog } from '../events/event-log.js';\nexport type E = EventLog;\n"),
       at('src/events/layer-fixture.ts', "import type { Write } from '../api/routes.js';\nexport type W = Write;\n"),
-      at('src/gateway/layer-fixture.ts', "import { DomainError } from '../errors.js';\nimport { methodNotAllowed } from '../http/http.js';\nexport const x = [DomainError, methodNotAllowed];\n"),
+      at(
+        'src/gateway/layer-fixture.ts',
+        "import { DomainError } from '../errors.js';\nimport { methodNotAllowed } from '../http/http.js';\nexport const x = [DomainError, methodNotAllowed];\n",
+      ),
       // A folder's tests are in its layer; a low test helper is below the folders using it.
       at('src/placement/layer-fixture.test.ts', "import { liveServer } from '../../test/live-server.js';\nexport const l = liveServer;\n"),
-      at('test/layer-fixture.test.ts', "import { makeNode } from './factories.js';\nimport { startServer } from '../src/server.js';\nexport const x = [makeNode, startServer];\n"),
+      at(
+        'test/layer-fixture.test.ts',
+        "import { makeNode } from './factories.js';\nimport { startServer } from '../src/server.js';\nexport const x = [makeNode, startServer];\n",
+      ),
     ]);
     expect(up).toEqual([expect.stringContaining('src/store imports only the layers below its own (packages/server/layers.js)')]);
     expect(up?.[0]).toContain('../server.js');
@@ -64,13 +70,18 @@ describe('layers.js', () => {
     expect(listed.filter((p) => !fs.existsSync(path.join(PACKAGE, p)))).toEqual([]);
   });
 
-  it("is what the server README draws: its src/ entries, row by row, top row first", () => {
+  it('is what the server README draws: its src/ entries, row by row, top row first', () => {
     const readme = fs.readFileSync(path.join(PACKAGE, 'README.md'), 'utf8');
     const block = /The folders are layers[\s\S]*?```\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
     const drawn = block
       .trimEnd()
       .split('\n')
-      .map((line) => line.trim().split(/\s{2,}/)[0]!.split(' · '));
+      .map((line) =>
+        line
+          .trim()
+          .split(/\s{2,}/)[0]!
+          .split(' · '),
+      );
     const rows = layers
       .map((row) => row.filter((p) => p.startsWith('src/')).map((p) => `${p.slice(4)}${p.endsWith('.ts') ? '' : '/'}`))
       .filter((row) => row.length)

@@ -53,17 +53,17 @@ export function caOf(base: string): string | undefined {
 export function send(base: string, r: RawRequest): Promise<Reply> {
   const url = new URL(base);
   const ca = caOf(base);
-  const request = url.protocol === 'https:' ? (o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.request({ ...o, ...(ca ? { ca } : {}) }, cb) : http.request;
+  const request =
+    url.protocol === 'https:'
+      ? (o: https.RequestOptions, cb: (res: http.IncomingMessage) => void) => https.request({ ...o, ...(ca ? { ca } : {}) }, cb)
+      : http.request;
   return new Promise((resolve, reject) => {
-    const req = request(
-      { host: url.hostname, port: url.port, method: r.method ?? 'GET', path: r.path, headers: r.headers ?? {}, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
+    const req = request({ host: url.hostname, port: url.port, method: r.method ?? 'GET', path: r.path, headers: r.headers ?? {}, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end(r.body);
   });
@@ -79,7 +79,18 @@ export { nodeAuth };
 /** A heartbeat a real agent could send. */
 export function heartbeat(nodeId = 'node-a', extra: Record<string, unknown> = {}) {
   return {
-    report: { node_id: nodeId, hostname: nodeId, mgmt_addr: '127.0.0.1', agent_version: '0.1.0', labels: { rack: 'r1' }, memory_total_mb: 4096, cpu_cores: 4, gpus: [], fabrics: ['ethernet'], ...extra },
+    report: {
+      node_id: nodeId,
+      hostname: nodeId,
+      mgmt_addr: '127.0.0.1',
+      agent_version: '0.1.0',
+      labels: { rack: 'r1' },
+      memory_total_mb: 4096,
+      cpu_cores: 4,
+      gpus: [],
+      fabrics: ['ethernet'],
+      ...extra,
+    },
     shards: [],
   };
 }
@@ -106,7 +117,11 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   const seed = new SqliteStore(dataDir);
   await seedCredential(seed, 'node-a');
   await seed.close();
-  const running = await startServer(makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, ...connections, adminTls: tls }), parseCatalog(CATALOG, 'catalog.yaml'), log);
+  const running = await startServer(
+    makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, ...connections, adminTls: tls }),
+    parseCatalog(CATALOG, 'catalog.yaml'),
+    log,
+  );
   const admin = running.adminUrl;
   caByOrigin.set(new URL(admin).origin, tls.caPem);
   const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, ...jsonHeaders }, body: JSON.stringify(heartbeat()) });

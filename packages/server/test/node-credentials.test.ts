@@ -131,7 +131,10 @@ describe('the agent API with node credentials', () => {
 
   it('lets the join token join and nothing else', async () => {
     const hb = await srv.beat('join', { node_id: 'node-a', mgmt_addr: '10.9.9.9' });
-    expect(hb).toEqual({ status: 401, body: { error: expect.stringMatching(/^the join token only joins: .*POST \/agent\/v1\/join/), code: 'unauthenticated' } });
+    expect(hb).toEqual({
+      status: 401,
+      body: { error: expect.stringMatching(/^the join token only joins: .*POST \/agent\/v1\/join/), code: 'unauthenticated' },
+    });
     const poll = await srv.call('GET', '/agent/v1/nodes/node-a/assignments?wait_ms=0', bearer('join'));
     expect(poll.status).toBe(401);
     expect((await srv.join('node-c', 'wrong')).status).toBe(401);
@@ -142,7 +145,14 @@ describe('the agent API with node credentials', () => {
 
   it('lets a credential report and read its own node only', async () => {
     const asA = await srv.beat(b, { node_id: 'node-a', mgmt_addr: '10.9.9.9' });
-    expect(asA).toEqual({ status: 403, body: { error: 'this credential belongs to node node-b: it may report and read that node only, not "node-a"', code: 'forbidden', field: 'report.node_id' } });
+    expect(asA).toEqual({
+      status: 403,
+      body: {
+        error: 'this credential belongs to node node-b: it may report and read that node only, not "node-a"',
+        code: 'forbidden',
+        field: 'report.node_id',
+      },
+    });
     expect((await srv.call('GET', '/agent/v1/nodes/node-a/assignments?wait_ms=0', bearer(b))).status).toBe(403);
     const own = await srv.call('GET', '/agent/v1/nodes/node-b/assignments?wait_ms=0', bearer(b));
     expect(own).toEqual({ status: 200, body: expect.objectContaining({ node_id: 'node-b' }) });
@@ -157,16 +167,21 @@ describe('the agent API with node credentials', () => {
     );
     expect(again.body).not.toHaveProperty('credential');
     expect((await srv.beat(a, { node_id: 'node-a' })).status).toBe(200);
-    expect(JSON.stringify((await srv.admin('GET', '/nodes')).body).replace(/"last_seen_s":\d+,?/g, '')).toBe(JSON.stringify(before.body).replace(/"last_seen_s":\d+,?/g, ''));
+    expect(JSON.stringify((await srv.admin('GET', '/nodes')).body).replace(/"last_seen_s":\d+,?/g, '')).toBe(
+      JSON.stringify(before.body).replace(/"last_seen_s":\d+,?/g, ''),
+    );
   });
 
   it('deletes a node only with --force while it holds replicas, freeing its id and credential', async () => {
-    const placed = async () => ((await srv.admin('GET', '/replicas')).body as unknown as { shards: { node: string }[] }[]).flatMap((r) => r.shards.map((s) => s.node));
+    const placed = async () =>
+      ((await srv.admin('GET', '/replicas')).body as unknown as { shards: { node: string }[] }[]).flatMap((r) => r.shards.map((s) => s.node));
     for (let i = 0; i < 50 && (await placed()).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     const holder = (await placed())[0]!;
     const refused = await srv.admin('DELETE', `/nodes/${holder}`);
     expect(refused.status).toBe(409);
-    expect(refused.body.error).toMatch(new RegExp(`^node ${holder} holds 1 replica\\(s\\) \\(.+\\): drain it first \\(ctl drain ${holder}\\), or delete it with --force`));
+    expect(refused.body.error).toMatch(
+      new RegExp(`^node ${holder} holds 1 replica\\(s\\) \\(.+\\): drain it first \\(ctl drain ${holder}\\), or delete it with --force`),
+    );
     expect(await srv.admin('DELETE', `/nodes/${holder}?force=true`)).toEqual({ status: 200, body: { id: holder, deleted: true, replicas_dropped: 1 } });
     expect((await srv.beat(holder === 'node-a' ? a : b, { node_id: holder })).body.error).toMatch(/^unknown node credential/);
     expect((await srv.join(holder)).status).toBe(200);
@@ -188,11 +203,15 @@ describe('membership', () => {
       const node = ((await srv.admin('GET', '/nodes')).body as unknown as { id: string; state: string }[])[0];
       expect(node).toMatchObject({ id: 'big', state: 'pending-approval' });
       const uncordon = await srv.call('POST', '/api/v1/nodes/big/state', bearer('admin'), { state: 'uncordon' });
-      expect(uncordon).toEqual({ status: 409, body: { error: 'node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big', code: 'conflict' } });
+      expect(uncordon).toEqual({
+        status: 409,
+        body: { error: 'node big is waiting for approval: approve it with ctl nodes approve big, or remove it with ctl nodes delete big', code: 'conflict' },
+      });
       expect(await srv.admin('POST', '/nodes/big/approve')).toEqual({ status: 200, body: { id: 'big', state: 'ready' } });
       expect((await srv.admin('POST', '/nodes/big/approve')).status).toBe(409);
       expect(await srv.adminEvents()).toEqual([['node-approve', 'approved by "admin token"']]);
-      for (let i = 0; i < 50 && ((await srv.admin('GET', '/replicas')).body as unknown as unknown[]).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 50 && ((await srv.admin('GET', '/replicas')).body as unknown as unknown[]).length === 0; i++)
+        await new Promise((r) => setTimeout(r, 100));
       expect((await srv.admin('GET', '/replicas')).body).toEqual([expect.objectContaining({ shards: [expect.objectContaining({ node: 'big' })] })]);
     } finally {
       await srv.s.close();
@@ -231,4 +250,3 @@ describe('membership', () => {
     }
   });
 });
-

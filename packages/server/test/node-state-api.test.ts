@@ -12,10 +12,18 @@ afterAll(async () => {
 });
 
 const state = async (body: Record<string, unknown>) => {
-  const r = await send(live.admin, { method: 'POST', path: '/api/v1/nodes/node-a/state', headers: { ...adminAuth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await send(live.admin, {
+    method: 'POST',
+    path: '/api/v1/nodes/node-a/state',
+    headers: { ...adminAuth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, body: JSON.parse(r.body) as unknown };
 };
-const nodeA = async () => ((JSON.parse((await send(live.admin, { path: '/api/v1/nodes', headers: adminAuth })).body) as { id: string; state: string; state_reason?: string }[]).find((n) => n.id === 'node-a'));
+const nodeA = async () =>
+  (JSON.parse((await send(live.admin, { path: '/api/v1/nodes', headers: adminAuth })).body) as { id: string; state: string; state_reason?: string }[]).find(
+    (n) => n.id === 'node-a',
+  );
 
 describe('node state, asked for again', () => {
   it('a second cordon without a reason keeps the first one and says the node was already cordoned', async () => {

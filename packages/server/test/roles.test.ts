@@ -12,8 +12,11 @@ afterAll(async () => {
   await live.close();
 });
 
-
-async function create(role: string, name = `${role}-1`, auth: Record<string, string> = adminAuth): Promise<{ status: number; secret: string; id: string; body: string }> {
+async function create(
+  role: string,
+  name = `${role}-1`,
+  auth: Record<string, string> = adminAuth,
+): Promise<{ status: number; secret: string; id: string; body: string }> {
   const r = await send(live.admin, { method: 'POST', path: '/api/v1/tokens', headers: { ...auth, ...jsonHeaders }, body: JSON.stringify({ name, role }) });
   const b = (r.status === 201 ? JSON.parse(r.body) : {}) as { secret?: string; token?: { id: string } };
   return { status: r.status, secret: b.secret ?? '', id: b.token?.id ?? '', body: r.body };
@@ -47,7 +50,10 @@ describe('tokens with roles', () => {
     expect(scrape.body).toContain('llmgw_');
     const nodes = await send(live.admin, { path: '/api/v1/nodes', headers: bearer(metrics.secret) });
     expect(nodes.status).toBe(403);
-    expect(JSON.parse(nodes.body)).toEqual({ error: 'metrics token "metrics-1" may only scrape /metrics; GET /api/v1/nodes needs an admin token (ctl tokens create --role admin)', code: 'forbidden' });
+    expect(JSON.parse(nodes.body)).toEqual({
+      error: 'metrics token "metrics-1" may only scrape /metrics; GET /api/v1/nodes needs an admin token (ctl tokens create --role admin)',
+      code: 'forbidden',
+    });
     expect((await send(live.admin, { path: '/metrics' })).status).toBe(401);
   });
 
@@ -71,7 +77,12 @@ describe('tokens with roles', () => {
     db.close();
     expect(rows).toContain('listed');
     expect(rows).not.toContain(t.secret);
-    const bad = await send(live.admin, { method: 'POST', path: '/api/v1/tokens', headers: { ...adminAuth, ...jsonHeaders }, body: '{"name":"x","role":"root"}' });
+    const bad = await send(live.admin, {
+      method: 'POST',
+      path: '/api/v1/tokens',
+      headers: { ...adminAuth, ...jsonHeaders },
+      body: '{"name":"x","role":"root"}',
+    });
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body)).toMatchObject({ field: 'role' });
   });

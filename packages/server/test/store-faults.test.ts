@@ -38,7 +38,11 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Pro
 }
 const api = (p: string, init: RequestInit = {}) => fetch(`${server.adminUrl}${p}`, { ...init, headers: { ...ADMIN, ...(init.headers as object) } });
 const heartbeat = (shards: unknown[] = []) =>
-  fetch(`${server.adminUrl}/agent/v1/heartbeat`, { method: 'POST', headers: NODE, body: JSON.stringify({ report: makeReport({ node_id: 'n1', mgmt_addr: '127.0.0.1' }), shards }) });
+  fetch(`${server.adminUrl}/agent/v1/heartbeat`, {
+    method: 'POST',
+    headers: NODE,
+    body: JSON.stringify({ report: makeReport({ node_id: 'n1', mgmt_addr: '127.0.0.1' }), shards }),
+  });
 async function complete(): Promise<number> {
   const res = await fetch(`${server.clientUrl}/v1/chat/completions`, {
     method: 'POST',
@@ -66,7 +70,13 @@ beforeAll(async () => {
   await seedCredential(store, 'n1');
   server = await startServer(
     makeServerSettings(dir, {
-      notReadyAfterMs: 60_000, lostAfterMs: 600_000, reconcileIntervalMs: 200, upstreamTimeoutMs: 10_000, keepAliveMs: 5000, drainTimeoutMs: 10_000, coldStartTimeoutMs: 5000,
+      notReadyAfterMs: 60_000,
+      lostAfterMs: 600_000,
+      reconcileIntervalMs: 200,
+      upstreamTimeoutMs: 10_000,
+      keepAliveMs: 5000,
+      drainTimeoutMs: 10_000,
+      coldStartTimeoutMs: 5000,
     }),
     catalog,
     pino({ level: 'silent' }),
@@ -104,11 +114,16 @@ describe('a store that fails', () => {
     expect([key.status, await key.json()]).toEqual([503, { error: 'store unavailable: ENOSPC: no space left on device, write', code: 'store_unavailable' }]);
     const cordon = await api('/api/v1/nodes/n1/state', { method: 'POST', body: JSON.stringify({ state: 'cordon', reason: 'x' }) });
     expect(cordon.status).toBe(503);
-    expect((await (await fetch(`${server.adminUrl}/api/v1/keys/app`, { method: 'DELETE', headers: ADMIN })).json()) as object).toEqual({ error: expect.stringMatching(/^store unavailable: ENOSPC/), code: 'store_unavailable' });
+    expect((await (await fetch(`${server.adminUrl}/api/v1/keys/app`, { method: 'DELETE', headers: ADMIN })).json()) as object).toEqual({
+      error: expect.stringMatching(/^store unavailable: ENOSPC/),
+      code: 'store_unavailable',
+    });
     // Reads and the gateway keep working, from memory.
     const nodes = (await (await api('/api/v1/nodes')).json()) as { id: string; state: string }[];
     expect(nodes.map((n) => [n.id, n.state])).toEqual([['n1', 'ready']]);
-    expect(((await (await api('/api/v1/keys')).json()) as { name: string; revoked_at?: string }[]).map((k) => [k.name, k.revoked_at])).toEqual([['app', undefined]]);
+    expect(((await (await api('/api/v1/keys')).json()) as { name: string; revoked_at?: string }[]).map((k) => [k.name, k.revoked_at])).toEqual([
+      ['app', undefined],
+    ]);
     for (let i = 0; i < 7; i++) expect(await complete()).toBe(200);
     expect((await heartbeat()).status).toBe(200);
     expect(await server.keys.flushUsage()).toBe(false);
@@ -133,7 +148,15 @@ describe('a store that fails', () => {
     store.fault = undefined;
     await until('healthy again', async () => (await health(server.adminUrl)).status === 'ok');
     await until('usage written', async () => (await storedUsage())[0]?.requests === served);
-    expect(await storedUsage()).toEqual([expect.objectContaining({ keyName: 'app', requests: served, errors: 0, promptTokens: served * USAGE.prompt_tokens, completionTokens: served * USAGE.completion_tokens })]);
+    expect(await storedUsage()).toEqual([
+      expect.objectContaining({
+        keyName: 'app',
+        requests: served,
+        errors: 0,
+        promptTokens: served * USAGE.prompt_tokens,
+        completionTokens: served * USAGE.completion_tokens,
+      }),
+    ]);
     expect(await health(server.clientUrl)).toEqual({ status: 'ok' });
     expect(await (await api('/metrics')).text()).toMatch(/^llmgw_store_up 1$/m);
     expect((await api('/api/v1/nodes/n1/state', { method: 'POST', body: JSON.stringify({ state: 'cordon', reason: 'x' }) })).status).toBe(200);

@@ -115,8 +115,5 @@ export const ModelSchema = Type.Object(
 );
 export type Model = Static<typeof ModelSchema>;
 
-export const CatalogSchema = Type.Object(
-  { models: Type.Array(ModelSchema) },
-  { additionalProperties: false },
-);
+export const CatalogSchema = Type.Object({ models: Type.Array(ModelSchema) }, { additionalProperties: false });
 export type Catalog = Static<typeof CatalogSchema>;

@@ -6,13 +6,17 @@ describe('URL redaction (issue 27: passwords and signatures in source URLs were 
     expect(redactUrl('https://bob:hunter2@files.example/m/q4.gguf?X-Amz-Signature=abc&X-Amz-Credential=AKIA&part=1')).toBe(
       'https://***:***@files.example/m/q4.gguf?X-Amz-Signature=***&X-Amz-Credential=***&part=1',
     );
-    expect(redactUrl('https://acct.blob.core.windows.net/c/m.gguf?sv=2024&sig=Zm9v&se=2026')).toBe('https://acct.blob.core.windows.net/c/m.gguf?sv=***&sig=***&se=***');
+    expect(redactUrl('https://acct.blob.core.windows.net/c/m.gguf?sv=2024&sig=Zm9v&se=2026')).toBe(
+      'https://acct.blob.core.windows.net/c/m.gguf?sv=***&sig=***&se=***',
+    );
     expect(redactUrl('https://files.example/m.gguf?token=t0k3n')).toBe('https://files.example/m.gguf?token=***');
     expect(redactUrl('Qwen/Qwen2.5-7B')).toBe('Qwen/Qwen2.5-7B');
   });
 
   it('finds URLs inside messages', () => {
-    expect(redactUrls('cannot fetch https://u:p@h.example/f?sig=s: ECONNRESET (3 tries)')).toBe('cannot fetch https://***:***@h.example/f?sig=***: ECONNRESET (3 tries)');
+    expect(redactUrls('cannot fetch https://u:p@h.example/f?sig=s: ECONNRESET (3 tries)')).toBe(
+      'cannot fetch https://***:***@h.example/f?sig=***: ECONNRESET (3 tries)',
+    );
   });
 
   it('shows a viewer only the scheme and host of a URL source', () => {

@@ -9,9 +9,20 @@ export const REDACTED = '***';
  */
 export const LOG_REDACT = {
   paths: [
-    'api_key', '*.api_key', '*.*.api_key', '*[*].api_key', '*.*[*].api_key',
-    'apiKey', '*.apiKey', '*.*.apiKey', '*[*].apiKey',
-    'secret', '*.secret', 'authorization', '*.authorization', '*.headers.authorization',
+    'api_key',
+    '*.api_key',
+    '*.*.api_key',
+    '*[*].api_key',
+    '*.*[*].api_key',
+    'apiKey',
+    '*.apiKey',
+    '*.*.apiKey',
+    '*[*].apiKey',
+    'secret',
+    '*.secret',
+    'authorization',
+    '*.authorization',
+    '*.headers.authorization',
   ],
   censor: REDACTED,
 };

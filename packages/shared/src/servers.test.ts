@@ -70,7 +70,10 @@ describe('withFailover', () => {
       }
       return url;
     };
-    const both = Promise.all([withFailover(r, attempt, retryable, (f, t) => moves.push(`${f}->${t}`)), withFailover(r, attempt, retryable, (f, t) => moves.push(`${f}->${t}`))]);
+    const both = Promise.all([
+      withFailover(r, attempt, retryable, (f, t) => moves.push(`${f}->${t}`)),
+      withFailover(r, attempt, retryable, (f, t) => moves.push(`${f}->${t}`)),
+    ]);
     release();
     expect(await both).toEqual(['b', 'b']);
     expect(moves).toEqual(['a->b']);

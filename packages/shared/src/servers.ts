@@ -89,7 +89,12 @@ export type OnMove = (from: string, to: string, err: unknown) => void;
  * is retryable only when it is safe to repeat: the caller decides (a GET always, a write
  * only when it was never sent).
  */
-export async function withFailover<T>(rotation: ServerRotation, attempt: (url: string) => Promise<T>, retryable: (err: unknown) => boolean, onMove?: OnMove): Promise<T> {
+export async function withFailover<T>(
+  rotation: ServerRotation,
+  attempt: (url: string) => Promise<T>,
+  retryable: (err: unknown) => boolean,
+  onMove?: OnMove,
+): Promise<T> {
   let url = rotation.current;
   for (let tries = 1; ; tries++) {
     try {

@@ -106,11 +106,21 @@ export function isMeasured(s: Setting): s is MeasuredSetting {
 }
 
 const PLACEHOLDERS: Record<Unit, string> = { seconds: 'seconds', count: 'n', bytes: 'bytes', tokens: 'tokens', fraction: '0..1' };
-const WHAT: Record<Unit, string> = { seconds: 'a number of seconds', count: 'a whole number', bytes: 'a whole number of bytes', tokens: 'a whole number of tokens', fraction: 'a fraction' };
+const WHAT: Record<Unit, string> = {
+  seconds: 'a number of seconds',
+  count: 'a whole number',
+  bytes: 'a whole number of bytes',
+  tokens: 'a whole number of tokens',
+  fraction: 'a fraction',
+};
 
 /** `a number of seconds > 0`: what a measured setting must be, for its message. */
 export function describeBounds(s: MeasuredSetting): string {
-  const bounds = [...(s.above !== undefined ? [`> ${s.above}`] : []), ...(s.atLeast !== undefined ? [`>= ${s.atLeast}`] : []), ...(s.atMost !== undefined ? [`<= ${s.atMost}`] : [])];
+  const bounds = [
+    ...(s.above !== undefined ? [`> ${s.above}`] : []),
+    ...(s.atLeast !== undefined ? [`>= ${s.atLeast}`] : []),
+    ...(s.atMost !== undefined ? [`<= ${s.atMost}`] : []),
+  ];
   return `${WHAT[s.unit]} ${bounds.join(' and ')}`;
 }
 
@@ -140,7 +150,15 @@ export function settingOption(cmd: SettingsCommand, s: Setting, help: string = s
     case 'list': {
       const o = cmd
         .createOption(`${s.flag} <${s.placeholder}>`, help)
-        .argParser((v, previous) => [...previous, ...(s.commas ? v.split(',').map((p) => p.trim()).filter(Boolean) : [v])])
+        .argParser((v, previous) => [
+          ...previous,
+          ...(s.commas
+            ? v
+                .split(',')
+                .map((p) => p.trim())
+                .filter(Boolean)
+            : [v]),
+        ])
         .default([]);
       return s.env === false ? o : o.env(envOf(s.flag));
     }
@@ -151,10 +169,7 @@ export function settingOption(cmd: SettingsCommand, s: Setting, help: string = s
     }
     default: {
       const mib = s.unit === 'bytes' && s.default % 2 ** 20 === 0 ? ` (${s.default / 2 ** 20} MiB)` : '';
-      return cmd
-        .createOption(`${s.flag} <${PLACEHOLDERS[s.unit]}>`, help)
-        .env(envOf(s.flag))
-        .default(String(s.default), `${s.default}${mib}`);
+      return cmd.createOption(`${s.flag} <${PLACEHOLDERS[s.unit]}>`, help).env(envOf(s.flag)).default(String(s.default), `${s.default}${mib}`);
     }
   }
 }

@@ -24,7 +24,9 @@ export function tlsFailureHint(code: string | undefined, server: string, caFlag:
       return `the server's certificate is not valid now (${code}): check both clocks; restarting llmgw-server reissues its generated certificate`;
     case 'ECONNRESET':
       // A TLS listener drops a plain HTTP request without an answer.
-      return server.startsWith('http:') ? `${server} closed the connection (ECONNRESET): llmgw-server serves https:// unless started with --insecure-http; try ${server.replace(/^http:/, 'https:')}` : undefined;
+      return server.startsWith('http:')
+        ? `${server} closed the connection (ECONNRESET): llmgw-server serves https:// unless started with --insecure-http; try ${server.replace(/^http:/, 'https:')}`
+        : undefined;
     case 'EPROTO':
     case 'ERR_SSL_WRONG_VERSION_NUMBER':
       return `${server} does not speak TLS (${code}): use http:// only for a server started with --insecure-http`;

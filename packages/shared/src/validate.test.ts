@@ -73,7 +73,11 @@ describe('validateAll', () => {
   it('reports every broken field, once each, with the options of a union', () => {
     const r = validateAll(CatalogSchema, catalog(profile({ engine: 'vlm', gpus: 'x' }), profile({ min_memroy_gb: 3, name: '-' + 'a'.repeat(300) })));
     expect(!r.ok && r.errors).toEqual([
-      { field: 'models[0].profiles[0].engine', message: 'must be one of vllm, sglang, llama.cpp, node-llama-cpp, command', options: ['vllm', 'sglang', 'llama.cpp', 'node-llama-cpp', 'command'] },
+      {
+        field: 'models[0].profiles[0].engine',
+        message: 'must be one of vllm, sglang, llama.cpp, node-llama-cpp, command',
+        options: ['vllm', 'sglang', 'llama.cpp', 'node-llama-cpp', 'command'],
+      },
       { field: 'models[0].profiles[0].gpus', message: 'must be integer' },
       { field: 'models[0].profiles[1].min_memroy_gb', message: 'is not a known field' },
       { field: 'models[0].profiles[1].name', message: 'must NOT have more than 200 characters' },

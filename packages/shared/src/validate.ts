@@ -121,7 +121,11 @@ export function formatFailure(f: ValidationFailure): string {
  * Like `validate`, but every failure, one per field, in the order ajv finds them; for
  * inputs a person wrote (the catalog), where fixing one typo per try wastes their time.
  */
-export function validateAll<S extends TSchema>(schema: S, data: unknown, root = ''): { ok: true; value: Static<S> } | { ok: false; errors: ValidationFailure[] } {
+export function validateAll<S extends TSchema>(
+  schema: S,
+  data: unknown,
+  root = '',
+): { ok: true; value: Static<S> } | { ok: false; errors: ValidationFailure[] } {
   const fn = compiledBy(ajvAll, compiledAll, schema);
   if (fn(data)) return { ok: true, value: data as Static<S> };
   const errs = fn.errors ?? [];

@@ -104,7 +104,6 @@ export const ModelViewSchema = Type.Object({
 });
 export type ModelView = Static<typeof ModelViewSchema>;
 
-
 export const RolloutViewSchema = Type.Object({
   model: Type.String(),
   /** The catalog's revision of the model now. */

@@ -208,7 +208,14 @@ export class ScriptedBackend implements InferenceBackend {
     if (!stream) {
       if (!(await this.tokenPause(r, completionTokens))) return this.cancelled(r, base.id, 0, completionTokens);
       r.note = `${completionTokens} tokens`;
-      return r.json(200, openai.textCompletion(base, plans.map((p, index) => openai.completionChoice(index, p.tokens.join(''), p.finishReason)), total));
+      return r.json(
+        200,
+        openai.textCompletion(
+          base,
+          plans.map((p, index) => openai.completionChoice(index, p.tokens.join(''), p.finishReason)),
+          total,
+        ),
+      );
     }
 
     const events = this.stream(r);

@@ -8,7 +8,8 @@ const con: EngineConsole = new EngineConsole('llmgw-test-engine');
 function serve(options: EngineOptions): void {
   const engine = createEngineServer(options, {
     log: (line) => con.out(line),
-    onCrash: (n) => con.fatal(`--crash-after ${options.crashAfter ?? ''} reached at inference request ${n}; exiting with code ${CRASH_EXIT_CODE}`, CRASH_EXIT_CODE),
+    onCrash: (n) =>
+      con.fatal(`--crash-after ${options.crashAfter ?? ''} reached at inference request ${n}; exiting with code ${CRASH_EXIT_CODE}`, CRASH_EXIT_CODE),
   });
   const { server } = engine;
   const ready = (): void => {
@@ -33,6 +34,7 @@ function serve(options: EngineOptions): void {
 export function runTestEngineCli(argv: readonly string[]): void {
   const options = con.options(parseEngineArgs(argv), HELP_TEXT);
   if (options === null) return;
-  if (options.exitImmediately !== null) con.fatal(`cannot load model ${options.model} (--exit-immediately ${options.exitImmediately})`, options.exitImmediately);
+  if (options.exitImmediately !== null)
+    con.fatal(`cannot load model ${options.model} (--exit-immediately ${options.exitImmediately})`, options.exitImmediately);
   serve(options);
 }

@@ -27,13 +27,21 @@ async function engine(fault: Fault, extra: string[] = []): Promise<string> {
 const chat = (url: string, stream: boolean, signal?: AbortSignal) =>
   fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
-    body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'one two' }], stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }),
+    body: JSON.stringify({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'one two' }],
+      stream,
+      ...(stream ? { stream_options: { include_usage: true } } : {}),
+    }),
     ...(signal ? { signal } : {}),
   });
 
 describe('--fault', () => {
   it('refuses an unknown kind', () => {
-    expect(parseEngineArgs(['--port', '0', '--model', 'tiny', '--fault', 'nope'])).toEqual({ kind: 'error', message: `--fault must be one of ${FAULTS.join(', ')}, got 'nope'` });
+    expect(parseEngineArgs(['--port', '0', '--model', 'tiny', '--fault', 'nope'])).toEqual({
+      kind: 'error',
+      message: `--fault must be one of ${FAULTS.join(', ')}, got 'nope'`,
+    });
   });
 
   it.each([
@@ -66,7 +74,10 @@ describe('--fault', () => {
     const res = await chat(url, true, ac.signal);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const reader = res.body!.getReader();
-    const next = reader.read().then(() => 'data', () => 'aborted');
+    const next = reader.read().then(
+      () => 'data',
+      () => 'aborted',
+    );
     const waited = await Promise.race([next, new Promise((r) => setTimeout(() => r('silent'), 200))]);
     expect(waited).toBe('silent');
     ac.abort();

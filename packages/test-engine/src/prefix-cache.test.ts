@@ -73,13 +73,24 @@ describe('PrefillQueue', () => {
     const queue = new PrefillQueue(10_000, w.wait);
     const order: string[] = [];
     const never = new AbortController().signal;
-    const first = queue.run(never, () => (order.push('start 1'), 2000), () => order.push('done 1'));
-    const second = queue.run(never, () => (order.push('start 2'), 500), () => order.push('done 2'));
+    const first = queue.run(
+      never,
+      () => (order.push('start 1'), 2000),
+      () => order.push('done 1'),
+    );
+    const second = queue.run(
+      never,
+      () => (order.push('start 2'), 500),
+      () => order.push('done 2'),
+    );
     await tick();
     expect([order, w.asked]).toEqual([['start 1'], [200]]);
     w.finish();
     await tick();
-    expect([order, w.asked]).toEqual([['start 1', 'done 1', 'start 2'], [200, 50]]);
+    expect([order, w.asked]).toEqual([
+      ['start 1', 'done 1', 'start 2'],
+      [200, 50],
+    ]);
     w.finish();
     await expect(Promise.all([first, second])).resolves.toEqual([true, true]);
     expect(order).toEqual(['start 1', 'done 1', 'start 2', 'done 2']);
@@ -91,9 +102,21 @@ describe('PrefillQueue', () => {
     const order: string[] = [];
     const never = new AbortController().signal;
     const gone = new AbortController();
-    const first = queue.run(never, () => (order.push('start 1'), 10), () => order.push('done 1'));
-    const left = queue.run(gone.signal, () => (order.push('start 2'), 10), () => order.push('done 2'));
-    const third = queue.run(never, () => (order.push('start 3'), 10), () => order.push('done 3'));
+    const first = queue.run(
+      never,
+      () => (order.push('start 1'), 10),
+      () => order.push('done 1'),
+    );
+    const left = queue.run(
+      gone.signal,
+      () => (order.push('start 2'), 10),
+      () => order.push('done 2'),
+    );
+    const third = queue.run(
+      never,
+      () => (order.push('start 3'), 10),
+      () => order.push('done 3'),
+    );
     gone.abort();
     await expect(left).resolves.toBe(false);
     await tick();
@@ -110,7 +133,13 @@ describe('PrefillQueue', () => {
     const w = manualWait();
     const queue = new PrefillQueue(0, w.wait);
     let done = 0;
-    await expect(queue.run(new AbortController().signal, () => 5000, () => done++)).resolves.toBe(true);
+    await expect(
+      queue.run(
+        new AbortController().signal,
+        () => 5000,
+        () => done++,
+      ),
+    ).resolves.toBe(true);
     expect([done, w.asked]).toEqual([1, []]);
   });
 });

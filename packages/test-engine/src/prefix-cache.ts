@@ -36,7 +36,11 @@ export class PrefixCache {
     let previous = '';
     for (let end = this.blockTokens; end <= tokens.length; end += this.blockTokens) {
       // NUL cannot occur in a token (tokens are words, split on whitespace, or role-tagged words).
-      previous = createHash('sha1').update(previous).update('\0').update(tokens.slice(end - this.blockTokens, end).join('\0')).digest('base64');
+      previous = createHash('sha1')
+        .update(previous)
+        .update('\0')
+        .update(tokens.slice(end - this.blockTokens, end).join('\0'))
+        .digest('base64');
       names.push(previous);
     }
     return names;

@@ -284,12 +284,7 @@ describe('llmgw-test-engine', () => {
   it('stops generating when the client disconnects', async () => {
     const engine = await start(['--token-delay-ms', '150']);
     const abort = new AbortController();
-    const res = await post(
-      `${engine.url}/v1/chat/completions`,
-      chatBody({ stream: true, max_tokens: 100, ignore_eos: true }),
-      {},
-      abort.signal,
-    );
+    const res = await post(`${engine.url}/v1/chat/completions`, chatBody({ stream: true, max_tokens: 100, ignore_eos: true }), {}, abort.signal);
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain('"role":"assistant"');

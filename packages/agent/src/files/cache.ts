@@ -99,7 +99,8 @@ export class ModelCache {
       total -= e.size_bytes;
       this.log.info({ sha256: key, source: e.source, size_bytes: e.size_bytes }, 'evicted a model file no shard uses (--model-cache-max)');
     }
-    if (total > this.maxBytes) this.log.warn({ total_bytes: total, max_bytes: this.maxBytes }, 'the model cache is over --model-cache-max: the files left are in use');
+    if (total > this.maxBytes)
+      this.log.warn({ total_bytes: total, max_bytes: this.maxBytes }, 'the model cache is over --model-cache-max: the files left are in use');
     this.save();
   }
 
@@ -118,7 +119,8 @@ export class ModelCache {
     try {
       raw = JSON.parse(fs.readFileSync(this.indexFile(), 'utf8'));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ file: this.indexFile(), err: (err as Error).message }, 'ignoring an unreadable model cache index');
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.log.warn({ file: this.indexFile(), err: (err as Error).message }, 'ignoring an unreadable model cache index');
       return new Map();
     }
     const out = new Map<string, Entry>();
@@ -129,7 +131,8 @@ export class ModelCache {
       const e = v as Partial<Entry>;
       // The entries go into every report as they are: one the server's schema refuses
       // (a fraction, a negative size, a time no Date holds) would get every heartbeat refused.
-      if (!HEX64.test(key) || typeof e.source !== 'string' || !e.source || !isCount(e.size_bytes) || !isCount(e.last_used_ms) || e.last_used_ms > MAX_DATE_MS) continue;
+      if (!HEX64.test(key) || typeof e.source !== 'string' || !e.source || !isCount(e.size_bytes) || !isCount(e.last_used_ms) || e.last_used_ms > MAX_DATE_MS)
+        continue;
       if (!fs.existsSync(this.pathOf(key))) continue;
       out.set(key, { source: e.source, size_bytes: e.size_bytes, last_used_ms: e.last_used_ms });
     }

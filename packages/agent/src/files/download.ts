@@ -44,7 +44,9 @@ export class ChecksumMismatch extends Error {
     readonly expected: string,
     readonly actual: string,
   ) {
-    super(`${url} has SHA-256 ${actual}, but the catalog expects ${expected}: the file was deleted and is not served; fix the sha256 in the catalog or the file at its source`);
+    super(
+      `${url} has SHA-256 ${actual}, but the catalog expects ${expected}: the file was deleted and is not served; fix the sha256 in the catalog or the file at its source`,
+    );
   }
 }
 
@@ -70,7 +72,8 @@ export async function download(r: DownloadRequest): Promise<void> {
     } catch (err) {
       if (err instanceof FetchRefused || r.signal?.aborted) throw err;
       if (sizeOf(r.partial) > before) idle = 0;
-      if (++idle >= attempts) throw new Error(`cannot fetch ${redactUrl(url)}: ${redactUrls((err as Error).message)} (${attempts} tries without progress)`, { cause: err });
+      if (++idle >= attempts)
+        throw new Error(`cannot fetch ${redactUrl(url)}: ${redactUrls((err as Error).message)} (${attempts} tries without progress)`, { cause: err });
       const next = r.moveOn?.(url, err);
       if (next !== undefined) url = next;
       // The first try elsewhere follows at once; when every address keeps failing, the pauses hold.
@@ -117,7 +120,8 @@ async function transfer(r: DownloadRequest): Promise<boolean> {
   if (res.statusCode >= 400) {
     stream.destroy();
     const why = `${res.statusCode} ${res.statusMessage ?? ''}`.trim();
-    if (res.statusCode < 500 && res.statusCode !== 408 && res.statusCode !== 429) throw new FetchRefused(`cannot fetch ${r.url}: the file server answered ${why}`);
+    if (res.statusCode < 500 && res.statusCode !== 408 && res.statusCode !== 429)
+      throw new FetchRefused(`cannot fetch ${r.url}: the file server answered ${why}`);
     throw new HTTPError(res);
   }
   if (res.statusCode !== 206) have = 0; // a whole answer: whatever was there is replaced
@@ -151,7 +155,11 @@ async function transfer(r: DownloadRequest): Promise<boolean> {
 }
 
 /** Removes `given` from a redirected request's headers once it leaves `host`. */
-function dropHeadersOffHost(o: { url?: string | URL | undefined; headers: Record<string, unknown> }, host: string, given: Record<string, string> | undefined): void {
+function dropHeadersOffHost(
+  o: { url?: string | URL | undefined; headers: Record<string, unknown> },
+  host: string,
+  given: Record<string, string> | undefined,
+): void {
   const to = o.url instanceof URL ? o.url : new URL(String(o.url));
   if (to.host === host || !given) return;
   for (const name of Object.keys(given)) delete o.headers[name.toLowerCase()];

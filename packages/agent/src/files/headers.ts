@@ -14,7 +14,8 @@ export function parseSourceHeaders(values: readonly string[], readFile: (f: stri
   const out: SourceHeaders = new Map();
   for (const v of values) {
     const m = /^([^=\s]+)=([!#$%&'*+.^_`|~0-9A-Za-z-]+):\s*(.*)$/.exec(v);
-    if (!m?.[1] || !m[2] || m[3] === undefined) throw new Error(`invalid --source-header "${shown(v)}": want HOST=Name: value, e.g. models.example.com=Authorization: @/etc/llmgw/models-token`);
+    if (!m?.[1] || !m[2] || m[3] === undefined)
+      throw new Error(`invalid --source-header "${shown(v)}": want HOST=Name: value, e.g. models.example.com=Authorization: @/etc/llmgw/models-token`);
     let value = m[3].trim();
     if (value.startsWith('@')) {
       const file = value.slice(1);

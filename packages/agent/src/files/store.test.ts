@@ -180,14 +180,18 @@ describe('ModelFiles', () => {
 
   it('refuses a digest that is not hex before it names a path', async () => {
     const dir = tmp();
-    const err = await files(dir).ensure({ url: 'http://127.0.0.1:1/x', sha256: '../'.repeat(21) + 'x' }).catch((e: unknown) => e);
+    const err = await files(dir)
+      .ensure({ url: 'http://127.0.0.1:1/x', sha256: '../'.repeat(21) + 'x' })
+      .catch((e: unknown) => e);
     expect(isUnrunnable(err)).toBe(true);
     expect((err as Error).message).toMatch(/is not 64 hex digits/);
     expect(fs.readdirSync(dir).sort()).toEqual(['partial', 'sha256']);
   });
 
   it('rejects a source that is not a URL as unrunnable', async () => {
-    const err = await files(tmp()).ensure({ url: 'ftp://x/y', sha256: '0'.repeat(64) }).catch((e: unknown) => e);
+    const err = await files(tmp())
+      .ensure({ url: 'ftp://x/y', sha256: '0'.repeat(64) })
+      .catch((e: unknown) => e);
     expect(isUnrunnable(err)).toBe(true);
     expect((err as Error).message).toMatch(/want an http\(s\):\/\/ or llmgw:\/\/ source/);
   });
@@ -205,7 +209,17 @@ describe('ModelCache eviction (--model-cache-max)', () => {
     await f.ensure({ url: srvs[1]!.url, sha256: b });
     inUse.add(a); // the older one is in use: the newer idle one must go instead
     await f.ensure({ url: srvs[2]!.url, sha256: c });
-    expect(f.list().map((x) => [x.sha256, x.in_use]).sort()).toEqual([[a, true], [c, false]].sort());
+    expect(
+      f
+        .list()
+        .map((x) => [x.sha256, x.in_use])
+        .sort(),
+    ).toEqual(
+      [
+        [a, true],
+        [c, false],
+      ].sort(),
+    );
   });
 
   it('ignores a broken index (the files are fetched again)', () => {

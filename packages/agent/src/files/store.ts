@@ -74,7 +74,8 @@ export class ModelFiles implements FileSource {
 
   ensure(file: WantedFile, signal?: AbortSignal): Promise<string> {
     // The digest names a path in the cache: nothing but hex may reach it.
-    if (!/^[0-9a-fA-F]{64}$/.test(file.sha256)) return Promise.reject(new UnusableSource(`cannot fetch ${file.url}: sha256 "${file.sha256}" is not 64 hex digits`));
+    if (!/^[0-9a-fA-F]{64}$/.test(file.sha256))
+      return Promise.reject(new UnusableSource(`cannot fetch ${file.url}: sha256 "${file.sha256}" is not 64 hex digits`));
     const key = file.sha256.toLowerCase();
     const cached = this.o.cache.use(key);
     if (cached) return Promise.resolve(cached);
@@ -146,7 +147,8 @@ export class ModelFiles implements FileSource {
         },
       });
     } catch (err) {
-      if (f.abort.signal.aborted) this.o.log.info({ url: redactUrl(file.url), sha256: key, bytes: f.progress?.done }, 'stopped fetching a model file no shard wants any more');
+      if (f.abort.signal.aborted)
+        this.o.log.info({ url: redactUrl(file.url), sha256: key, bytes: f.progress?.done }, 'stopped fetching a model file no shard wants any more');
       else this.o.log.error({ url: redactUrl(file.url), sha256: key }, redactUrls((err as Error).message));
       throw err;
     }
@@ -181,8 +183,15 @@ export class ModelFiles implements FileSource {
     } catch {
       throw new UnusableSource(`cannot fetch "${source}": not a URL (want http(s)://… or llmgw://NAME)`);
     }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UnusableSource(`cannot fetch "${source}": want an http(s):// or llmgw:// source`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new UnusableSource(`cannot fetch "${source}": want an http(s):// or llmgw:// source`);
     const proxy = proxyFor(source);
-    return { url: source, client: got, headers: headersFor(this.o.headers ?? new Map<string, Record<string, string>>(), parsed), agent: proxy ? proxyAgents(proxy) : undefined, moveOn: undefined };
+    return {
+      url: source,
+      client: got,
+      headers: headersFor(this.o.headers ?? new Map<string, Record<string, string>>(), parsed),
+      agent: proxy ? proxyAgents(proxy) : undefined,
+      moveOn: undefined,
+    };
   }
 }

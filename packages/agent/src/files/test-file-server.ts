@@ -43,7 +43,10 @@ export async function fileServer(body: Buffer, o: FileServerOptions = {}) {
         res.writeHead(416, { 'content-range': `bytes */${body.length}` }).end();
         return;
       }
-      res.writeHead(206, { 'content-range': `bytes ${start}-${body.length - 1}/${body.length}`, ...(o.noLength ? {} : { 'content-length': body.length - start }) });
+      res.writeHead(206, {
+        'content-range': `bytes ${start}-${body.length - 1}/${body.length}`,
+        ...(o.noLength ? {} : { 'content-length': body.length - start }),
+      });
     } else {
       res.writeHead(200, o.noLength ? {} : { 'content-length': body.length });
     }
@@ -88,5 +91,13 @@ export async function connectProxy() {
     client.on('error', () => upstream.destroy());
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, targets, close: () => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }) };
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+    targets,
+    close: () =>
+      new Promise<void>((r) => {
+        srv.closeAllConnections();
+        srv.close(() => r());
+      }),
+  };
 }

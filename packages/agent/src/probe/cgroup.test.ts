@@ -3,13 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import {
-  cgroupAncestors,
-  minDefined,
-  parseMemoryLimitBytes,
-  parseProcCgroup,
-  readCgroupLimitMb,
-} from './cgroup.js';
+import { cgroupAncestors, minDefined, parseMemoryLimitBytes, parseProcCgroup, readCgroupLimitMb } from './cgroup.js';
 
 const FIXTURES = fileURLToPath(new URL('../../test/fixtures/', import.meta.url));
 const GiB = 1024 * 1024 * 1024;

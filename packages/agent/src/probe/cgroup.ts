@@ -95,9 +95,7 @@ async function readOptional(file: string): Promise<string | undefined> {
 }
 
 async function limitAlong(base: string, cgPath: string, file: string): Promise<number | undefined> {
-  const texts = await Promise.all(
-    cgroupAncestors(cgPath).map((p) => readOptional(path.join(base, p, file))),
-  );
+  const texts = await Promise.all(cgroupAncestors(cgPath).map((p) => readOptional(path.join(base, p, file))));
   return minDefined(texts.map((t) => (t === undefined ? undefined : parseMemoryLimitBytes(t))));
 }
 
@@ -115,9 +113,7 @@ export async function readCgroupLimitMb(procRoot: string, sysRoot: string): Prom
   const cgRoot = path.join(sysRoot, 'fs', 'cgroup');
   const limits = await Promise.all([
     paths.v2 === undefined ? undefined : limitAlong(cgRoot, paths.v2, 'memory.max'),
-    paths.v1Memory === undefined
-      ? undefined
-      : limitAlong(path.join(cgRoot, 'memory'), paths.v1Memory, 'memory.limit_in_bytes'),
+    paths.v1Memory === undefined ? undefined : limitAlong(path.join(cgRoot, 'memory'), paths.v1Memory, 'memory.limit_in_bytes'),
   ]);
   const bytes = minDefined(limits);
   return bytes === undefined ? undefined : Math.floor(bytes / (1024 * 1024));

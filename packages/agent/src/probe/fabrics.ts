@@ -57,10 +57,7 @@ export async function readFabrics(sysRoot: string): Promise<string[]> {
   for (const dev of await listDir(base)) {
     const portsDir = path.join(base, dev, 'ports');
     for (const port of await listDir(portsDir)) {
-      const [state, linkLayer] = await Promise.all([
-        readText(path.join(portsDir, port, 'state')),
-        readText(path.join(portsDir, port, 'link_layer')),
-      ]);
+      const [state, linkLayer] = await Promise.all([readText(path.join(portsDir, port, 'state')), readText(path.join(portsDir, port, 'link_layer'))]);
       if (state === undefined || linkLayer === undefined) continue;
       const fabric = portFabric(state, linkLayer);
       if (fabric !== undefined) found.add(fabric);

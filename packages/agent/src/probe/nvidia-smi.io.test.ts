@@ -118,9 +118,7 @@ describe('queryGpus failure modes', () => {
     expect(first.gpus).toStrictEqual([
       { index: 0, uuid: 'GPU-t4', bus_id: '00000000:00:04.0', name: 'Tesla T4', class: 'T4', memory_total_mb: 15360, memory_used_mb: 0, problems: [] },
     ]);
-    expect(first.warnings).toEqual([
-      'this driver does not support the GPU health query fields; ECC and row-remap problems are not checked',
-    ]);
+    expect(first.warnings).toEqual(['this driver does not support the GPU health query fields; ECC and row-remap problems are not checked']);
     expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual([
       '--query-gpu=index,uuid,name,pci.bus_id,memory.total,memory.used,ecc.errors.uncorrected.volatile.total,retired_pages.pending,remapped_rows.failure --format=csv,noheader,nounits',
       '--query-gpu=index,uuid,name,pci.bus_id,memory.total,memory.used --format=csv,noheader,nounits',

@@ -20,9 +20,21 @@ const captured = (name: string): string => readFileSync(`${FIXTURES}captured/${n
 
 /** The 16-column query that reference fixtures A–C were written for. */
 const REFERENCE_FIELDS = [
-  'index', 'uuid', 'name', 'pci.bus_id', 'memory.total', 'memory.used', 'memory.free',
-  'utilization.gpu', 'temperature.gpu', 'power.draw', 'power.limit', 'compute_mode',
-  'driver_version', 'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending',
+  'index',
+  'uuid',
+  'name',
+  'pci.bus_id',
+  'memory.total',
+  'memory.used',
+  'memory.free',
+  'utilization.gpu',
+  'temperature.gpu',
+  'power.draw',
+  'power.limit',
+  'compute_mode',
+  'driver_version',
+  'ecc.errors.uncorrected.volatile.total',
+  'retired_pages.pending',
   'clocks_event_reasons.active',
 ];
 
@@ -83,9 +95,7 @@ describe('parseGpuQuery on reference fixtures', () => {
       class: 'unknown',
       problems: [LOST_GPU_PROBLEM],
     });
-    expect(r.gpus.filter((g) => g.problems.length === 0).map((g) => g.uuid)).toEqual(
-      H100_UUIDS.filter((_, i) => i !== 3),
-    );
+    expect(r.gpus.filter((g) => g.problems.length === 0).map((g) => g.uuid)).toEqual(H100_UUIDS.filter((_, i) => i !== 3));
     expect(r.warnings).toEqual([
       'nvidia-smi exited with a failure (exit 15: GPU has fallen off the bus or is otherwise inaccessible); accepted the 7 GPU rows it printed',
     ]);
@@ -145,9 +155,7 @@ describe('parseGpuQuery on reference fixtures', () => {
 
 describe('parseGpuQuery edge cases', () => {
   it('No devices were found', () => {
-    expect(parseGpuQuery('No devices were found\n', '', 6).nodeError).toBe(
-      'nvidia-smi found no GPUs: No devices were found (exit 6: object not found)',
-    );
+    expect(parseGpuQuery('No devices were found\n', '', 6).nodeError).toBe('nvidia-smi found no GPUs: No devices were found (exit 6: object not found)');
   });
 
   it('other NVML init failures', () => {

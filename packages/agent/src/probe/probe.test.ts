@@ -92,17 +92,13 @@ describe('probeMachine against fixture roots', () => {
     const p = await probeMachine({ nvidiaSmi: NO_SMI, procRoot, sysRoot: fx('sys/empty'), extraFabrics: [] });
     expect(p).not.toHaveProperty('memoryTotalMb');
     expect(p.gpuError).toBeUndefined();
-    expect(p.warnings).toEqual([
-      `could not read MemTotal from ${path.join(procRoot, 'meminfo')}; memory will be reported as unknown`,
-    ]);
+    expect(p.warnings).toEqual([`could not read MemTotal from ${path.join(procRoot, 'meminfo')}; memory will be reported as unknown`]);
   });
 
   it('warns the same way when there is no meminfo at all', async () => {
     const procRoot = fx('proc/does-not-exist');
     const p = await probeMachine({ nvidiaSmi: NO_SMI, procRoot, sysRoot: fx('sys/empty'), extraFabrics: [] });
     expect(p.memoryTotalMb).toBeUndefined();
-    expect(p.warnings).toEqual([
-      `could not read MemTotal from ${path.join(procRoot, 'meminfo')}; memory will be reported as unknown`,
-    ]);
+    expect(p.warnings).toEqual([`could not read MemTotal from ${path.join(procRoot, 'meminfo')}; memory will be reported as unknown`]);
   });
 });

@@ -44,7 +44,10 @@ export function effectiveMemoryMb(memTotalMb: number | undefined, cgroupLimitMb:
 
 /** Detected and configured fabrics, blank names dropped, deduplicated and sorted. */
 export function mergeFabrics(...lists: ReadonlyArray<readonly string[]>): string[] {
-  const names = lists.flat().map((f) => f.trim()).filter((f) => f !== '');
+  const names = lists
+    .flat()
+    .map((f) => f.trim())
+    .filter((f) => f !== '');
   return [...new Set(names)].sort();
 }
 

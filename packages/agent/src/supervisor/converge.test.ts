@@ -3,8 +3,18 @@ import type { ShardAssignment } from '@llmgw/shared';
 import { blockerOf, fingerprint, planConverge } from './converge.js';
 
 const assignment = (id: string, over: Partial<ShardAssignment> = {}): ShardAssignment => ({
-  id, replica_id: `rep-${id}`, model: 'm', profile: 'p', engine: 'vllm', source: 's',
-  rank: 0, shards: 1, gpus: [`GPU-${id}`], gpu_indices: [0], args: [], env: {},
+  id,
+  replica_id: `rep-${id}`,
+  model: 'm',
+  profile: 'p',
+  engine: 'vllm',
+  source: 's',
+  rank: 0,
+  shards: 1,
+  gpus: [`GPU-${id}`],
+  gpu_indices: [0],
+  args: [],
+  env: {},
   ...over,
 });
 const running = (a: ShardAssignment) => ({ a, fingerprint: fingerprint(a) });
@@ -32,7 +42,10 @@ describe('planConverge', () => {
     const plan = planConverge([kept, dropped, changed], [newer, assignment('changed', { args: ['--new'] }), assignment('fresh')]);
     expect(plan.keep).toEqual([{ shard: kept, assignment: newer }]);
     expect(plan.retire).toEqual([dropped, changed]);
-    expect(plan.start.map((a) => [a.id, a.args])).toEqual([['changed', ['--new']], ['fresh', []]]);
+    expect(plan.start.map((a) => [a.id, a.args])).toEqual([
+      ['changed', ['--new']],
+      ['fresh', []],
+    ]);
   });
 
   it('an empty list retires everything', () => {

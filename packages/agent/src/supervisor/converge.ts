@@ -7,8 +7,22 @@ import type { ShardAssignment } from '@llmgw/shared';
  * `gpu_indices` (indices shift when another GPU is lost; the UUIDs are what the engine sees).
  */
 const FINGERPRINT_FIELDS = [
-  'id', 'replica_id', 'model', 'profile', 'engine', 'source', 'rank', 'shards', 'gpus',
-  'args', 'env', 'command', 'master_addr', 'master_port', 'api_key', 'file',
+  'id',
+  'replica_id',
+  'model',
+  'profile',
+  'engine',
+  'source',
+  'rank',
+  'shards',
+  'gpus',
+  'args',
+  'env',
+  'command',
+  'master_addr',
+  'master_port',
+  'api_key',
+  'file',
 ] as const;
 
 /** A stable hash of the assignment fields that shape the engine process. */
@@ -22,7 +36,10 @@ function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (typeof v === 'object' && v !== null) {
     const o = v as Record<string, unknown>;
-    return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v);
 }

@@ -29,7 +29,8 @@ export interface ByteBar {
 
 const SCALE = 'kMGTPEZY';
 /** tqdm's `{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]`. */
-const BAR = /^(?:(?<label>.*?):\s*)?\d{1,3}%\|[^|]*\|\s*(?<n>\d+(?:\.\d+)?)(?<nu>[kKMGTPEZY]?)B?\/(?<t>\d+(?:\.\d+)?)(?<tu>[kKMGTPEZY]?)B?\s*\[[^\],]*,\s*(?<rate>[^\],]*)/;
+const BAR =
+  /^(?:(?<label>.*?):\s*)?\d{1,3}%\|[^|]*\|\s*(?<n>\d+(?:\.\d+)?)(?<nu>[kKMGTPEZY]?)B?\/(?<t>\d+(?:\.\d+)?)(?<tu>[kKMGTPEZY]?)B?\s*\[[^\],]*,\s*(?<rate>[^\],]*)/;
 /** `75.2MB/s`, `?B/s`; `1.50s/B` is the inverse form. */
 const BYTE_RATE = /^(?<v>\d+(?:\.\d+)?|\?)(?<u>[kKMGTPEZY]?)B\/s$/;
 const INVERSE_BYTE_RATE = /^(?<v>\d+(?:\.\d+)?)s\/B$/;

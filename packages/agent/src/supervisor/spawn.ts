@@ -12,7 +12,21 @@ import { readProcStat } from '../proc.js';
  * an engine's own variables come from its profile and the agent (`extra`).
  */
 const INHERITED = new Set(['PATH', 'LANG', 'LANGUAGE', 'TZ', 'TERM', 'TMPDIR', 'LD_LIBRARY_PATH']);
-const INHERITED_PREFIXES = ['LC_', 'CUDA_', 'NCCL_', 'NVIDIA_', 'HF_', 'HUGGINGFACE_', 'TRANSFORMERS_', 'TORCH_', 'PYTORCH_', 'TRITON_', 'OMP_', 'GLOO_', 'UCX_'];
+const INHERITED_PREFIXES = [
+  'LC_',
+  'CUDA_',
+  'NCCL_',
+  'NVIDIA_',
+  'HF_',
+  'HUGGINGFACE_',
+  'TRANSFORMERS_',
+  'TORCH_',
+  'PYTORCH_',
+  'TRITON_',
+  'OMP_',
+  'GLOO_',
+  'UCX_',
+];
 
 /** A running engine, launched by this agent or adopted from an earlier one. */
 export interface RunningProcess {

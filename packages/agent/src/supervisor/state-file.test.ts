@@ -15,8 +15,19 @@ const tmp = () => {
 afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
 
 const a: ShardAssignment = {
-  id: 's1', replica_id: 'r1', model: 'm', profile: 'p', engine: 'vllm', source: 's',
-  rank: 0, shards: 1, gpus: ['GPU-1'], gpu_indices: [0], args: [], env: {}, api_key: 'k',
+  id: 's1',
+  replica_id: 'r1',
+  model: 'm',
+  profile: 'p',
+  engine: 'vllm',
+  source: 's',
+  rank: 0,
+  shards: 1,
+  gpus: ['GPU-1'],
+  gpu_indices: [0],
+  args: [],
+  env: {},
+  api_key: 'k',
 };
 const shard: RecordedShard = { a, fingerprint: 'v1:f', proc: { pid: 42, pgid: 42, startTime: 777 }, port: 30001, restarts: 2, http: true };
 const log = pino({ level: 'silent' });
@@ -35,8 +46,16 @@ describe('records', () => {
   it('round-trip a shard, snake_case on disk', () => {
     const rec = toRecord(shard, false);
     expect(rec).toEqual({
-      id: 's1', replica_id: 'r1', fingerprint: 'v1:f', pid: 42, pgid: 42, start_time: 777,
-      port: 30001, restarts: 2, http: true, assignment: a,
+      id: 's1',
+      replica_id: 'r1',
+      fingerprint: 'v1:f',
+      pid: 42,
+      pgid: 42,
+      start_time: 777,
+      port: 30001,
+      restarts: 2,
+      http: true,
+      assignment: a,
     });
     expect(fromRecord(rec)).toEqual(shard);
     expect(toRecord(shard, true).retiring).toBe(true);

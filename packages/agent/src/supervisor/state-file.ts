@@ -95,13 +95,18 @@ export function isRecord(v: unknown): v is ShardRecord {
   const a = r.assignment as Record<string, unknown> | undefined;
   return (
     typeof r.id === 'string' &&
-    Number.isInteger(r.pid) && (r.pid as number) > 0 &&
+    Number.isInteger(r.pid) &&
+    (r.pid as number) > 0 &&
     // An engine leads its own group (pgid = its pid, never init's 1): a record of pgid 1
     // would have a stop signal kill(-1), every process the agent's user may signal.
-    Number.isInteger(r.pgid) && (r.pgid as number) > 1 &&
+    Number.isInteger(r.pgid) &&
+    (r.pgid as number) > 1 &&
     typeof r.start_time === 'number' &&
     typeof r.fingerprint === 'string' &&
-    typeof a === 'object' && a !== null && a.id === r.id && Array.isArray(a.gpus)
+    typeof a === 'object' &&
+    a !== null &&
+    a.id === r.id &&
+    Array.isArray(a.gpus)
   );
 }
 

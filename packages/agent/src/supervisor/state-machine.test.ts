@@ -1,15 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import {
-  ERROR_MAX,
-  MAX_BACKOFF_MS,
-  backoffMs,
-  initialLife,
-  step,
-  type Decision,
-  type Life,
-  type RestartPolicy,
-  type ShardEvent,
-} from './state-machine.js';
+import { ERROR_MAX, MAX_BACKOFF_MS, backoffMs, initialLife, step, type Decision, type Life, type RestartPolicy, type ShardEvent } from './state-machine.js';
 
 const policy: RestartPolicy = { maxRestarts: 3, restartWindowMs: 60_000, backoffBaseMs: 1_000 };
 const TIMEOUT = 10_000;

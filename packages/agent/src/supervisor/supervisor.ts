@@ -252,10 +252,16 @@ export class Supervisor {
   private start(s: Shard, epoch: number, cmd: EngineCommand): void {
     const file = this.logFile(s.a.id);
     writeLaunchMark(file, s.a.id, s.life.restarts, cmd.argv, s.a.api_key);
-    const proc = spawnEngine(cmd.argv, cmd.env, file, {
-      onExit: (how) => this.onExit(s, epoch, how),
-      onSpawnError: (err) => this.onSpawnError(s, epoch, cmd.argv[0], err),
-    }, this.opts.engineUser);
+    const proc = spawnEngine(
+      cmd.argv,
+      cmd.env,
+      file,
+      {
+        onExit: (how) => this.onExit(s, epoch, how),
+        onSpawnError: (err) => this.onSpawnError(s, epoch, cmd.argv[0], err),
+      },
+      this.opts.engineUser,
+    );
     if (!proc) return; // onSpawnError follows
     s.proc = proc;
     this.apply(s, { type: 'spawned', now: Date.now(), startupTimeoutMs: this.startupTimeoutMs(s) });

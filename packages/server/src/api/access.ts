@@ -103,7 +103,8 @@ export function requireRole(tokens: AccessTokens, what: string, allowed: (role: 
   return (req: Request, res: Response, next: NextFunction) => {
     const r = tokens.resolve(bearerToken(req.headers.authorization));
     if (!r.ok) {
-      const msg = r.reason === 'missing' ? `missing ${what}: send "Authorization: Bearer <token>"` : r.reason === 'revoked' ? `the token was revoked` : `invalid ${what}`;
+      const msg =
+        r.reason === 'missing' ? `missing ${what}: send "Authorization: Bearer <token>"` : r.reason === 'revoked' ? `the token was revoked` : `invalid ${what}`;
       return next(new DomainError('unauthenticated', msg));
     }
     if (!allowed(r.who.role, req)) return next(forbidden(r.who, `${req.method} ${req.baseUrl}${req.path}`));

@@ -22,78 +22,90 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
   // Each path is one route ending in `methodNotAllowed`, so any other method is a 405
   // with `Allow` rather than a 404; a path with a write is an `adminRoute`, which adds
   // it and the write's event.
-  r.route('/version').get((_req, res) => {
-    const v: VersionView = { version: SERVER_VERSION, node: process.version };
-    res.json(v);
-  }).all(methodNotAllowed);
+  r.route('/version')
+    .get((_req, res) => {
+      const v: VersionView = { version: SERVER_VERSION, node: process.version };
+      res.json(v);
+    })
+    .all(methodNotAllowed);
 
-  r.route('/nodes').get((_req, res) => {
-    res.json(nodeViews(ctl));
-  }).all(methodNotAllowed);
+  r.route('/nodes')
+    .get((_req, res) => {
+      res.json(nodeViews(ctl));
+    })
+    .all(methodNotAllowed);
 
-  r.route('/models').get((_req, res) => {
-    // Without a token check in front (tests mounting the router alone), as the admin.
-    const who = principalOf(res);
-    res.json(modelViews(ctl, !who || who.role === 'admin'));
-  }).all(methodNotAllowed);
+  r.route('/models')
+    .get((_req, res) => {
+      // Without a token check in front (tests mounting the router alone), as the admin.
+      const who = principalOf(res);
+      res.json(modelViews(ctl, !who || who.role === 'admin'));
+    })
+    .all(methodNotAllowed);
 
-  r.route('/replicas').get((req, res) => {
-    const q = typeof req.query.model === 'string' ? req.query.model : undefined;
-    const model = q ? resolveModel(ctl, q) : undefined;
-    const showKeys = req.query.show_keys === 'true';
-    // An engine key calls the engine past every client key and limit: it is not a read.
-    const who = principalOf(res);
-    if (showKeys && who && who.role !== 'admin') throw forbidden(who, 'show_keys (engine keys)');
-    res.json(replicaViews(ctl, model, showKeys));
-  }).all(methodNotAllowed);
+  r.route('/replicas')
+    .get((req, res) => {
+      const q = typeof req.query.model === 'string' ? req.query.model : undefined;
+      const model = q ? resolveModel(ctl, q) : undefined;
+      const showKeys = req.query.show_keys === 'true';
+      // An engine key calls the engine past every client key and limit: it is not a read.
+      const who = principalOf(res);
+      if (showKeys && who && who.role !== 'admin') throw forbidden(who, 'show_keys (engine keys)');
+      res.json(replicaViews(ctl, model, showKeys));
+    })
+    .all(methodNotAllowed);
 
-  r.route('/replicas/:id/logs').get((req, res) => {
-    const id = String(req.params.id);
-    const replica = ctl.listReplicas().find((x) => x.id === id);
-    if (!replica) throw notFound(`no replica "${echo(id)}" (see ctl replicas)`);
-    // Express 5's 'simple' query parser (node:querystring) gives a string, an array of
-    // strings for a repeated parameter, or nothing: never the nested objects ParsedQs allows.
-    const given = req.query.rank as string | string[] | undefined;
-    const rank = given === undefined ? 0 : Number(given);
-    const shard = replica.shards.find((s) => s.rank === rank);
-    if (!shard) throw badRequest(`replica ${id} has no shard of rank ${echo(String(given))} (ranks 0-${replica.shards.length - 1})`, 'rank');
-    res.json({ replica: id, shard: shard.id, node: shard.nodeId, rank, log: ctl.logTail(shard.id) ?? '' });
-  }).all(methodNotAllowed);
+  r.route('/replicas/:id/logs')
+    .get((req, res) => {
+      const id = String(req.params.id);
+      const replica = ctl.listReplicas().find((x) => x.id === id);
+      if (!replica) throw notFound(`no replica "${echo(id)}" (see ctl replicas)`);
+      // Express 5's 'simple' query parser (node:querystring) gives a string, an array of
+      // strings for a repeated parameter, or nothing: never the nested objects ParsedQs allows.
+      const given = req.query.rank as string | string[] | undefined;
+      const rank = given === undefined ? 0 : Number(given);
+      const shard = replica.shards.find((s) => s.rank === rank);
+      if (!shard) throw badRequest(`replica ${id} has no shard of rank ${echo(String(given))} (ranks 0-${replica.shards.length - 1})`, 'rank');
+      res.json({ replica: id, shard: shard.id, node: shard.nodeId, rank, log: ctl.logTail(shard.id) ?? '' });
+    })
+    .all(methodNotAllowed);
 
-  r.route('/explain-placement').get((req, res) => {
-    const q = typeof req.query.model === 'string' ? req.query.model.trim() : '';
-    if (!q) throw badRequest('model is required (?model=NAME)', 'model');
-    res.json(explainView(ctl, resolveModel(ctl, q)));
-  }).all(methodNotAllowed);
+  r.route('/explain-placement')
+    .get((req, res) => {
+      const q = typeof req.query.model === 'string' ? req.query.model.trim() : '';
+      if (!q) throw badRequest('model is required (?model=NAME)', 'model');
+      res.json(explainView(ctl, resolveModel(ctl, q)));
+    })
+    .all(methodNotAllowed);
 
   // One endpoint rather than three verbs: cordon, drain and uncordon are the same
   // operation with different targets.
   adminRoute(r, '/nodes/:id/state', {
     post: {
       audit: ADMIN_EVENTS.nodeState,
-      handle: [...jsonBody('64kb'), async (req, res) => {
-        const body = parseBody(NodeStateRequestSchema, req.body);
-        // Own keys only: `constructor` or `__proto__` must not find something inherited.
-        const state = Object.hasOwn(NodeStateAliases, body.state) ? NodeStateAliases[body.state] : undefined;
-        if (!state) {
-          throw badRequest(
-            `unknown state "${echo(body.state)}" (want ready, cordoned or draining; or uncordon, cordon, drain)`,
-            'state',
-          );
-        }
-        const id = String(req.params.id);
-        const reason = body.reason?.trim() || undefined;
-        if ((body.deadline_s !== undefined || body.force) && state !== 'draining') {
-          throw badRequest('deadline_s and force apply only to drain', body.force ? 'force' : 'deadline_s');
-        }
-        const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
-        const before = ctl.inventory.get(id)?.admin.state;
-        if (!(await ctl.setNodeState(id, state, reason, drain))) throw notFound(`no node "${echo(id)}"`);
-        // The reason in force, which a repeated cordon without one keeps (Inventory.setAdmin).
-        const kept = ctl.inventory.get(id)?.admin.reason;
-        const reply: NodeStateReply = { id, state, ...(kept ? { reason: kept } : {}), ...(before === state ? { already: true } : {}) };
-        res.json(reply);
-      }],
+      handle: [
+        ...jsonBody('64kb'),
+        async (req, res) => {
+          const body = parseBody(NodeStateRequestSchema, req.body);
+          // Own keys only: `constructor` or `__proto__` must not find something inherited.
+          const state = Object.hasOwn(NodeStateAliases, body.state) ? NodeStateAliases[body.state] : undefined;
+          if (!state) {
+            throw badRequest(`unknown state "${echo(body.state)}" (want ready, cordoned or draining; or uncordon, cordon, drain)`, 'state');
+          }
+          const id = String(req.params.id);
+          const reason = body.reason?.trim() || undefined;
+          if ((body.deadline_s !== undefined || body.force) && state !== 'draining') {
+            throw badRequest('deadline_s and force apply only to drain', body.force ? 'force' : 'deadline_s');
+          }
+          const drain = { ...(body.deadline_s !== undefined ? { deadlineS: body.deadline_s } : {}), ...(body.force ? { force: true } : {}) };
+          const before = ctl.inventory.get(id)?.admin.state;
+          if (!(await ctl.setNodeState(id, state, reason, drain))) throw notFound(`no node "${echo(id)}"`);
+          // The reason in force, which a repeated cordon without one keeps (Inventory.setAdmin).
+          const kept = ctl.inventory.get(id)?.admin.reason;
+          const reply: NodeStateReply = { id, state, ...(kept ? { reason: kept } : {}), ...(before === state ? { already: true } : {}) };
+          res.json(reply);
+        },
+      ],
     },
   });
 
@@ -103,10 +115,13 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     },
     post: {
       audit: ADMIN_EVENTS.keyCreate,
-      handle: [...jsonBody('64kb'), async (req, res) => {
-        const body = parseBody(KeyCreateRequestSchema, req.body);
-        res.status(201).json(await keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
-      }],
+      handle: [
+        ...jsonBody('64kb'),
+        async (req, res) => {
+          const body = parseBody(KeyCreateRequestSchema, req.body);
+          res.status(201).json(await keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
+        },
+      ],
     },
   });
 
@@ -119,9 +134,11 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     },
   });
 
-  r.route('/usage').get((_req, res) => {
-    res.json(keys.usageRows());
-  }).all(methodNotAllowed);
+  r.route('/usage')
+    .get((_req, res) => {
+      res.json(keys.usageRows());
+    })
+    .all(methodNotAllowed);
 
   return r;
 }

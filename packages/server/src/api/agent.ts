@@ -19,20 +19,24 @@ const MAX_WAIT_MS = 30_000;
 export function agentApi(ctl: Controller, membership: Membership, modelsDir?: string): Router {
   const r = express.Router();
 
-  r.route('/join').post(requireJoinToken(membership), ...jsonBody('64kb'), async (req, res) => {
-    const body = parseBody(JoinRequestSchema, req.body);
-    res.json(await membership.join(body.node_id));
-  }).all(methodNotAllowed);
+  r.route('/join')
+    .post(requireJoinToken(membership), ...jsonBody('64kb'), async (req, res) => {
+      const body = parseBody(JoinRequestSchema, req.body);
+      res.json(await membership.join(body.node_id));
+    })
+    .all(methodNotAllowed);
 
   r.use(requireNodeCredential(membership));
 
   // The hot route (every node, every few seconds): matched before the file routes, and
   // answered without what `res.json` adds for a GET (an ETag, a hash of the body).
-  r.route('/heartbeat').post(...jsonBody('4mb'), (req, res) => {
-    const hb = parseBody(HeartbeatSchema, req.body);
-    ownNode(res, hb.report.node_id, 'report.node_id');
-    sendJson(res, ctl.heartbeat(hb));
-  }).all(methodNotAllowed);
+  r.route('/heartbeat')
+    .post(...jsonBody('4mb'), (req, res) => {
+      const hb = parseBody(HeartbeatSchema, req.body);
+      ownNode(res, hb.report.node_id, 'report.node_id');
+      sendJson(res, ctl.heartbeat(hb));
+    })
+    .all(methodNotAllowed);
 
   // Model files of `llmgw://` sources, for any node with a credential (files/README.md).
   r.use(filesApi(modelsDir));
@@ -41,18 +45,20 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
   // change, so a placement reaches the agent in milliseconds rather than at its next beat.
   // Exempt from the listener's request timeout by its nature: that timeout covers
   // receiving the request, and a GET is received at once; the wait is the response.
-  r.route('/nodes/:id/assignments').get(async (req, res) => {
-    const id = String(req.params.id);
-    ownNode(res, id, 'path');
-    const after = Number(req.query.after ?? -1);
-    const wait = Math.min(Number(req.query.wait_ms ?? 25_000), MAX_WAIT_MS);
-    if (!Number.isFinite(after)) throw badRequest('after must be a number', 'after');
-    if (!Number.isFinite(wait) || wait < 0) throw badRequest('wait_ms must be a number >= 0', 'wait_ms');
-    const abort = new AbortController();
-    res.on('close', () => abort.abort());
-    const reply = await ctl.waitForAssignments(id, after, wait, abort.signal);
-    if (!res.writableEnded && !abort.signal.aborted) res.json(reply);
-  }).all(methodNotAllowed);
+  r.route('/nodes/:id/assignments')
+    .get(async (req, res) => {
+      const id = String(req.params.id);
+      ownNode(res, id, 'path');
+      const after = Number(req.query.after ?? -1);
+      const wait = Math.min(Number(req.query.wait_ms ?? 25_000), MAX_WAIT_MS);
+      if (!Number.isFinite(after)) throw badRequest('after must be a number', 'after');
+      if (!Number.isFinite(wait) || wait < 0) throw badRequest('wait_ms must be a number >= 0', 'wait_ms');
+      const abort = new AbortController();
+      res.on('close', () => abort.abort());
+      const reply = await ctl.waitForAssignments(id, after, wait, abort.signal);
+      if (!res.writableEnded && !abort.signal.aborted) res.json(reply);
+    })
+    .all(methodNotAllowed);
 
   return r;
 }

@@ -11,8 +11,10 @@ import { catalogStatusView } from './views.js';
  */
 export function catalogApi(ctl: Controller, source: CatalogStatusSource | undefined): Router {
   const r = express.Router();
-  r.route('/catalog').get((_req, res) => {
-    res.json(catalogStatusView(source, ctl.now()));
-  }).all(methodNotAllowed);
+  r.route('/catalog')
+    .get((_req, res) => {
+      res.json(catalogStatusView(source, ctl.now()));
+    })
+    .all(methodNotAllowed);
   return r;
 }

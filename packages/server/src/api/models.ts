@@ -7,9 +7,7 @@ export function resolveModel(ctl: Controller, nameOrAlias: string): string {
   const m = nameOrAlias.length <= MAX_MODEL_NAME ? ctl.catalogView.resolve(nameOrAlias) : undefined;
   if (m) return m.name;
   const close = nameOrAlias.length <= MAX_MODEL_NAME ? ctl.catalogView.suggest(nameOrAlias) : [];
-  throw new DomainError(
-    'model_not_found',
-    `model "${echo(nameOrAlias)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}`,
-    { field: 'model' },
-  );
+  throw new DomainError('model_not_found', `model "${echo(nameOrAlias)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}`, {
+    field: 'model',
+  });
 }

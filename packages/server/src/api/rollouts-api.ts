@@ -15,10 +15,12 @@ import { ADMIN_EVENTS } from '../events/admin-events.js';
  */
 export function rolloutsApi(ctl: Controller): Router {
   const r = express.Router();
-  r.route('/models/:name/rollout').get(async (req, res) => {
-    const model = modelOf(ctl, String(req.params.name));
-    res.json(rolloutView(ctl, model, await ctl.rollouts.read(model.name)));
-  }).all(methodNotAllowed);
+  r.route('/models/:name/rollout')
+    .get(async (req, res) => {
+      const model = modelOf(ctl, String(req.params.name));
+      res.json(rolloutView(ctl, model, await ctl.rollouts.read(model.name)));
+    })
+    .all(methodNotAllowed);
 
   adminRoute(r, '/models/:name/rollout/pause', {
     post: {
@@ -76,6 +78,11 @@ export function rolloutView(ctl: Controller, model: Model, record: RolloutRecord
     progress_deadline_s: settings.progress_deadline_s,
     ...(settings.pause_after !== undefined ? { pause_after: settings.pause_after } : {}),
     paused: record?.paused === true,
-    history: (record?.history ?? []).map((e) => ({ revision: e.revision, since: new Date(e.sinceMs).toISOString(), change: e.change, current: e.revision === revision })),
+    history: (record?.history ?? []).map((e) => ({
+      revision: e.revision,
+      since: new Date(e.sinceMs).toISOString(),
+      change: e.change,
+      current: e.revision === revision,
+    })),
   };
 }

@@ -20,7 +20,9 @@ describe('unauditedWrites', () => {
     adminRoute(outer, '/audited', { get: noop, post: { audit: () => ({ reason: 'x', object: 'x', what: 'done' }), handle: noop } });
     outer.use(inner);
     expect(unauditedWrites([outer])).toEqual(['POST /things', 'DELETE /things/:id']);
-    expect(() => requireAudited([outer])).toThrow('admin write routes without an audit (register them with adminRoute, api/routes.ts): POST /things, DELETE /things/:id');
+    expect(() => requireAudited([outer])).toThrow(
+      'admin write routes without an audit (register them with adminRoute, api/routes.ts): POST /things, DELETE /things/:id',
+    );
   });
 
   it('counts an audit only as the first handler of its method: a handler before it may answer unrecorded', () => {
@@ -54,7 +56,11 @@ describe('adminRoute on a real server', () => {
     server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server!.once('listening', r));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return { recorded, call: (method: string, path: string, body?: unknown) => fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) }) };
+    return {
+      recorded,
+      call: (method: string, path: string, body?: unknown) =>
+        fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) }),
+    };
   }
 
   const widgets = (ran: string[] = []) => {
@@ -63,11 +69,14 @@ describe('adminRoute on a real server', () => {
       get: (_req, res) => void res.json({ ok: true }),
       post: {
         audit: (d) => ({ reason: 'widget-poke', object: `widget/${d.params.id}`, what: 'poked', detail: String(d.body.why) }),
-        handle: [...jsonBody(), (req, res) => {
-          ran.push(String(req.params.id));
-          if (req.params.id === 'missing') throw notFound('no widget "missing"');
-          res.json(req.params.id === 'same' ? { already: true } : { id: req.params.id });
-        }],
+        handle: [
+          ...jsonBody(),
+          (req, res) => {
+            ran.push(String(req.params.id));
+            if (req.params.id === 'missing') throw notFound('no widget "missing"');
+            res.json(req.params.id === 'same' ? { already: true } : { id: req.params.id });
+          },
+        ],
       },
     });
     return r;
@@ -92,7 +101,10 @@ describe('adminRoute on a real server', () => {
     const ran: string[] = [];
     const { call } = await serve(widgets(ran), false);
     const r = await call('POST', '/widgets/w1', { why: 'x' });
-    expect([r.status, ((await r.json()) as { error: string }).error]).toEqual([500, 'POST /widgets/w1 has no event log to record into (adminAudit is not mounted ahead of it)']);
+    expect([r.status, ((await r.json()) as { error: string }).error]).toEqual([
+      500,
+      'POST /widgets/w1 has no event log to record into (adminAudit is not mounted ahead of it)',
+    ]);
     expect(ran).toEqual([]);
   });
 });

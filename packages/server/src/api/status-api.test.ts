@@ -13,7 +13,15 @@ describe('soloStatus', () => {
   it.each([
     {
       what: 'everything given: one instance, its own leader since it started, epoch 0, seen now',
-      given: { id: 'solo', startedAtMs: T0, adminUrl: 'https://127.0.0.1:8081', clientUrl: 'http://127.0.0.1:8080', version: '1.2.0', catalog: { digest: 'abc', models: 2 }, nowMs: T0 + 3_600_000 },
+      given: {
+        id: 'solo',
+        startedAtMs: T0,
+        adminUrl: 'https://127.0.0.1:8081',
+        clientUrl: 'http://127.0.0.1:8080',
+        version: '1.2.0',
+        catalog: { digest: 'abc', models: 2 },
+        nowMs: T0 + 3_600_000,
+      },
       instance: { admin_url: 'https://127.0.0.1:8081', client_url: 'http://127.0.0.1:8080', version: '1.2.0', catalog: { digest: 'abc', models: 2 } },
     },
     {
@@ -68,6 +76,9 @@ describe('GET /api/v1/status on a real HTTP server', () => {
   it("answers a source's failure with its code's status and message", async () => {
     view = new DomainError('store_unavailable', 'the database does not answer');
     const r = await fetch(base);
-    expect({ status: r.status, body: (await r.json()) as unknown }).toEqual({ status: 503, body: { error: 'the database does not answer', code: 'store_unavailable' } });
+    expect({ status: r.status, body: (await r.json()) as unknown }).toEqual({
+      status: 503,
+      body: { error: 'the database does not answer', code: 'store_unavailable' },
+    });
   });
 });

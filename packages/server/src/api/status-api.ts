@@ -14,9 +14,11 @@ export interface StatusSource {
  */
 export function statusApi(source: StatusSource): Router {
   const r = express.Router();
-  r.route('/status').get(async (_req, res) => {
-    res.json(await source.status());
-  }).all(methodNotAllowed);
+  r.route('/status')
+    .get(async (_req, res) => {
+      res.json(await source.status());
+    })
+    .all(methodNotAllowed);
   return r;
 }
 

@@ -18,9 +18,12 @@ export function tokensApi(tokens: AccessTokens): Router {
     },
     post: {
       audit: ADMIN_EVENTS.tokenCreate,
-      handle: [...jsonBody('64kb'), async (req, res) => {
-        res.status(201).json(await tokens.create(parseBody(TokenCreateRequestSchema, req.body)));
-      }],
+      handle: [
+        ...jsonBody('64kb'),
+        async (req, res) => {
+          res.status(201).json(await tokens.create(parseBody(TokenCreateRequestSchema, req.body)));
+        },
+      ],
     },
   });
 

@@ -12,8 +12,23 @@ function fleet(replicas: Replica[], model = makeModel()) {
   let nowMs = 1_000_000;
   const store = memoryStore({ replicas });
   const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
-  const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 1, failedBackoffMs: 30_000, now: () => nowMs };
-  const ctl = new Controller(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 600_000 }), store, catalog, opts, pino({ level: 'silent' }), replicas);
+  const opts = {
+    reconcileIntervalMs: 60_000,
+    drainParallel: 1,
+    minHealthyMs: 0,
+    drainTimeoutMs: 60_000,
+    maxLostFraction: 1,
+    failedBackoffMs: 30_000,
+    now: () => nowMs,
+  };
+  const ctl = new Controller(
+    new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 600_000 }),
+    store,
+    catalog,
+    opts,
+    pino({ level: 'silent' }),
+    replicas,
+  );
   return { ctl, advance: (ms: number) => (nowMs += ms) };
 }
 
@@ -45,7 +60,10 @@ describe('views: honest shapes', () => {
     const { ctl } = fleet([makeReplica({ id: 'r-1' })], makeModel({ source, sha256: 'a'.repeat(64) }));
     expect(modelViews(ctl, true)[0]!.source).toBe('https://***:***@files.example/private/m.gguf?X-Amz-Signature=***');
     expect(modelViews(ctl)[0]!.source).toBe('https://files.example/…');
-    ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'failed', error: `cannot fetch ${source}: 403` }] });
+    ctl.heartbeat({
+      report: makeReport({ node_id: 'node-1' }),
+      shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'failed', error: `cannot fetch ${source}: 403` }],
+    });
     const shown = JSON.stringify(replicaViews(ctl));
     expect(shown).toContain('cannot fetch https://***:***@files.example/private/m.gguf?X-Amz-Signature=***: 403');
     expect(shown).not.toMatch(/hunter2|abc123/);

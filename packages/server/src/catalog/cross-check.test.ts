@@ -5,17 +5,13 @@ import { fixture, yaml, parseError, loadError, oneModel } from './testing.js';
 describe('parseCatalog: cross-checks', () => {
   it('duplicate model names', async () => {
     const err = await loadError('duplicate-model.yaml');
-    expect(err.message).toBe(
-      `catalog ${fixture('duplicate-model.yaml')}: model "llama-8b" (line 10): name "llama-8b" is already used by models[0] (line 3)`,
-    );
+    expect(err.message).toBe(`catalog ${fixture('duplicate-model.yaml')}: model "llama-8b" (line 10): name "llama-8b" is already used by models[0] (line 3)`);
     expect(err).toMatchObject({ model: 'llama-8b', field: 'models[1].name', modelField: 'name', line: 10 });
   });
 
   it('a fallback cycle, reported as a path', async () => {
     const err = await loadError('fallback-cycle.yaml');
-    expect(err.message).toBe(
-      `catalog ${fixture('fallback-cycle.yaml')}: model "chat" (line 5): fallbacks[0] "coder" makes a cycle: chat → coder → chat`,
-    );
+    expect(err.message).toBe(`catalog ${fixture('fallback-cycle.yaml')}: model "chat" (line 5): fallbacks[0] "coder" makes a cycle: chat → coder → chat`);
     expect(err.field).toBe('models[0].fallbacks[0]');
   });
 
@@ -31,9 +27,7 @@ describe('parseCatalog: cross-checks', () => {
   });
 
   it('a model falling back to itself', () => {
-    expect(parseError(oneModel(['fallbacks: [m]'])).message).toBe(
-      'catalog c.yaml: model "m" (line 4): fallbacks[0] "m" is the model itself',
-    );
+    expect(parseError(oneModel(['fallbacks: [m]'])).message).toBe('catalog c.yaml: model "m" (line 4): fallbacks[0] "m" is the model itself');
   });
 
   it('a fallback to an unknown model suggests close names', () => {
@@ -50,9 +44,7 @@ describe('parseCatalog: cross-checks', () => {
         '    profiles: [{name: p, engine: vllm}]',
       ),
     );
-    expect(err.message).toBe(
-      'catalog c.yaml: model "qwen" (line 8): fallbacks[0] "lama-8b" is not a model in this catalog (did you mean "llama-8b"?)',
-    );
+    expect(err.message).toBe('catalog c.yaml: model "qwen" (line 8): fallbacks[0] "lama-8b" is not a model in this catalog (did you mean "llama-8b"?)');
     expect(err.field).toBe('models[1].fallbacks[0]');
   });
 
@@ -69,15 +61,11 @@ describe('parseCatalog: cross-checks', () => {
         `    fallbacks: [${fallbacks}]`,
         '    profiles: [{name: p, engine: vllm}]',
       );
-    expect(parseError(text('llama')).message).toBe(
-      'catalog c.yaml: model "qwen" (line 8): fallbacks[0] "llama" is an alias; name the model "llama-8b"',
-    );
+    expect(parseError(text('llama')).message).toBe('catalog c.yaml: model "qwen" (line 8): fallbacks[0] "llama" is an alias; name the model "llama-8b"');
     expect(parseError(text('lama')).message).toBe(
       'catalog c.yaml: model "qwen" (line 8): fallbacks[0] "lama" is not a model in this catalog (did you mean "llama-8b"?)',
     );
-    expect(parseError(text('llama-8b, llama-8b')).message).toBe(
-      'catalog c.yaml: model "qwen" (line 8): fallbacks[1] "llama-8b" is listed twice',
-    );
+    expect(parseError(text('llama-8b, llama-8b')).message).toBe('catalog c.yaml: model "qwen" (line 8): fallbacks[1] "llama-8b" is listed twice');
   });
 
   describe('aliases', () => {
@@ -102,9 +90,7 @@ describe('parseCatalog: cross-checks', () => {
     });
 
     it('colliding with the model it belongs to', () => {
-      expect(parseError(two('x', 'b')).message).toBe(
-        'catalog c.yaml: model "b" (line 8): aliases[0] "b" is the model\'s own name',
-      );
+      expect(parseError(two('x', 'b')).message).toBe('catalog c.yaml: model "b" (line 8): aliases[0] "b" is the model\'s own name');
     });
 
     it('colliding with an alias of another model', () => {
@@ -166,10 +152,7 @@ describe('parseCatalog: cross-checks', () => {
   });
 
   it('accepts engine command with a command', () => {
-    const catalog = parseCatalog(
-      oneModel().replace('engine: vllm', 'engine: command\n        command: [./serve, --port, "{port}"]'),
-      'c.yaml',
-    );
+    const catalog = parseCatalog(oneModel().replace('engine: vllm', 'engine: command\n        command: [./serve, --port, "{port}"]'), 'c.yaml');
     expect(catalog.models[0]!.profiles[0]!.command).toEqual(['./serve', '--port', '{port}']);
   });
 

@@ -23,10 +23,7 @@ describe('LoadedCatalog', () => {
 
   it('suggests at most three', () => {
     const names = ['m-1', 'm-2', 'm-3', 'm-4'];
-    const catalog = parseCatalog(
-      yaml('models:', ...names.map((n) => `  - {name: ${n}, source: org/x, profiles: [{name: p, engine: vllm}]}`)),
-      'c.yaml',
-    );
+    const catalog = parseCatalog(yaml('models:', ...names.map((n) => `  - {name: ${n}, source: org/x, profiles: [{name: p, engine: vllm}]}`)), 'c.yaml');
     expect(catalog.suggest('m-0')).toEqual(['m-1', 'm-2', 'm-3']);
   });
 });

@@ -78,9 +78,7 @@ describe('parseCatalog: a valid catalog', () => {
 describe('parseCatalog: schema errors name the model, field and line', () => {
   it('a value of the wrong type', async () => {
     const err = await loadError('bad-type.yaml');
-    expect(err.message).toBe(
-      `catalog ${fixture('bad-type.yaml')}: model "qwen-coder-14b" (line 8): profiles[0].min_memory_gb must be number`,
-    );
+    expect(err.message).toBe(`catalog ${fixture('bad-type.yaml')}: model "qwen-coder-14b" (line 8): profiles[0].min_memory_gb must be number`);
     expect(err).toMatchObject({
       file: fixture('bad-type.yaml'),
       model: 'qwen-coder-14b',
@@ -149,9 +147,7 @@ describe('parseCatalog: schema errors name the model, field and line', () => {
 
   it('a node_selector key containing dots still finds its line', () => {
     const err = parseError(oneModel([], ['node_selector:', '  kubernetes.io/arch: amd64', '  nvidia.com/gpu.count: 8']));
-    expect(err.message).toBe(
-      'catalog c.yaml: model "m" (line 9): profiles[0].node_selector.nvidia.com/gpu.count must be string',
-    );
+    expect(err.message).toBe('catalog c.yaml: model "m" (line 9): profiles[0].node_selector.nvidia.com/gpu.count must be string');
   });
 
   it('an error inside a merged anchor points at the anchor', () => {
@@ -187,9 +183,7 @@ describe('parseCatalog: schema errors name the model, field and line', () => {
   });
 
   it('a top level that is not a mapping', () => {
-    expect(parseError('- name: m\n').message).toBe(
-      'catalog c.yaml (line 1): the top level must be a mapping with a models: list',
-    );
+    expect(parseError('- name: m\n').message).toBe('catalog c.yaml (line 1): the top level must be a mapping with a models: list');
   });
 });
 
@@ -210,13 +204,10 @@ describe('parseCatalog: YAML syntax errors', () => {
   });
 });
 
-
 describe('loadCatalog', () => {
   it('reports a file that cannot be read', async () => {
     const err = await loadError('no-such-file.yaml');
-    expect(err.message).toMatch(
-      new RegExp(`^catalog ${fixture('no-such-file.yaml')}: cannot be read: ENOENT: no such file or directory`),
-    );
+    expect(err.message).toMatch(new RegExp(`^catalog ${fixture('no-such-file.yaml')}: cannot be read: ENOENT: no such file or directory`));
     expect(err.line).toBeUndefined();
   });
 });

@@ -57,7 +57,12 @@ export function parseCatalog(text: string, file: string, rules: CatalogRules = {
 
   const models = checked.value.models.map(withDefaults);
   const found: CatalogErrorDetails[] = [];
-  crossCheck(models, (field, problem) => void found.push(at(field, problem)), (field) => locator.line(field), rules);
+  crossCheck(
+    models,
+    (field, problem) => void found.push(at(field, problem)),
+    (field) => locator.line(field),
+    rules,
+  );
   if (found.length) throw CatalogError.of(found);
   return new LoadedCatalog(file, models);
 }

@@ -128,7 +128,9 @@ describe('parseCatalog: a name given twice', () => {
 
 describe('parseCatalog: did you mean, in scaling', () => {
   it('knows every scaling key', () => {
-    const err = parseError(yaml('models:', '  - name: m', '    source: org/m', '    scaling: {min: 1, max: 2, target_inflight: 4}', '    profiles: [{name: p, engine: vllm}]'));
+    const err = parseError(
+      yaml('models:', '  - name: m', '    source: org/m', '    scaling: {min: 1, max: 2, target_inflight: 4}', '    profiles: [{name: p, engine: vllm}]'),
+    );
     expect(err.message).toBe('catalog c.yaml: model "m" (line 4): scaling.target_inflight is not a known field (did you mean target_in_flight?)');
   });
 });

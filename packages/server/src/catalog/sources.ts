@@ -22,17 +22,27 @@ export function checkSources(m: CatalogModel, at: string, fail: (field: string, 
       if (name !== undefined) {
         const bad = badFileName(name);
         if (bad) fail(`${where}.source`, `llmgw:// ${bad}`);
-        else if (!rules.modelsDir) fail(`${where}.source`, `${source} is served from the server's --models-dir: start llmgw-server with --models-dir DIR holding ${name}, or use an http(s):// URL`);
+        else if (!rules.modelsDir)
+          fail(
+            `${where}.source`,
+            `${source} is served from the server's --models-dir: start llmgw-server with --models-dir DIR holding ${name}, or use an http(s):// URL`,
+          );
       }
     } else if (sha256 !== undefined) {
       fail(`${where}.sha256`, 'is only used with an http(s):// or llmgw:// source, which agents fetch and verify; remove it, or give the file as a URL');
     }
   };
   // The model's own source needs its digest only where a profile runs it.
-  checkOne(at, m.source, m.sha256, m.profiles.some((p) => p.source === undefined));
+  checkOne(
+    at,
+    m.source,
+    m.sha256,
+    m.profiles.some((p) => p.source === undefined),
+  );
   m.profiles.forEach((p, j) => {
     const where = `${at}.profiles[${j}]`;
     if (p.source !== undefined) checkOne(where, p.source, p.sha256, true);
-    else if (p.sha256 !== undefined) fail(`${where}.sha256`, "is the digest of the profile's own source: give that source too, or put sha256 beside the model's source");
+    else if (p.sha256 !== undefined)
+      fail(`${where}.sha256`, "is the digest of the profile's own source: give that source too, or put sha256 beside the model's source");
   });
 }

@@ -164,9 +164,7 @@ export class CatalogWatcher {
     this.debounce = setTimeout(() => {
       this.enqueue(false).catch((err: unknown) => {
         // Only a throwing callback gets here; surface it rather than lose it.
-        this.options.onError(
-          new CatalogError({ file: this.file, problem: `reload failed: ${(err as Error).message ?? String(err)}` }),
-        );
+        this.options.onError(new CatalogError({ file: this.file, problem: `reload failed: ${(err as Error).message ?? String(err)}` }));
       });
     }, this.options.debounceMs ?? 100);
     this.debounce.unref();

@@ -32,7 +32,15 @@ describePostgres('InstanceRegistry on a real PostgreSQL', () => {
   });
 
   it('lists two instances with the leader marked, publishes catalog results with a NOTIFY, and forgets one that stopped', async () => {
-    const a = new InstanceRegistry({ pool, log, id: 'a', adminUrl: 'https://a:8081', clientUrl: 'http://a:8080', info: { version: '1.0.0', store: 'postgres' }, refreshEveryMs: 100 });
+    const a = new InstanceRegistry({
+      pool,
+      log,
+      id: 'a',
+      adminUrl: 'https://a:8081',
+      clientUrl: 'http://a:8080',
+      info: { version: '1.0.0', store: 'postgres' },
+      refreshEveryMs: 100,
+    });
     const b = new InstanceRegistry({ pool, log, id: 'b', adminUrl: 'https://b:8081', info: { version: '1.0.0', store: 'postgres' }, refreshEveryMs: 100 });
     await a.start();
     await b.start();
@@ -61,7 +69,11 @@ describePostgres('InstanceRegistry on a real PostgreSQL', () => {
       expect(after.startedMs).toBe(before.startedMs);
 
       await b.setInfo({ catalog: { digest: 'sha256:abc', models: 3, error: 'models[2]: no profile' } });
-      expect((await a.list()).find((i) => i.id === 'b')!.info).toEqual({ version: '1.0.0', store: 'postgres', catalog: { digest: 'sha256:abc', models: 3, error: 'models[2]: no profile' } });
+      expect((await a.list()).find((i) => i.id === 'b')!.info).toEqual({
+        version: '1.0.0',
+        store: 'postgres',
+        catalog: { digest: 'sha256:abc', models: 3, error: 'models[2]: no profile' },
+      });
       await sleep(100);
       expect(notes).toContain('llmgw:instances');
 

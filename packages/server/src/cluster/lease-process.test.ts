@@ -84,7 +84,10 @@ describePostgres('LeaderLease in real processes', () => {
     expect(resumed.leader).toBe(false);
     expect(resumed.fence).toEqual(oldFence);
     // The contract's fenced UPDATE refuses the old term.
-    const fenced = await pool.query(`UPDATE leader SET epoch = epoch WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_ms > ${DB_MS} RETURNING 1`, [oldFence.holder, oldFence.epoch]);
+    const fenced = await pool.query(`UPDATE leader SET epoch = epoch WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_ms > ${DB_MS} RETURNING 1`, [
+      oldFence.holder,
+      oldFence.epoch,
+    ]);
     expect(fenced.rows).toEqual([]);
     // Its next renew fails (b holds a higher epoch) and it says so; it does not lead again.
     await a.next((m) => m.change === false, 2000, from);
@@ -113,7 +116,9 @@ describePostgres('LeaderLease in real processes', () => {
     }
     took.sort((x, y) => x - y);
     const ms = (x: number | undefined) => Math.round(x ?? NaN);
-    console.log(`leader SIGKILL → takeover, ttl ${TTL} ms, renew ${TTL / 4} ms, 10 tries: min ${ms(took[0])} ms, median ${ms((took[4]! + took[5]!) / 2)} ms, max ${ms(took[9])} ms; all ${took.map(ms).join(' ')}`);
+    console.log(
+      `leader SIGKILL → takeover, ttl ${TTL} ms, renew ${TTL / 4} ms, 10 tries: min ${ms(took[0])} ms, median ${ms((took[4]! + took[5]!) / 2)} ms, max ${ms(took[9])} ms; all ${took.map(ms).join(' ')}`,
+    );
     expect(took[9]).toBeLessThanOrEqual(TTL + TTL / 4 + 200);
     expect(took[0]).toBeGreaterThanOrEqual(TTL - TTL / 4 - 200);
   }, 120_000);

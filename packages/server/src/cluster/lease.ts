@@ -221,7 +221,11 @@ export class LeaderLease {
   /** Ends a term whose local validity ran out; it is what notices a dead database. */
   private checkExpiry(): void {
     if (!this.leading || this.now() < this.validUntil) return;
-    this.lose(this.lastError !== undefined ? `no renew for ${this.ttlMs - this.marginMs} ms, the database is unreachable (${this.lastError})` : `no renew confirmed within ${this.ttlMs - this.marginMs} ms`);
+    this.lose(
+      this.lastError !== undefined
+        ? `no renew for ${this.ttlMs - this.marginMs} ms, the database is unreachable (${this.lastError})`
+        : `no renew confirmed within ${this.ttlMs - this.marginMs} ms`,
+    );
   }
 
   /** A timer at the local end of the term, so onChange(false) comes on time even between ticks. */
@@ -265,6 +269,9 @@ export async function currentLeader(pool: pg.Pool): Promise<LeaderInfo & { expir
 
 /** The contract's fenced check: whether `fence` is still the live term (a write under it would be taken). */
 export async function fenceHolds(pool: pg.Pool | pg.PoolClient, fence: Fence): Promise<boolean> {
-  const r = await pool.query(`UPDATE leader SET epoch = epoch WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_ms > ${DB_MS} RETURNING 1`, [fence.holder, fence.epoch]);
+  const r = await pool.query(`UPDATE leader SET epoch = epoch WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_ms > ${DB_MS} RETURNING 1`, [
+    fence.holder,
+    fence.epoch,
+  ]);
   return r.rowCount === 1;
 }

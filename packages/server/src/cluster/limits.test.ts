@@ -136,7 +136,9 @@ describePostgres('SharedLimits on a real PostgreSQL', () => {
     const total = ga.admitted + gb.admitted;
     const d = (2 * 250) / 1000;
     const bound = rpm + (200 * d) / 2;
-    console.log(`shared rpm ${rpm}, two instances at 100 req/s each for 2 s: ${total} admitted in all (${ga.admitted} + ${gb.admitted}); bound rpm + λ·D·(k−1)/k = ${bound}; alone each would admit ${rpm}, ${2 * rpm} in all`);
+    console.log(
+      `shared rpm ${rpm}, two instances at 100 req/s each for 2 s: ${total} admitted in all (${ga.admitted} + ${gb.admitted}); bound rpm + λ·D·(k−1)/k = ${bound}; alone each would admit ${rpm}, ${2 * rpm} in all`,
+    );
     expect(total).toBeGreaterThanOrEqual(rpm);
     expect(total).toBeLessThanOrEqual(bound);
   });

@@ -137,13 +137,24 @@ export class SharedLimits {
     }
     const startedAt = this.now();
     try {
-      const { rows } = await this.pool.query<{ key_id: string; requests: number; in_flight: number }>(SYNC, [this.instanceId, ids, requests, inFlight, this.windowMs, this.freshMs]);
+      const { rows } = await this.pool.query<{ key_id: string; requests: number; in_flight: number }>(SYNC, [
+        this.instanceId,
+        ids,
+        requests,
+        inFlight,
+        this.windowMs,
+        this.freshMs,
+      ]);
       this.others = new Map(rows.map((r) => [r.key_id, { requests: r.requests, inFlight: r.in_flight }]));
       this.lastSyncAt = startedAt;
       if (this.failing) this.log.info('shared limits: synced again');
       this.failing = false;
     } catch (err) {
-      if (!this.failing) this.log.warn({ err: messageOf(err) }, `shared limits: cannot sync (${messageOf(err)}); keeping the other instances' last counts for ${this.holdMs / 1000} s`);
+      if (!this.failing)
+        this.log.warn(
+          { err: messageOf(err) },
+          `shared limits: cannot sync (${messageOf(err)}); keeping the other instances' last counts for ${this.holdMs / 1000} s`,
+        );
       this.failing = true;
     }
   }

@@ -29,12 +29,21 @@ function migrate(...args: string[]): Promise<{ code: number | null; stdout: stri
   return new Promise((resolve) => {
     const env = { ...process.env };
     delete env.LLMGW_DATABASE_URL;
-    const child = execFile(process.execPath, [MAIN, 'migrate', ...args], { env, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }));
+    const child = execFile(process.execPath, [MAIN, 'migrate', ...args], { env, timeout: 30_000 }, (_err, stdout, stderr) =>
+      resolve({ code: child.exitCode, stdout, stderr }),
+    );
   });
 }
 
 const event = (id: number, reason: string, object: string): StoredEvent => ({
-  id, time: new Date(Date.UTC(2026, 0, 1, 0, 0, id)).toISOString(), type: 'Normal', source: 'admin', reason, object, nodes: object.startsWith('node/') ? [object.slice(5)] : [], message: `${reason} ${object}`,
+  id,
+  time: new Date(Date.UTC(2026, 0, 1, 0, 0, id)).toISOString(),
+  type: 'Normal',
+  source: 'admin',
+  reason,
+  object,
+  nodes: object.startsWith('node/') ? [object.slice(5)] : [],
+  message: `${reason} ${object}`,
 });
 
 /** A SQLite install as a single server leaves it: a fleet in its store, its secrets in the data directory. */
@@ -55,15 +64,42 @@ async function sqliteInstall(dir: string) {
     ],
     [],
   );
-  await s.saveKey({ id: 'key-1', name: 'ci', hash: 'c'.repeat(64), prefix: 'sk-ci', models: ['qwen-coder-14b'], rpm: 60, maxConcurrent: 2, priority: 'interactive', createdAt: '2026-01-01T00:00:00.000Z' });
-  await s.saveKey({ id: 'key-2', name: 'old', hash: 'd'.repeat(64), prefix: 'sk-old', models: [], expiresAt: '2027-01-01T00:00:00.000Z', createdAt: '2026-01-02T00:00:00.000Z', revokedAt: '2026-01-03T00:00:00.000Z' });
+  await s.saveKey({
+    id: 'key-1',
+    name: 'ci',
+    hash: 'c'.repeat(64),
+    prefix: 'sk-ci',
+    models: ['qwen-coder-14b'],
+    rpm: 60,
+    maxConcurrent: 2,
+    priority: 'interactive',
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
+  await s.saveKey({
+    id: 'key-2',
+    name: 'old',
+    hash: 'd'.repeat(64),
+    prefix: 'sk-old',
+    models: [],
+    expiresAt: '2027-01-01T00:00:00.000Z',
+    createdAt: '2026-01-02T00:00:00.000Z',
+    revokedAt: '2026-01-03T00:00:00.000Z',
+  });
   await s.addUsage([
     { keyId: 'key-1', model: 'qwen-coder-14b', requests: 10, errors: 1, cancelled: 2, promptTokens: 1000, completionTokens: 500 },
     { keyId: 'key-2', model: 'llama', requests: 3, errors: 0, cancelled: 0, promptTokens: 30, completionTokens: 9 },
   ]);
   await s.saveToken({ id: 'tok-1', name: 'viewer', role: 'viewer', hash: 'e'.repeat(64), prefix: 'llmgw-v', createdAt: '2026-01-01T00:00:00.000Z' });
   await s.addEvents([event(1, 'cordon', 'node/gpu-1'), event(2, 'drain', 'node/gpu-2'), event(3, 'key-create', 'key/key-1')], KEEP);
-  const rows = { nodes: await s.loadNodes(), credentials: await s.loadCredentials(), replicas: await s.loadReplicas(), keys: await s.loadKeys(), usage: await s.loadUsage(), tokens: await s.loadTokens(), events: await s.loadEvents(100) };
+  const rows = {
+    nodes: await s.loadNodes(),
+    credentials: await s.loadCredentials(),
+    replicas: await s.loadReplicas(),
+    keys: await s.loadKeys(),
+    usage: await s.loadUsage(),
+    tokens: await s.loadTokens(),
+    events: await s.loadEvents(100),
+  };
   await s.close();
   // Its secrets, as a start of the single server writes them.
   const admin = tokenFor(undefined, dir, 'admin-token').token;
@@ -75,14 +111,22 @@ async function sqliteInstall(dir: string) {
 
 async function loadAll(store: PostgresStore) {
   const nodes = (await store.loadNodes()).map(({ shards: _none, ...n }) => n);
-  return { nodes, credentials: await store.loadCredentials(), replicas: await store.loadReplicas(), keys: await store.loadKeys(), usage: await store.loadUsage(), tokens: await store.loadTokens(), events: await store.loadEvents(100) };
+  return {
+    nodes,
+    credentials: await store.loadCredentials(),
+    replicas: await store.loadReplicas(),
+    keys: await store.loadKeys(),
+    usage: await store.loadUsage(),
+    tokens: await store.loadTokens(),
+    events: await store.loadEvents(100),
+  };
 }
 
 async function tables(url: string): Promise<string[]> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    return (await c.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = current_schema()")).rows.map((r) => r.t);
+    return (await c.query<{ t: string }>('SELECT tablename AS t FROM pg_tables WHERE schemaname = current_schema()')).rows.map((r) => r.t);
   } finally {
     await c.end();
   }
@@ -110,7 +154,9 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     expect([first.code, first.stderr]).toEqual([0, '']);
     expect(first.stdout.trimEnd().split('\n')).toEqual([
       expect.stringMatching(
-        new RegExp(`^migrated 3 nodes, 2 node credentials, 2 replicas, 2 keys, 2 usage rows, 1 token, 3 events and secrets admin-token, join-token, engine-key-secret, tls/ca from ${path.join(dir, 'llmgw.db')} to \\S+$`),
+        new RegExp(
+          `^migrated 3 nodes, 2 node credentials, 2 replicas, 2 keys, 2 usage rows, 1 token, 3 events and secrets admin-token, join-token, engine-key-secret, tls/ca from ${path.join(dir, 'llmgw.db')} to \\S+$`,
+        ),
       ),
     ]);
     const store = await PostgresStore.open(db.url);
@@ -151,7 +197,9 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     expect(again.code).toBe(2);
     expect(again.stdout).toBe('');
     expect(again.stderr.trimEnd().split('\n')).toEqual([
-      expect.stringMatching(/^llmgw-server: database \S+ already holds 3 nodes, 2 node credentials, 2 replicas, 2 keys, 2 usage rows, 1 token, 4 events: migrate only into an empty llmgw database/),
+      expect.stringMatching(
+        /^llmgw-server: database \S+ already holds 3 nodes, 2 node credentials, 2 replicas, 2 keys, 2 usage rows, 1 token, 4 events: migrate only into an empty llmgw database/,
+      ),
     ]);
     const after = await PostgresStore.open(db.url);
     try {
@@ -208,7 +256,10 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
 
   it('says which flag is missing, and refuses a database it cannot reach, with one line each', async () => {
     const noUrl = await migrate('--from-sqlite', dir);
-    expect([noUrl.code, noUrl.stderr.trim()]).toEqual([2, expect.stringMatching(/^llmgw-server: give --database-url postgres:\/\/… \(or LLMGW_DATABASE_URL\)/)]);
+    expect([noUrl.code, noUrl.stderr.trim()]).toEqual([
+      2,
+      expect.stringMatching(/^llmgw-server: give --database-url postgres:\/\/… \(or LLMGW_DATABASE_URL\)/),
+    ]);
     const refused = await migrate('--from-sqlite', dir, '--database-url', 'postgres://llmgw:secret-pw@127.0.0.1:1/llmgw');
     expect(refused.code).toBe(2);
     expect(refused.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^llmgw-server: cannot reach PostgreSQL at llmgw@127.0.0.1:1\/llmgw/)]);

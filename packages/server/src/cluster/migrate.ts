@@ -122,7 +122,8 @@ export async function writePostgres(snap: SqliteSnapshot, url: string): Promise<
         await client.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [name, value]);
       }
       // Instances already running on this database reload what changed.
-      for (const topic of ['nodes', 'credentials', 'replicas', 'keys', 'tokens', 'events'] satisfies Topic[]) await client.query('SELECT pg_notify($1, $2)', [CHANNEL, topic]);
+      for (const topic of ['nodes', 'credentials', 'replicas', 'keys', 'tokens', 'events'] satisfies Topic[])
+        await client.query('SELECT pg_notify($1, $2)', [CHANNEL, topic]);
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
@@ -169,8 +170,17 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
      SELECT id, name, hash, prefix, models, rpm, max_concurrent, priority, expires_at, created_at, revoked_at FROM jsonb_to_recordset($1::jsonb)
        AS x(id text, name text, hash text, prefix text, models jsonb, rpm integer, max_concurrent integer, priority text, expires_at text, created_at text, revoked_at text)`,
     snap.keys.map((k) => ({
-      id: k.id, name: k.name, hash: k.hash, prefix: k.prefix, models: k.models, rpm: k.rpm ?? null, max_concurrent: k.maxConcurrent ?? null, priority: k.priority ?? null,
-      expires_at: k.expiresAt ?? null, created_at: k.createdAt, revoked_at: k.revokedAt ?? null,
+      id: k.id,
+      name: k.name,
+      hash: k.hash,
+      prefix: k.prefix,
+      models: k.models,
+      rpm: k.rpm ?? null,
+      max_concurrent: k.maxConcurrent ?? null,
+      priority: k.priority ?? null,
+      expires_at: k.expiresAt ?? null,
+      created_at: k.createdAt,
+      revoked_at: k.revokedAt ?? null,
     })),
   );
   await insert(
@@ -178,18 +188,36 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
      SELECT key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens FROM jsonb_to_recordset($1::jsonb)
        AS x(key_id text, model text, requests bigint, errors bigint, cancelled bigint, prompt_tokens bigint, completion_tokens bigint)`,
     snap.usage.map((u) => ({
-      key_id: u.keyId, model: u.model, requests: u.requests, errors: u.errors, cancelled: u.cancelled, prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens,
+      key_id: u.keyId,
+      model: u.model,
+      requests: u.requests,
+      errors: u.errors,
+      cancelled: u.cancelled,
+      prompt_tokens: u.promptTokens,
+      completion_tokens: u.completionTokens,
     })),
   );
   await insert(
     `INSERT INTO admin_tokens (id, name, role, hash, prefix, created_at, revoked_at)
      SELECT id, name, role, hash, prefix, created_at, revoked_at FROM jsonb_to_recordset($1::jsonb)
        AS x(id text, name text, role text, hash text, prefix text, created_at text, revoked_at text)`,
-    snap.tokens.map((t) => ({ id: t.id, name: t.name, role: t.role, hash: t.hash, prefix: t.prefix, created_at: t.createdAt, revoked_at: t.revokedAt ?? null })),
+    snap.tokens.map((t) => ({
+      id: t.id,
+      name: t.name,
+      role: t.role,
+      hash: t.hash,
+      prefix: t.prefix,
+      created_at: t.createdAt,
+      revoked_at: t.revokedAt ?? null,
+    })),
   );
   await insert(
     `INSERT INTO rollouts (model, history, control) SELECT model, history, control FROM jsonb_to_recordset($1::jsonb) AS x(model text, history jsonb, control jsonb)`,
-    snap.rollouts.map(({ model, paused, resumed, ...history }) => ({ model, history, control: { ...(paused ? { paused } : {}), ...(resumed ? { resumed } : {}) } })),
+    snap.rollouts.map(({ model, paused, resumed, ...history }) => ({
+      model,
+      history,
+      control: { ...(paused ? { paused } : {}), ...(resumed ? { resumed } : {}) },
+    })),
   );
   if (snap.events.length) {
     await insert(
@@ -236,12 +264,19 @@ export async function migrateSqliteToPostgres(from: string, url: string): Promis
   }
   const c = done.counts;
   const rows = [
-    plural(c.nodes, 'node'), plural(c.node_credentials, 'node credential'), plural(c.replicas, 'replica'), plural(c.api_keys, 'key'),
-    plural(c.usage, 'usage row'), plural(c.admin_tokens, 'token'), plural(c.events, 'event'),
+    plural(c.nodes, 'node'),
+    plural(c.node_credentials, 'node credential'),
+    plural(c.replicas, 'replica'),
+    plural(c.api_keys, 'key'),
+    plural(c.usage, 'usage row'),
+    plural(c.admin_tokens, 'token'),
+    plural(c.events, 'event'),
   ];
   const secrets = done.secrets.length ? `secrets ${done.secrets.join(', ')}` : 'no secrets';
   const dir = path.dirname(file);
-  const notes = SECRET_NAMES.filter((n) => !done.secrets.includes(n)).map((n) => `${path.join(dir, n === 'tls/ca' ? 'tls/ca.pem' : n)} is absent: ${MISSING[n]}`);
+  const notes = SECRET_NAMES.filter((n) => !done.secrets.includes(n)).map(
+    (n) => `${path.join(dir, n === 'tls/ca' ? 'tls/ca.pem' : n)} is absent: ${MISSING[n]}`,
+  );
   return { summary: `migrated ${rows.join(', ')} and ${secrets} from ${file} to ${describeUrl(url).where}`, notes };
 }
 

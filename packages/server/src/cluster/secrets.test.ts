@@ -22,7 +22,11 @@ function startAndStop(dataDir: string, databaseUrl: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env };
     for (const v of ['LLMGW_ADMIN_TOKEN', 'LLMGW_JOIN_TOKEN', 'LLMGW_DATABASE_URL']) delete env[v];
-    const child = spawn(process.execPath, [MAIN, '--data-dir', dataDir, '--database-url', databaseUrl, '--client-addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0'], { env });
+    const child = spawn(
+      process.execPath,
+      [MAIN, '--data-dir', dataDir, '--database-url', databaseUrl, '--client-addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0'],
+      { env },
+    );
     let out = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.stdout.on('data', (b: Buffer) => {
@@ -103,7 +107,7 @@ describePostgres('shared secrets on PostgreSQL', () => {
     expect(await row('join-token')).toBe(sa.joinSecret);
   });
 
-  it("an upgraded single-server install that starts first keeps its tokens and CA, and the next instance takes them", async () => {
+  it('an upgraded single-server install that starts first keeps its tokens and CA, and the next instance takes them', async () => {
     await clear();
     const [old, next] = [tmp(), tmp()];
     const before = await start(old, 'old.example');

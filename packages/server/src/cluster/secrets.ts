@@ -86,7 +86,8 @@ async function shareToken(db: SharedSecrets, dataDir: string, name: Exclude<Secr
   }
   // The join token file gets the bare secret here; prepareJoinToken rewrites it with the CA pin.
   writePrivateFile(file, `${shared}\n`);
-  if (local !== undefined) log.warn({ file }, `${name} in this data directory differs from the one the instances on this database share: replaced the file with the shared one`);
+  if (local !== undefined)
+    log.warn({ file }, `${name} in this data directory differs from the one the instances on this database share: replaced the file with the shared one`);
 }
 
 async function shareCa(db: SharedSecrets, dataDir: string, log: Logger): Promise<void> {
@@ -102,7 +103,11 @@ async function shareCa(db: SharedSecrets, dataDir: string, log: Logger): Promise
   writePrivateFile(files.ca, ca.cert);
   // The CA certificate is public: readable like the one adminTls writes.
   fs.chmodSync(files.ca, 0o644);
-  if (local !== undefined) log.warn({ file: files.ca }, 'the CA in this data directory differs from the one the instances on this database share: replaced it (join tokens pinning the old CA must be handed out again)');
+  if (local !== undefined)
+    log.warn(
+      { file: files.ca },
+      'the CA in this data directory differs from the one the instances on this database share: replaced it (join tokens pinning the old CA must be handed out again)',
+    );
 }
 
 /** The `tls/ca` secret's certificate and key; throws a line naming the table when it is not one. */

@@ -9,12 +9,24 @@ import { LeaderLease } from './lease.js';
 import { clusterStatus, readClusterStatus } from './status.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
-const row = (id: string, over: Partial<InstanceRow> = {}): InstanceRow => ({ id, startedMs: T0, seenMs: T0 + 60_000, info: {}, leader: false, self: false, ...over });
+const row = (id: string, over: Partial<InstanceRow> = {}): InstanceRow => ({
+  id,
+  startedMs: T0,
+  seenMs: T0 + 60_000,
+  info: {},
+  leader: false,
+  self: false,
+  ...over,
+});
 
 describe('clusterStatus', () => {
   const rows = [
     row('a', { adminUrl: 'https://a:8081', clientUrl: 'http://a:8080', info: { version: '1.2.0', catalog: { digest: 'abc123', models: 3 } } }),
-    row('b', { startedMs: T0 + 1000, seenMs: T0 + 57_500, info: { catalog: { digest: 'abc123', models: 3, error: 'catalog.yaml: models[1].name is missing' } } }),
+    row('b', {
+      startedMs: T0 + 1000,
+      seenMs: T0 + 57_500,
+      info: { catalog: { digest: 'abc123', models: 3, error: 'catalog.yaml: models[1].name is missing' } },
+    }),
   ];
 
   it.each([
@@ -25,8 +37,25 @@ describe('clusterStatus', () => {
       want: {
         leader: { instance: 'b', epoch: 7, since: '2026-03-01T12:00:30.000Z' },
         instances: [
-          { id: 'a', admin_url: 'https://a:8081', client_url: 'http://a:8080', started: '2026-03-01T12:00:00.000Z', last_seen_s: 0, leader: false, self: true, version: '1.2.0', catalog: { digest: 'abc123', models: 3 } },
-          { id: 'b', started: '2026-03-01T12:00:01.000Z', last_seen_s: 2, leader: true, self: false, catalog: { digest: 'abc123', models: 3, error: 'catalog.yaml: models[1].name is missing' } },
+          {
+            id: 'a',
+            admin_url: 'https://a:8081',
+            client_url: 'http://a:8080',
+            started: '2026-03-01T12:00:00.000Z',
+            last_seen_s: 0,
+            leader: false,
+            self: true,
+            version: '1.2.0',
+            catalog: { digest: 'abc123', models: 3 },
+          },
+          {
+            id: 'b',
+            started: '2026-03-01T12:00:01.000Z',
+            last_seen_s: 2,
+            leader: true,
+            self: false,
+            catalog: { digest: 'abc123', models: 3, error: 'catalog.yaml: models[1].name is missing' },
+          },
         ],
       },
     },
@@ -34,7 +63,10 @@ describe('clusterStatus', () => {
       what: 'no holder: no leader instance, no since, nobody marked, the epoch kept',
       leader: { epoch: 7 },
       self: 'b',
-      want: { leader: { epoch: 7 }, instances: [expect.objectContaining({ id: 'a', leader: false, self: false }), expect.objectContaining({ id: 'b', leader: false, self: true })] },
+      want: {
+        leader: { epoch: 7 },
+        instances: [expect.objectContaining({ id: 'a', leader: false, self: false }), expect.objectContaining({ id: 'b', leader: false, self: true })],
+      },
     },
     {
       // A row's own flag is from an older read than the lease; the view follows the lease.
@@ -42,7 +74,10 @@ describe('clusterStatus', () => {
       leader: { holder: 'a', epoch: 8, sinceMs: T0 + 59_000 },
       self: 'b',
       rows: [row('a'), row('b', { leader: true })],
-      want: { leader: { instance: 'a', epoch: 8, since: '2026-03-01T12:00:59.000Z' }, instances: [expect.objectContaining({ id: 'a', leader: true }), expect.objectContaining({ id: 'b', leader: false })] },
+      want: {
+        leader: { instance: 'a', epoch: 8, since: '2026-03-01T12:00:59.000Z' },
+        instances: [expect.objectContaining({ id: 'a', leader: true }), expect.objectContaining({ id: 'b', leader: false })],
+      },
     },
   ])('$what', ({ leader, self, rows: given, want }) => {
     expect(clusterStatus(given ?? rows, leader, self, T0 + 60_000)).toEqual({ store: 'postgres', instance: self, ...want });
@@ -79,7 +114,10 @@ describePostgres('readClusterStatus on a real PostgreSQL', () => {
       const before = Date.now();
       const v = await readClusterStatus(a, pool);
       expect(v).toMatchObject({ store: 'postgres', instance: 'a', leader: { instance: 'b', epoch: lease.info().epoch } });
-      expect(v.instances.map((i) => [i.id, i.leader, i.self, i.last_seen_s])).toEqual([['a', false, true, 0], ['b', true, false, 0]]);
+      expect(v.instances.map((i) => [i.id, i.leader, i.self, i.last_seen_s])).toEqual([
+        ['a', false, true, 0],
+        ['b', true, false, 0],
+      ]);
       expect(v.instances[0]).toMatchObject({ admin_url: 'https://a:8081', version: '1.0.0', catalog: { digest: 'd1', models: 2 } });
       // The same machine's clock and the database's agree to well within a minute.
       expect(Math.abs(Date.parse(v.leader.since ?? '') - before)).toBeLessThan(60_000);

@@ -50,15 +50,37 @@ export class ClusterSync {
     const { notifications: n, controller, keys, access, credentials, events } = this.o;
     // Nodes heard through the database age only up to the last pull that worked.
     controller.inventory.heardFromDatabase(Date.now());
-    const guard = (what: string, fn: () => Promise<void>) => () => fn().catch((err: unknown) => this.o.log.warn({ err: messageOf(err) }, `could not reload ${what} from the database: ${messageOf(err)}`));
+    const guard = (what: string, fn: () => Promise<void>) => () =>
+      fn().catch((err: unknown) => this.o.log.warn({ err: messageOf(err) }, `could not reload ${what} from the database: ${messageOf(err)}`));
     this.off.push(
-      n.on('replicas', guard('replicas', () => controller.reloadReplicas())),
-      n.on('keys', guard('keys', () => keys.reloadKeys())),
-      n.on('tokens', guard('tokens', () => access.reload())),
-      n.on('credentials', guard('node credentials', () => credentials.reload())),
-      n.on('nodes', guard('nodes', () => this.reloadNodes())),
-      n.on('events', guard('events', () => events.sync())),
-      n.on('join-token', guard('the join token', () => this.adoptJoinToken())),
+      n.on(
+        'replicas',
+        guard('replicas', () => controller.reloadReplicas()),
+      ),
+      n.on(
+        'keys',
+        guard('keys', () => keys.reloadKeys()),
+      ),
+      n.on(
+        'tokens',
+        guard('tokens', () => access.reload()),
+      ),
+      n.on(
+        'credentials',
+        guard('node credentials', () => credentials.reload()),
+      ),
+      n.on(
+        'nodes',
+        guard('nodes', () => this.reloadNodes()),
+      ),
+      n.on(
+        'events',
+        guard('events', () => events.sync()),
+      ),
+      n.on(
+        'join-token',
+        guard('the join token', () => this.adoptJoinToken()),
+      ),
     );
     this.timers.push(setInterval(() => void this.pull(), this.o.pullEveryMs ?? 500));
     this.timers.push(
@@ -98,7 +120,8 @@ export class ClusterSync {
       this.failing = undefined;
     } catch (err) {
       const reason = messageOf(err);
-      if (this.failing !== reason) this.o.log.warn({ err: reason }, `could not pull heartbeats from the database (routing goes on with what this instance knows): ${reason}`);
+      if (this.failing !== reason)
+        this.o.log.warn({ err: reason }, `could not pull heartbeats from the database (routing goes on with what this instance knows): ${reason}`);
       this.failing = reason;
     } finally {
       this.pulling = false;

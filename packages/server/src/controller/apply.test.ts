@@ -5,9 +5,17 @@ import { engineKeys } from './engine-keys.js';
 import { allocatePort, frozen, materialize, newReplicaIds, withSpec } from './apply.js';
 
 const planned: PlannedReplica = {
-  model: 'm', profile: 'cpu', state: 'pending', createdAtMs: 5, memoryMb: 0, replaces: 'r-old',
+  model: 'm',
+  profile: 'cpu',
+  state: 'pending',
+  createdAtMs: 5,
+  memoryMb: 0,
+  replaces: 'r-old',
   spec: { engine: 'llama.cpp', source: 's', args: [], env: {} },
-  shards: [{ nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'pending' }, { nodeId: 'node-2', rank: 1, gpuUuids: [], gpuIndices: [], state: 'pending' }],
+  shards: [
+    { nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'pending' },
+    { nodeId: 'node-2', rank: 1, gpuUuids: [], gpuIndices: [], state: 'pending' },
+  ],
 };
 
 describe('materialize', () => {
@@ -41,7 +49,11 @@ describe('newReplicaIds', () => {
 
 describe('allocatePort', () => {
   it('skips ports that replicas still holding resources use, and wraps', () => {
-    const replicas = [makeReplica({ masterPort: 29500 }), makeReplica({ masterPort: 29501, state: 'draining' }), makeReplica({ masterPort: 29502, state: 'failed' })];
+    const replicas = [
+      makeReplica({ masterPort: 29500 }),
+      makeReplica({ masterPort: 29501, state: 'draining' }),
+      makeReplica({ masterPort: 29502, state: 'failed' }),
+    ];
     expect(allocatePort(replicas, 29500)).toEqual({ port: 29502, next: 29503 });
     expect(allocatePort([], 29999)).toEqual({ port: 29999, next: 29500 });
   });
@@ -61,6 +73,6 @@ describe('frozen', () => {
   it('freezes a replica and its shards, so a reader cannot change it', () => {
     const r = frozen(makeReplica());
     expect(() => ((r.shards[0] as { state: string }).state = 'failed')).toThrow(TypeError);
-    expect(() => (r as { state: string }).state = 'failed').toThrow(TypeError);
+    expect(() => ((r as { state: string }).state = 'failed')).toThrow(TypeError);
   });
 });

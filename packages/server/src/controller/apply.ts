@@ -116,7 +116,8 @@ export function applyActions(
     const before = replicas.get(u.id);
     replicas.set(u.id, frozen(u));
     changed.push(u.id);
-    if (before?.state !== u.state) log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
+    if (before?.state !== u.state)
+      log.info({ replica: u.id, model: u.model, from: before?.state, to: u.state, reason: u.drainReason }, 'replica state changed');
     else if (u.drainBlocked && before?.drainBlocked !== u.drainBlocked) log.warn({ replica: u.id, model: u.model }, `drain blocked: ${u.drainBlocked}`);
   }
   for (const action of actions) {
@@ -125,8 +126,16 @@ export function applyActions(
     replicas.set(r.id, frozen(r));
     changed.push(r.id);
     touched.set(action, r);
-    log.info({ replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason }, 'replica placed');
+    log.info(
+      { replica: r.id, model: r.model, profile: r.profile, nodes: r.shards.map((s) => s.nodeId), code: action.code, reason: action.reason },
+      'replica placed',
+    );
   }
-  const decided = actions.map((a): Decision => ({ kind: a.kind, code: a.code, reason: a.reason, ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? replicas.get(a.replicaId) }) }));
+  const decided = actions.map((a): Decision => ({
+    kind: a.kind,
+    code: a.code,
+    reason: a.reason,
+    ...(a.kind === 'create' ? { replica: touched.get(a) } : { replicaId: a.replicaId, replica: touched.get(a.replicaId) ?? replicas.get(a.replicaId) }),
+  }));
   return { changed, removed, decided };
 }

@@ -22,8 +22,22 @@ describe('assignmentsFor', () => {
   it('builds a node’s shards from the spec frozen on the replica, pointing followers at rank 0', () => {
     expect(assignmentsFor('node-2', [twoNodes()], addr)).toEqual([
       {
-        id: 'r-1-1', replica_id: 'r-1', model: 'qwen-coder-14b', profile: 'cpu', engine: 'vllm', source: 'org/model', rank: 1, shards: 2,
-        gpus: ['g1'], gpu_indices: [1], args: ['--x'], env: { A: '1' }, master_addr: '10.0.0.1', master_port: 29501, api_key: 'k', startup_timeout_s: 60,
+        id: 'r-1-1',
+        replica_id: 'r-1',
+        model: 'qwen-coder-14b',
+        profile: 'cpu',
+        engine: 'vllm',
+        source: 'org/model',
+        rank: 1,
+        shards: 2,
+        gpus: ['g1'],
+        gpu_indices: [1],
+        args: ['--x'],
+        env: { A: '1' },
+        master_addr: '10.0.0.1',
+        master_port: 29501,
+        api_key: 'k',
+        startup_timeout_s: 60,
       },
     ]);
   });
@@ -46,7 +60,10 @@ describe('assignmentsFor', () => {
     const model = makeModel({ source: 'https://files.example/m.gguf', sha256: digest });
     const profile = model.profiles[0]!;
     const r = makeReplica({ spec: specOf(model, profile) });
-    expect(assignmentsFor('node-1', [r], addr)[0]).toMatchObject({ source: 'https://files.example/m.gguf', file: { url: 'https://files.example/m.gguf', sha256: 'ab'.repeat(32) } });
+    expect(assignmentsFor('node-1', [r], addr)[0]).toMatchObject({
+      source: 'https://files.example/m.gguf',
+      file: { url: 'https://files.example/m.gguf', sha256: 'ab'.repeat(32) },
+    });
     // A profile's own source takes its own digest; a hub id asks for no file.
     const own = specOf(model, { ...profile, source: 'llmgw://other.gguf', sha256: 'cd'.repeat(32) });
     expect(own.file).toEqual({ url: 'llmgw://other.gguf', sha256: 'cd'.repeat(32) });

@@ -15,7 +15,9 @@ function controller(replicas: Replica[], model = makeModel()): Controller {
 
 describe('Controller', () => {
   it('routes to the new port when a ready engine restarted on another port between two heartbeats', () => {
-    const ctl = controller([makeReplica({ state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] })]);
+    const ctl = controller([
+      makeReplica({ state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] }),
+    ]);
     ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
     expect(ctl.routes('qwen-coder-14b')).toEqual([expect.objectContaining({ replicaId: 'r-1', endpoint: 'http://10.0.0.1:40001' })]);
     // The engine crashed and the agent restarted it on another port; both reports say ready.
@@ -32,7 +34,8 @@ describe('Controller', () => {
 });
 
 describe('Controller: one channel for assignments', () => {
-  const starting = () => makeReplica({ state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] });
+  const starting = () =>
+    makeReplica({ state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] });
 
   it('acknowledges a heartbeat with what to size, and hands out assignments only on the long-poll', async () => {
     const gguf = makeModel({ profiles: [makeProfile({ engine: 'node-llama-cpp', source: 'tiny.gguf' })] });
@@ -92,10 +95,23 @@ describe('Controller: what a heartbeat asks of the reconciler', () => {
     const store = memoryStore({ replicas: [replica] });
     const model = makeModel();
     const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
-    const opts = { reconcileIntervalMs: 60_000, reportPassMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
-    const ctl = new Counting(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }), store, catalog, opts, pino({ level: 'silent' }), [replica]);
+    const opts = {
+      reconcileIntervalMs: 60_000,
+      reportPassMs: 60_000,
+      drainParallel: 1,
+      minHealthyMs: 0,
+      drainTimeoutMs: 60_000,
+      maxLostFraction: 0.5,
+      failedBackoffMs: 30_000,
+    };
+    const ctl = new Counting(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }), store, catalog, opts, pino({ level: 'silent' }), [
+      replica,
+    ]);
     const beat = (memUsed: number, state: 'starting' | 'ready') =>
-      ctl.heartbeat({ report: makeReport({ node_id: 'node-1', memory_total_mb: 65536 + memUsed }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state, port: 40001 }] });
+      ctl.heartbeat({
+        report: makeReport({ node_id: 'node-1', memory_total_mb: 65536 + memUsed }),
+        shards: [{ id: 'r-1-0', replica_id: 'r-1', state, port: 40001 }],
+      });
     beat(0, 'starting'); // the node's first heartbeat
     await turn();
     expect(ctl.count).toBe(1);

@@ -1,5 +1,13 @@
 import { EventEmitter } from 'node:events';
-import { type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
+import {
+  type AssignmentsReply,
+  type Heartbeat,
+  type HeartbeatReply,
+  type Model,
+  type NodeAdminState,
+  type ShardAssignment,
+  type ShardStatus,
+} from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Decision, Replica, RolloutRecord } from '../domain.js';
 import type { Inventory } from '../inventory.js';
@@ -219,7 +227,8 @@ export class Controller {
       if (before.state !== after.state) {
         this.log.info({ replica: id, model: after.model, from: before.state, to: after.state, error: after.error }, 'replica state changed');
         if (after.state === 'failed') this.failuresByModel.set(after.model, (this.failuresByModel.get(after.model) ?? 0) + 1);
-        if (after.state === 'failed') this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }]);
+        if (after.state === 'failed')
+          this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }]);
         this.events.emit('replicas');
       } else if (before.endpoint !== after.endpoint) {
         // An engine restarted on another port while staying ready: the routing table must follow.
@@ -258,7 +267,12 @@ export class Controller {
   private plan(nowMs: number): ReconcileResult {
     const nodes = this.inventory.list();
     const liveReports = nodes.filter((n) => this.inventory.liveness(n, nowMs) === 'ready').map((n) => n.report);
-    const { models, defer } = placementModels(this.catalog.models, nodes.map((n) => n.report), liveReports, this.opts.estimates);
+    const { models, defer } = placementModels(
+      this.catalog.models,
+      nodes.map((n) => n.report),
+      liveReports,
+      this.opts.estimates,
+    );
     const load = (this.opts.load ?? NO_TRAFFIC).loadSnapshot();
     this.rolloutChanges = this.rollouts.observe(this.catalog.models, nowMs);
     return reconcile({
@@ -285,7 +299,10 @@ export class Controller {
 
   /** Liveness moves with the clock, not with events; a change must reroute traffic. */
   protected followLiveness(nowMs: number, planned: boolean): void {
-    const livenessKey = this.inventory.list().map((n) => this.inventory.liveness(n, nowMs)).join();
+    const livenessKey = this.inventory
+      .list()
+      .map((n) => this.inventory.liveness(n, nowMs))
+      .join();
     if (planned || livenessKey !== this.livenessKey) {
       this.livenessKey = livenessKey;
       this.events.emit('replicas');
@@ -313,7 +330,12 @@ export class Controller {
     }
     for (const [model, outcome] of plan.attempts) this.attempts.set(model, { outcome, atMs: nowMs });
     this.rolloutChanges.push(...this.rollouts.afterPass(plan.rollouts, plan.halts, nowMs));
-    const { changed, removed, decided } = applyActions(plan.actions, this.replicas, (p) => newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined), this.log);
+    const { changed, removed, decided } = applyActions(
+      plan.actions,
+      this.replicas,
+      (p) => newReplicaIds(this.engineKey, p.shards.length > 1 ? this.allocateMasterPort() : undefined),
+      this.log,
+    );
     for (const s of removed.flatMap((r) => r.shards)) this.logTails.delete(s.id);
     return { changed, decided };
   }
@@ -338,6 +360,9 @@ export class Controller {
   protected refreshAssignments(): void {
     // One sorted list for every node, not one per node.
     const replicas = this.listReplicas();
-    this.feed.refresh(this.inventory.list().map((n) => n.id), (id) => this.assignmentsFor(id, replicas));
+    this.feed.refresh(
+      this.inventory.list().map((n) => n.id),
+      (id) => this.assignmentsFor(id, replicas),
+    );
   }
 }

@@ -58,7 +58,8 @@ export class Downloads {
       const tookMs = nowMs - before.sinceMs;
       // The error as the replica keeps it, with the engine key masked (called after the reports are applied).
       const error = replica.shards.find((s) => s.id === st.id)?.error;
-      if (st.state === 'failed') changes.push({ kind: 'failed', replica, shardId: st.id, nodeId, progress: before.progress, tookMs, ...(error ? { error } : {}) });
+      if (st.state === 'failed')
+        changes.push({ kind: 'failed', replica, shardId: st.id, nodeId, progress: before.progress, tookMs, ...(error ? { error } : {}) });
       else if (st.state !== 'stopped') changes.push({ kind: 'finished', replica, shardId: st.id, nodeId, progress: before.progress, tookMs });
     }
     for (const [id, c] of this.coming) if (c.nodeId === nodeId && !seen.has(id)) this.coming.delete(id);

@@ -13,7 +13,15 @@ function controller(replicas: Replica[]): Controller {
   const model = makeModel();
   const store = memoryStore({ replicas });
   const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
-  const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000, engineKey: keyOf };
+  const opts = {
+    reconcileIntervalMs: 60_000,
+    drainParallel: 1,
+    minHealthyMs: 0,
+    drainTimeoutMs: 60_000,
+    maxLostFraction: 0.5,
+    failedBackoffMs: 30_000,
+    engineKey: keyOf,
+  };
   return new Controller(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }), store, catalog, opts, pino({ level: 'silent' }), replicas);
 }
 

@@ -48,8 +48,18 @@ describe('Controller persistence', () => {
     await ctl.persist();
     expect(ctl.listReplicas()).toHaveLength(2);
     // One transaction with both replicas (in creation order, which random ids do not sort).
-    expect(transactions.filter((t) => t.length).map((t) => [...t].sort())).toEqual([ctl.listReplicas().map((r) => `save ${r.id}`).sort()]);
-    expect([...saved.keys()].sort()).toEqual(ctl.listReplicas().map((r) => r.id).sort());
+    expect(transactions.filter((t) => t.length).map((t) => [...t].sort())).toEqual([
+      ctl
+        .listReplicas()
+        .map((r) => `save ${r.id}`)
+        .sort(),
+    ]);
+    expect([...saved.keys()].sort()).toEqual(
+      ctl
+        .listReplicas()
+        .map((r) => r.id)
+        .sort(),
+    );
   });
 
   it('keeps a pass applied in memory when the store refuses it, and writes it once the store takes writes', async () => {
@@ -59,7 +69,10 @@ describe('Controller persistence', () => {
     expect(() => ctl.reconcileNow()).not.toThrow();
     // Memory is the source of truth: the node is live, the replicas placed and handed out.
     expect(inventory.liveness(inventory.get('n1')!, Date.now())).toBe('ready');
-    const placed = ctl.listReplicas().map((r) => r.id).sort();
+    const placed = ctl
+      .listReplicas()
+      .map((r) => r.id)
+      .sort();
     expect(placed).toHaveLength(2);
     expect(ctl.assignments('n1').assignments).toHaveLength(2);
     expect([saved.size, nodes.size]).toEqual([0, 0]);

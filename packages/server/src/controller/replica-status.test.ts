@@ -3,24 +3,42 @@ import type { Shard } from '../domain.js';
 import { makeReplica } from '../../test/factories.js';
 import { applyShardReports, hostForUrl, mergeShardReport, replicaStatus } from './replica-status.js';
 
-const shard = (rank: number, extra: Partial<Shard> = {}): Shard => ({ id: `r-1-${rank}`, nodeId: `node-${rank + 1}`, rank, gpuUuids: [], gpuIndices: [], state: 'pending', ...extra });
+const shard = (rank: number, extra: Partial<Shard> = {}): Shard => ({
+  id: `r-1-${rank}`,
+  nodeId: `node-${rank + 1}`,
+  rank,
+  gpuUuids: [],
+  gpuIndices: [],
+  state: 'pending',
+  ...extra,
+});
 
 describe('mergeShardReport', () => {
   it('takes the reported state, port, pid, restarts and error, and says when nothing changed', () => {
     const s = shard(0, { state: 'starting', error: 'old' });
-    expect(mergeShardReport(s, { id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 4000, pid: 7, restarts: 1 })).toEqual({ ...shard(0), state: 'ready', port: 4000, pid: 7, restarts: 1 });
+    expect(mergeShardReport(s, { id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 4000, pid: 7, restarts: 1 })).toEqual({
+      ...shard(0),
+      state: 'ready',
+      port: 4000,
+      pid: 7,
+      restarts: 1,
+    });
     const ready = shard(0, { state: 'ready', port: 4000 });
     expect(mergeShardReport(ready, { id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 4000 })).toBeUndefined();
   });
 
   it('keeps the state the server knows when the agent says stopped, and does not change its argument', () => {
     const s = Object.freeze(shard(0, { state: 'ready', port: 4000 }));
-    expect(mergeShardReport(s, { id: 'r-1-0', replica_id: 'r-1', state: 'stopped', port: 4000, error: 'exit 0' })).toMatchObject({ state: 'ready', error: 'exit 0' });
+    expect(mergeShardReport(s, { id: 'r-1-0', replica_id: 'r-1', state: 'stopped', port: 4000, error: 'exit 0' })).toMatchObject({
+      state: 'ready',
+      error: 'exit 0',
+    });
   });
 });
 
 describe('replicaStatus', () => {
-  const at = (states: Shard['state'][], extra = {}) => makeReplica({ state: 'starting', shards: states.map((state, rank) => shard(rank, { state, port: 4000 + rank })), ...extra });
+  const at = (states: Shard['state'][], extra = {}) =>
+    makeReplica({ state: 'starting', shards: states.map((state, rank) => shard(rank, { state, port: 4000 + rank })), ...extra });
 
   it('is failed when any shard failed, naming the first one', () => {
     const r = replicaStatus(at(['ready', 'failed']), 5, '10.0.0.1');
@@ -45,10 +63,16 @@ describe('replicaStatus', () => {
 describe('applyShardReports', () => {
   it('applies a node’s reports about its own shards only, and returns a new replica', () => {
     const r = Object.freeze(makeReplica({ state: 'pending', shards: [shard(0), shard(1)] }));
-    const next = applyShardReports(r, 'node-1', [
-      { id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 4000 },
-      { id: 'r-1-1', replica_id: 'r-1', state: 'ready', port: 4001 },
-    ], 5, '10.0.0.1');
+    const next = applyShardReports(
+      r,
+      'node-1',
+      [
+        { id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 4000 },
+        { id: 'r-1-1', replica_id: 'r-1', state: 'ready', port: 4001 },
+      ],
+      5,
+      '10.0.0.1',
+    );
     expect(next?.shards.map((s) => s.state)).toEqual(['ready', 'pending']);
     expect(next?.state).toBe('starting');
     expect(r.shards[0]!.state).toBe('pending');

@@ -30,7 +30,15 @@ function instance(db: Map<string, Replica> = new Map()) {
   const catalog: CatalogView = { models: [model], resolve: (n) => (n === model.name ? model : undefined), suggest: () => [] };
   const opts = { reconcileIntervalMs: 60_000, drainParallel: 1, minHealthyMs: 0, drainTimeoutMs: 60_000, maxLostFraction: 0.5, failedBackoffMs: 30_000 };
   const leadership = { isLeader: () => fence !== undefined, fence: () => fence };
-  const ctl = new SharedController(new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, Date.now(), [], { shared: true }), store, catalog, opts, pino({ level: 'silent' }), leadership, [...db.values()]);
+  const ctl = new SharedController(
+    new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, Date.now(), [], { shared: true }),
+    store,
+    catalog,
+    opts,
+    pino({ level: 'silent' }),
+    leadership,
+    [...db.values()],
+  );
   const decided: unknown[] = [];
   ctl.events.on('decided', (d) => decided.push(...d));
   // A pass is asynchronous on a shared store: let it run to its end.
@@ -107,7 +115,11 @@ describe('SharedController', () => {
 
   it('a follower takes the replicas the leader wrote, with the shard statuses it has heard since', async () => {
     const i = instance();
-    const r = makeReplica({ id: 'r-1', state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] });
+    const r = makeReplica({
+      id: 'r-1',
+      state: 'starting',
+      shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }],
+    });
     i.ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
     i.db.set(r.id, r);
     await i.ctl.reloadReplicas();
@@ -122,16 +134,31 @@ describe('SharedController', () => {
 
   it('a pulled row older than a heartbeat heard here since does not undo its shard statuses', async () => {
     const i = instance();
-    const r = makeReplica({ id: 'r-1', state: 'starting', shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }] });
+    const r = makeReplica({
+      id: 'r-1',
+      state: 'starting',
+      shards: [{ id: 'r-1-0', nodeId: 'node-1', rank: 0, gpuUuids: [], gpuIndices: [], state: 'starting' }],
+    });
     i.db.set(r.id, r);
     await i.ctl.reloadReplicas();
     const now = Date.now();
     i.ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
     // The database's row is from the heartbeat before (the batch was written, then pulled).
-    i.ctl.applyRemoteNode({ id: 'node-1', admin: { state: 'ready' }, report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'starting' }] }, now - 1000);
+    i.ctl.applyRemoteNode(
+      { id: 'node-1', admin: { state: 'ready' }, report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'starting' }] },
+      now - 1000,
+    );
     expect(i.ctl.routes(r.model)).toHaveLength(1);
     // A newer one (the agent moved to another instance) counts.
-    i.ctl.applyRemoteNode({ id: 'node-1', admin: { state: 'ready' }, report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'failed', error: 'exit 1' }] }, Date.now() + 1000);
+    i.ctl.applyRemoteNode(
+      {
+        id: 'node-1',
+        admin: { state: 'ready' },
+        report: makeReport({ node_id: 'node-1' }),
+        shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'failed', error: 'exit 1' }],
+      },
+      Date.now() + 1000,
+    );
     expect(i.ctl.routes(r.model)).toHaveLength(0);
   });
 });

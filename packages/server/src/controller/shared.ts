@@ -43,7 +43,14 @@ export class SharedController extends Controller {
     super(inventory, store, catalog, opts, log, stored, rollouts);
   }
 
-  static async loadShared(inventory: Inventory, store: Store, catalog: CatalogView, opts: ControllerOptions, log: Logger, leadership: Leadership): Promise<SharedController> {
+  static async loadShared(
+    inventory: Inventory,
+    store: Store,
+    catalog: CatalogView,
+    opts: ControllerOptions,
+    log: Logger,
+    leadership: Leadership,
+  ): Promise<SharedController> {
     return new SharedController(inventory, store, catalog, opts, log, leadership, await store.loadReplicas(), await store.loadRollouts());
   }
 
@@ -104,9 +111,16 @@ export class SharedController extends Controller {
         const pass = this.planPass(this.now());
         if (pass.changed.length) {
           try {
-            await this.store.writeReplicas(pass.changed.flatMap((id) => this.replicas.get(id) ?? []), pass.changed.filter((id) => !this.replicas.has(id)), fence);
+            await this.store.writeReplicas(
+              pass.changed.flatMap((id) => this.replicas.get(id) ?? []),
+              pass.changed.filter((id) => !this.replicas.has(id)),
+              fence,
+            );
           } catch (err) {
-            this.log.warn({ err: (err as Error).message, replicas: pass.changed.length }, `reconcile pass not written, so not acted on: ${(err as Error).message}`);
+            this.log.warn(
+              { err: (err as Error).message, replicas: pass.changed.length },
+              `reconcile pass not written, so not acted on: ${(err as Error).message}`,
+            );
             await this.readReplicas().catch(() => undefined);
             continue;
           }
@@ -114,7 +128,10 @@ export class SharedController extends Controller {
         this.settlePass(pass);
         if (this.plannedEpoch !== fence.epoch) {
           this.plannedEpoch = fence.epoch;
-          this.log.info({ epoch: fence.epoch, actions: pass.plan.actions.length }, `first reconcile pass as leader (epoch ${fence.epoch}): ${pass.plan.actions.length} action(s)`);
+          this.log.info(
+            { epoch: fence.epoch, actions: pass.plan.actions.length },
+            `first reconcile pass as leader (epoch ${fence.epoch}): ${pass.plan.actions.length} action(s)`,
+          );
         }
       } while (this.passAgain);
     } catch (err) {

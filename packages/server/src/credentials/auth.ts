@@ -20,7 +20,10 @@ export function requireJoinToken(m: Membership) {
 export function requireNodeCredential(m: Membership) {
   return (req: Request, res: Response, next: NextFunction) => {
     const given = bearerToken(req.headers.authorization);
-    if (!given) return next(new DomainError('unauthenticated', 'missing node credential: send "Authorization: Bearer <node credential>" (POST /agent/v1/join gives one)'));
+    if (!given)
+      return next(
+        new DomainError('unauthenticated', 'missing node credential: send "Authorization: Bearer <node credential>" (POST /agent/v1/join gives one)'),
+      );
     const nodeId = m.credentials.nodeOf(given);
     if (nodeId) {
       res.locals.nodeId = nodeId;
@@ -37,6 +40,8 @@ export function requireNodeCredential(m: Membership) {
 export function ownNode(res: Response, nodeId: string, field: string): void {
   const own = res.locals.nodeId as string | undefined;
   if (own !== nodeId) {
-    throw new DomainError('forbidden', `this credential belongs to node ${own ?? '(none)'}: it may report and read that node only, not "${echo(nodeId)}"`, { field });
+    throw new DomainError('forbidden', `this credential belongs to node ${own ?? '(none)'}: it may report and read that node only, not "${echo(nodeId)}"`, {
+      field,
+    });
   }
 }

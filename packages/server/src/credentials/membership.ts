@@ -36,11 +36,18 @@ export class Membership {
     }
     const known = this.ctl.inventory.get(nodeId);
     if (!known && !this.credentials.has(nodeId)) {
-      await this.ctl.inventory.add(nodeId, this.approval === 'manual' ? { state: 'pending-approval', changedAt: now.toISOString() } : { state: 'ready' }, now.getTime());
+      await this.ctl.inventory.add(
+        nodeId,
+        this.approval === 'manual' ? { state: 'pending-approval', changedAt: now.toISOString() } : { state: 'ready' },
+        now.getTime(),
+      );
     }
     const credential = await this.credentials.issue(nodeId, now);
     const state = this.ctl.inventory.get(nodeId)?.admin.state === 'pending-approval' ? 'pending-approval' : 'ready';
-    this.log.info({ node: nodeId, state, claimed: Boolean(known) }, state === 'pending-approval' ? `node ${nodeId} joined and waits for approval (ctl nodes approve ${nodeId})` : `node ${nodeId} joined`);
+    this.log.info(
+      { node: nodeId, state, claimed: Boolean(known) },
+      state === 'pending-approval' ? `node ${nodeId} joined and waits for approval (ctl nodes approve ${nodeId})` : `node ${nodeId} joined`,
+    );
     this.ctl.notify();
     return { node_id: nodeId, credential, state };
   }

@@ -82,7 +82,15 @@ describe('pages', () => {
       ],
     };
     const out = explanation(v).value;
-    const order = ['profile gpu', 'pool rack-a', 'has 8 GiB of memory, needs 24<br>has 0 free GPUs', 'pool rack-b', 'is cordoned', 'profile cpu', 'memory unknown'];
+    const order = [
+      'profile gpu',
+      'pool rack-a',
+      'has 8 GiB of memory, needs 24<br>has 0 free GPUs',
+      'pool rack-b',
+      'is cordoned',
+      'profile cpu',
+      'memory unknown',
+    ];
     let at = 0;
     for (const s of order) {
       const i = out.indexOf(s, at);

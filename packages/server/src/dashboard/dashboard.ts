@@ -29,7 +29,13 @@ import { CSP } from './style.js';
  * session, its CSRF token in a hidden field, and, when the browser sends them, an
  * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
  */
-export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: { insecureHttp?: boolean; catalogStatus?: CatalogStatusSource; onNodeState?: (who: string, id: string, state: NodeAdminState) => void } = {}): Router {
+export function dashboard(
+  ctl: Controller,
+  keys: KeyRing,
+  adminToken: string,
+  tokens: AccessTokens,
+  opts: { insecureHttp?: boolean; catalogStatus?: CatalogStatusSource; onNodeState?: (who: string, id: string, state: NodeAdminState) => void } = {},
+): Router {
   const r = express.Router();
   // Every page of an --insecure-http server carries the warning; `send` reads it here.
   r.use((_req, res, next) => {
@@ -51,33 +57,29 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
   /** Who opened a session; the bootstrap admin token when it names no token. */
   const whoOf = (s: Session): Principal => (s.tokenId !== undefined ? tokens.live(s.tokenId) : undefined) ?? { role: 'admin', name: 'admin token' };
   /** A viewer's session may look, not act: its action pages and POSTs get a 403 page. */
-  const adminOnly =
-    (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) =>
-    (req: Request, res: Response, s: Session) => {
-      const who = whoOf(s);
-      if (who.role !== 'admin') {
-        refuse(req, res, 'forbidden', messagePage('Read-only', `${forbidden(who, 'changing a node').message}.`), s);
-        return;
-      }
-      return handler(req, res, s);
-    };
+  const adminOnly = (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) => (req: Request, res: Response, s: Session) => {
+    const who = whoOf(s);
+    if (who.role !== 'admin') {
+      refuse(req, res, 'forbidden', messagePage('Read-only', `${forbidden(who, 'changing a node').message}.`), s);
+      return;
+    }
+    return handler(req, res, s);
+  };
 
   /** Runs `handler` with the session, or sends the visitor to log in. */
-  const authed =
-    (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) =>
-    (req: Request, res: Response, next: NextFunction) => {
-      const s = sessionOf(req);
-      if (s) {
-        // A handler may answer later (a store write); its rejection is an error like a throw.
-        try {
-          Promise.resolve(handler(req, res, s)).catch(next);
-        } catch (err) {
-          next(err);
-        }
-        return;
+  const authed = (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
+    const s = sessionOf(req);
+    if (s) {
+      // A handler may answer later (a store write); its rejection is an error like a throw.
+      try {
+        Promise.resolve(handler(req, res, s)).catch(next);
+      } catch (err) {
+        next(err);
       }
-      toLogin(req, res);
-    };
+      return;
+    }
+    toLogin(req, res);
+  };
 
   /** Stops a request without a session before its body is read: strangers cost no parsing. */
   const sessionFirst = (req: Request, res: Response, next: NextFunction) => {
@@ -87,161 +89,222 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
 
   /** A visitor without a session: a page is sent to log in; a background refresh gets a 401. */
   const toLogin = (req: Request, res: Response) => {
-      headers(res);
-      // A background refresh cannot follow a redirect to a form; 401 tells the script to reload.
-      if (isFragment(req)) {
-        res.status(httpStatus('unauthenticated')).type('text/plain').send('log in again');
-        return;
-      }
-      const back = req.method === 'GET' ? req.originalUrl : '/';
-      res.redirect(303, `/login${back === '/' ? '' : `?next=${encodeURIComponent(back)}`}`);
+    headers(res);
+    // A background refresh cannot follow a redirect to a form; 401 tells the script to reload.
+    if (isFragment(req)) {
+      res.status(httpStatus('unauthenticated')).type('text/plain').send('log in again');
+      return;
+    }
+    const back = req.method === 'GET' ? req.originalUrl : '/';
+    res.redirect(303, `/login${back === '/' ? '' : `?next=${encodeURIComponent(back)}`}`);
   };
 
   /** The checks every POST from a logged-in page must pass before it may change anything. */
-  const guarded =
-    (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) =>
+  const guarded = (handler: (req: Request, res: Response, s: Session) => void | Promise<void>) =>
     authed((req, res, s) => {
       if (!sameOrigin(req) || !sessions.csrfOk(s, (req.body as Record<string, unknown> | undefined)?.csrf)) {
-        refuse(req, res, 'forbidden', messagePage('Request refused', 'This form was stale or came from another site, so nothing was changed. Reload the page and try again.'), { csrf: s.csrf });
+        refuse(
+          req,
+          res,
+          'forbidden',
+          messagePage('Request refused', 'This form was stale or came from another site, so nothing was changed. Reload the page and try again.'),
+          { csrf: s.csrf },
+        );
         return;
       }
       return handler(req, res, s);
     });
 
   // Browsers ask for it on every page; a 404 in the admin API's JSON would only be noise.
-  r.route('/favicon.ico').get((_req, res) => {
-    res.status(204).end();
-  }).all(methodNotAllowed);
+  r.route('/favicon.ico')
+    .get((_req, res) => {
+      res.status(204).end();
+    })
+    .all(methodNotAllowed);
 
-  r.route('/login').get((req, res) => {
-    const next = safeNext(req.query.next);
-    if (sessionOf(req)) {
+  r.route('/login')
+    .get((req, res) => {
+      const next = safeNext(req.query.next);
+      if (sessionOf(req)) {
+        res.redirect(303, next);
+        return;
+      }
+      send(req, res, loginPage({ next }), {});
+    })
+    .post(loginForm, (req, res) => {
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const next = safeNext(body.next);
+      const addr = req.socket.remoteAddress ?? '';
+      if (!sameOrigin(req)) {
+        refuse(req, res, 'forbidden', loginPage({ next, error: 'This login form came from another site; open the dashboard directly.' }), {});
+        return;
+      }
+      const wait = limiter.blockedFor(addr);
+      if (wait > 0) {
+        res.setHeader('Retry-After', String(wait));
+        refuse(req, res, 'rate_limited', loginPage({ next, error: `Too many wrong tokens; try again in ${Math.ceil(wait / 60)} min.` }), {});
+        return;
+      }
+      const token = typeof body.token === 'string' ? body.token.trim() : '';
+      const found = tokens.resolve(token);
+      if (!found.ok) {
+        limiter.fail(addr);
+        refuse(req, res, 'unauthenticated', loginPage({ next, error: 'That is not the admin token, nor a live admin or viewer token.' }), {});
+        return;
+      }
+      limiter.succeed(addr);
+      if (found.who.role === 'metrics') {
+        refuse(req, res, 'forbidden', loginPage({ next, error: 'A metrics token only scrapes /metrics; log in with an admin or viewer token.' }), {});
+        return;
+      }
+      res.cookie(SESSION_COOKIE, sessions.issue(found.who.tokenId), {
+        httpOnly: true,
+        sameSite: 'strict',
+        // Under --insecure-http the listener is plain http, where a Secure cookie would
+        // never be sent back. Over TLS (directly or at a proxy that says so in
+        // X-Forwarded-Proto) the cookie must not leak onto plain http. Trusting the header
+        // unconditionally is safe here: a forged one can only make the cookie stricter.
+        secure: isHttps(req),
+        path: '/',
+        maxAge: SESSION_TTL_S * 1000,
+      });
       res.redirect(303, next);
-      return;
-    }
-    send(req, res, loginPage({ next }), {});
-  }).post(loginForm, (req, res) => {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const next = safeNext(body.next);
-    const addr = req.socket.remoteAddress ?? '';
-    if (!sameOrigin(req)) {
-      refuse(req, res, 'forbidden', loginPage({ next, error: 'This login form came from another site; open the dashboard directly.' }), {});
-      return;
-    }
-    const wait = limiter.blockedFor(addr);
-    if (wait > 0) {
-      res.setHeader('Retry-After', String(wait));
-      refuse(req, res, 'rate_limited', loginPage({ next, error: `Too many wrong tokens; try again in ${Math.ceil(wait / 60)} min.` }), {});
-      return;
-    }
-    const token = typeof body.token === 'string' ? body.token.trim() : '';
-    const found = tokens.resolve(token);
-    if (!found.ok) {
-      limiter.fail(addr);
-      refuse(req, res, 'unauthenticated', loginPage({ next, error: 'That is not the admin token, nor a live admin or viewer token.' }), {});
-      return;
-    }
-    limiter.succeed(addr);
-    if (found.who.role === 'metrics') {
-      refuse(req, res, 'forbidden', loginPage({ next, error: 'A metrics token only scrapes /metrics; log in with an admin or viewer token.' }), {});
-      return;
-    }
-    res.cookie(SESSION_COOKIE, sessions.issue(found.who.tokenId), {
-      httpOnly: true,
-      sameSite: 'strict',
-      // Under --insecure-http the listener is plain http, where a Secure cookie would
-      // never be sent back. Over TLS (directly or at a proxy that says so in
-      // X-Forwarded-Proto) the cookie must not leak onto plain http. Trusting the header
-      // unconditionally is safe here: a forged one can only make the cookie stricter.
-      secure: isHttps(req),
-      path: '/',
-      maxAge: SESSION_TTL_S * 1000,
-    });
-    res.redirect(303, next);
-  }).all(methodNotAllowed);
+    })
+    .all(methodNotAllowed);
 
-  r.route('/logout').post(sessionFirst, form, guarded((_req, res, s) => {
-    sessions.revoke(s);
-    res.clearCookie(SESSION_COOKIE, { path: '/' });
-    res.redirect(303, '/login');
-  })).all(methodNotAllowed);
+  r.route('/logout')
+    .post(
+      sessionFirst,
+      form,
+      guarded((_req, res, s) => {
+        sessions.revoke(s);
+        res.clearCookie(SESSION_COOKIE, { path: '/' });
+        res.redirect(303, '/login');
+      }),
+    )
+    .all(methodNotAllowed);
 
-  r.route('/').get(authed((req, res, s) => {
-    const action = typeof req.query.done === 'string' ? req.query.done : undefined;
-    const node = typeof req.query.node === 'string' ? req.query.node : undefined;
-    const page = fleetPage({
-      nodes: nodeViews(ctl),
-      replicas: replicaViews(ctl),
-      models: modelViews(ctl, whoOf(s).role === 'admin'),
-      csrf: s.csrf,
-      now: new Date(ctl.now()),
-      readOnly: whoOf(s).role !== 'admin',
-      ...(action && node ? { notice: { action, node } } : {}),
-    });
-    send(req, res, page, s);
-  })).all(methodNotAllowed);
+  r.route('/')
+    .get(
+      authed((req, res, s) => {
+        const action = typeof req.query.done === 'string' ? req.query.done : undefined;
+        const node = typeof req.query.node === 'string' ? req.query.node : undefined;
+        const page = fleetPage({
+          nodes: nodeViews(ctl),
+          replicas: replicaViews(ctl),
+          models: modelViews(ctl, whoOf(s).role === 'admin'),
+          csrf: s.csrf,
+          now: new Date(ctl.now()),
+          readOnly: whoOf(s).role !== 'admin',
+          ...(action && node ? { notice: { action, node } } : {}),
+        });
+        send(req, res, page, s);
+      }),
+    )
+    .all(methodNotAllowed);
 
-  r.route('/models').get(authed((req, res, s) => {
-    send(req, res, modelsPage(modelViews(ctl, whoOf(s).role === 'admin'), new Date(ctl.now()), catalogStatusView(opts.catalogStatus, ctl.now())), s);
-  })).all(methodNotAllowed);
+  r.route('/models')
+    .get(
+      authed((req, res, s) => {
+        send(req, res, modelsPage(modelViews(ctl, whoOf(s).role === 'admin'), new Date(ctl.now()), catalogStatusView(opts.catalogStatus, ctl.now())), s);
+      }),
+    )
+    .all(methodNotAllowed);
 
-  r.route('/models/:name').get(authed((req, res, s) => {
-    const asked = String(req.params.name);
-    // Longer names are never a model: no lookup and no suggestion (edit distance grows with the name).
-    const m = asked.length <= MAX_MODEL_NAME ? ctl.catalogView.resolve(asked) : undefined;
-    if (!m) {
-      const close = asked.length <= MAX_MODEL_NAME ? ctl.catalogView.suggest(asked) : [];
-      refuse(req, res, 'model_not_found', messagePage('No such model', `"${echo(asked)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, { href: '/models', label: 'All models' }), s);
-      return;
-    }
-    // An alias gets the canonical page, so there is one address per model.
-    if (m.name !== asked) {
-      res.redirect(303, `/models/${encodeURIComponent(m.name)}`);
-      return;
-    }
-    const model = modelViews(ctl, whoOf(s).role === 'admin').find((x) => x.name === m.name)!;
-    const rollout = rolloutView(ctl, m, ctl.rollouts.get(m.name));
-    send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), rollout, now: new Date(ctl.now()) }), s);
-  })).all(methodNotAllowed);
+  r.route('/models/:name')
+    .get(
+      authed((req, res, s) => {
+        const asked = String(req.params.name);
+        // Longer names are never a model: no lookup and no suggestion (edit distance grows with the name).
+        const m = asked.length <= MAX_MODEL_NAME ? ctl.catalogView.resolve(asked) : undefined;
+        if (!m) {
+          const close = asked.length <= MAX_MODEL_NAME ? ctl.catalogView.suggest(asked) : [];
+          refuse(
+            req,
+            res,
+            'model_not_found',
+            messagePage('No such model', `"${echo(asked)}" is not in the catalog${close.length ? ` (did you mean ${close.join(', ')}?)` : ''}.`, {
+              href: '/models',
+              label: 'All models',
+            }),
+            s,
+          );
+          return;
+        }
+        // An alias gets the canonical page, so there is one address per model.
+        if (m.name !== asked) {
+          res.redirect(303, `/models/${encodeURIComponent(m.name)}`);
+          return;
+        }
+        const model = modelViews(ctl, whoOf(s).role === 'admin').find((x) => x.name === m.name)!;
+        const rollout = rolloutView(ctl, m, ctl.rollouts.get(m.name));
+        send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), rollout, now: new Date(ctl.now()) }), s);
+      }),
+    )
+    .all(methodNotAllowed);
 
-  r.route('/keys').get(authed((req, res, s) => {
-    send(req, res, keysPage(keys.list(), keys.usageRows(), new Date(ctl.now())), s);
-  })).all(methodNotAllowed);
+  r.route('/keys')
+    .get(
+      authed((req, res, s) => {
+        send(req, res, keysPage(keys.list(), keys.usageRows(), new Date(ctl.now())), s);
+      }),
+    )
+    .all(methodNotAllowed);
 
-  r.route('/nodes/:id/drain').get(authed(adminOnly((req, res, s) => {
-    const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
-    if (!node) {
-      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(String(req.params.id))}".`), s);
-      return;
-    }
-    send(req, res, drainPage({ node, csrf: s.csrf }), s);
-  }))).all(methodNotAllowed);
+  r.route('/nodes/:id/drain')
+    .get(
+      authed(
+        adminOnly((req, res, s) => {
+          const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
+          if (!node) {
+            refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(String(req.params.id))}".`), s);
+            return;
+          }
+          send(req, res, drainPage({ node, csrf: s.csrf }), s);
+        }),
+      ),
+    )
+    .all(methodNotAllowed);
 
-  r.route('/nodes/:id/state').post(sessionFirst, form, guarded(adminOnly(async (req, res, s) => {
-    const id = String(req.params.id);
-    const body = req.body as Record<string, unknown>;
-    const action = formText(body.action);
-    const state = ACTIONS.get(action);
-    if (!state) {
-      refuse(req, res, 'invalid_request', messagePage('Unknown action', `"${echo(action)}" is not an action; want cordon, uncordon or drain.`), s);
-      return;
-    }
-    const node = nodeViews(ctl).find((n) => n.id === id);
-    if (!node) {
-      refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(id)}".`), s);
-      return;
-    }
-    const reason = typeof body.reason === 'string' ? body.reason.trim().slice(0, 1024) : '';
-    // Draining moves every replica off the node: it takes the confirmation page and a
-    // reason, even when the POST is crafted by hand.
-    if (state === 'draining' && (body.confirm !== 'yes' || !reason)) {
-      refuse(req, res, 'missing_field', drainPage({ node, csrf: s.csrf, ...(body.confirm === 'yes' ? { error: 'Say why the node is drained.' } : {}) }), s);
-      return;
-    }
-    await ctl.setNodeState(id, state, reason || undefined);
-    opts.onNodeState?.(whoOf(s).name, id, state);
-    res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
-  }))).all(methodNotAllowed);
+  r.route('/nodes/:id/state')
+    .post(
+      sessionFirst,
+      form,
+      guarded(
+        adminOnly(async (req, res, s) => {
+          const id = String(req.params.id);
+          const body = req.body as Record<string, unknown>;
+          const action = formText(body.action);
+          const state = ACTIONS.get(action);
+          if (!state) {
+            refuse(req, res, 'invalid_request', messagePage('Unknown action', `"${echo(action)}" is not an action; want cordon, uncordon or drain.`), s);
+            return;
+          }
+          const node = nodeViews(ctl).find((n) => n.id === id);
+          if (!node) {
+            refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(id)}".`), s);
+            return;
+          }
+          const reason = typeof body.reason === 'string' ? body.reason.trim().slice(0, 1024) : '';
+          // Draining moves every replica off the node: it takes the confirmation page and a
+          // reason, even when the POST is crafted by hand.
+          if (state === 'draining' && (body.confirm !== 'yes' || !reason)) {
+            refuse(
+              req,
+              res,
+              'missing_field',
+              drainPage({ node, csrf: s.csrf, ...(body.confirm === 'yes' ? { error: 'Say why the node is drained.' } : {}) }),
+              s,
+            );
+            return;
+          }
+          await ctl.setNodeState(id, state, reason || undefined);
+          opts.onNodeState?.(whoOf(s).name, id, state);
+          res.redirect(303, `/?done=${action}&node=${encodeURIComponent(id)}`);
+        }),
+      ),
+    )
+    .all(methodNotAllowed);
 
   // Errors from dashboard pages answer as pages, not as the admin API's JSON, with the
   // same status the admin API would give them.

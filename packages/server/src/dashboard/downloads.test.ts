@@ -4,9 +4,35 @@ import { modelPage } from './models-page.js';
 
 /** A model page while a replica's file comes: the shard and the explanation say how far it got. */
 const progress = { done_bytes: 210_000_000, total_bytes: 466_000_000, bytes_per_s: 30_000_000 };
-const model: ModelView = { name: 'm', aliases: [], source: 'https://files.example/m.gguf', min_replicas: 1, max_replicas: 1, ready_replicas: 0, total_replicas: 1, fallbacks: [], routing: 'cache-aware', profiles: ['cpu'] };
-const replica: ReplicaView = { id: 'r-1', model: 'm', profile: 'cpu', state: 'starting', age_seconds: 3, shards: [{ id: 'r-1-0', node: 'cpu-a', rank: 0, gpus: [], state: 'starting', download: progress }] };
-const explain: ExplainView = { model: 'm', placed: true, attempted: true, summary: 'placed m on cpu-a', notes: [], rejections: [], downloads: [{ replica: 'r-1', node: 'cpu-a', progress }] };
+const model: ModelView = {
+  name: 'm',
+  aliases: [],
+  source: 'https://files.example/m.gguf',
+  min_replicas: 1,
+  max_replicas: 1,
+  ready_replicas: 0,
+  total_replicas: 1,
+  fallbacks: [],
+  routing: 'cache-aware',
+  profiles: ['cpu'],
+};
+const replica: ReplicaView = {
+  id: 'r-1',
+  model: 'm',
+  profile: 'cpu',
+  state: 'starting',
+  age_seconds: 3,
+  shards: [{ id: 'r-1-0', node: 'cpu-a', rank: 0, gpus: [], state: 'starting', download: progress }],
+};
+const explain: ExplainView = {
+  model: 'm',
+  placed: true,
+  attempted: true,
+  summary: 'placed m on cpu-a',
+  notes: [],
+  rejections: [],
+  downloads: [{ replica: 'r-1', node: 'cpu-a', progress }],
+};
 
 describe('dashboard: a model file coming', () => {
   it('shows the progress under the shard state and in the explanation', () => {

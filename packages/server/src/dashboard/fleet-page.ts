@@ -27,9 +27,7 @@ export function fleetPage(v: FleetInput): Page {
   for (const r of v.replicas) for (const s of r.shards) modelsOn.set(s.node, (modelsOn.get(s.node) ?? new Set()).add(r.model));
   const asked = v.notice;
   const done = asked && DONE[asked.action];
-  const notice = asked && done && v.nodes.some((n) => n.id === asked.node)
-    ? html`<p class="notice" role="status">Node <b>${asked.node}</b> ${done}.</p>`
-    : '';
+  const notice = asked && done && v.nodes.some((n) => n.id === asked.node) ? html`<p class="notice" role="status">Node <b>${asked.node}</b> ${done}.</p>` : '';
 
   const body =
     v.nodes.length === 0
@@ -59,7 +57,12 @@ ${updated(v.now)}`,
 }
 
 function nodeRow(n: NodeView, models: string[], csrf: string | undefined): Html {
-  const sub = [n.hostname && n.hostname !== n.id ? n.hostname : undefined, n.mgmt_addr, n.pool ? `pool ${n.pool}` : undefined, n.agent_version ? `agent ${n.agent_version}` : undefined]
+  const sub = [
+    n.hostname && n.hostname !== n.id ? n.hostname : undefined,
+    n.mgmt_addr,
+    n.pool ? `pool ${n.pool}` : undefined,
+    n.agent_version ? `agent ${n.agent_version}` : undefined,
+  ]
     .filter(Boolean)
     .join(' · ');
   return html`<tr id="node-${n.id}">
@@ -88,7 +91,11 @@ function gpuCell(n: NodeView): Html {
   }
   const sick = n.unhealthy_gpus.length;
   const used = Math.max(0, n.gpu_total - n.gpu_free - sick);
-  const cells = [...Array<string>(used).fill('used'), ...Array<string>(n.gpu_free).fill('free'), ...Array<string>(Math.max(0, n.gpu_total - used - n.gpu_free)).fill('sick')];
+  const cells = [
+    ...Array<string>(used).fill('used'),
+    ...Array<string>(n.gpu_free).fill('free'),
+    ...Array<string>(Math.max(0, n.gpu_total - used - n.gpu_free)).fill('sick'),
+  ];
   const words = `${n.gpu_free} free of ${n.gpu_total}${used ? `, ${used} in use` : ''}${sick ? `, ${sick} unhealthy` : ''}`;
   // The bar is decoration; the words next to it say the same for screen readers.
   return html`<div class="gpubar" aria-hidden="true" title="${words}">${cells.map((c) => html`<span class="${c}"></span>`)}</div>
@@ -135,9 +142,11 @@ export function drainPage(o: { node: NodeView; csrf: string; error?: string; rea
     refresh: false,
     main: html`<form class="card" method="post" action="/nodes/${seg(n.id)}/state">
 <h1>Drain ${n.id}?</h1>
-<p>No new replicas will be placed on <b>${n.id}</b>. ${n.replicas === 0
-      ? 'It runs no replicas, so nothing has to move.'
-      : `Its ${n.replicas === 1 ? 'replica' : `${n.replicas} replicas`} will be replaced on other nodes first, then stopped once in-flight requests finish.`} Uncordon to undo.</p>
+<p>No new replicas will be placed on <b>${n.id}</b>. ${
+      n.replicas === 0
+        ? 'It runs no replicas, so nothing has to move.'
+        : `Its ${n.replicas === 1 ? 'replica' : `${n.replicas} replicas`} will be replaced on other nodes first, then stopped once in-flight requests finish.`
+    } Uncordon to undo.</p>
 ${o.error ? html`<p class="error" role="alert">${o.error}</p>` : ''}
 ${csrfField(o.csrf)}<input type="hidden" name="action" value="drain"><input type="hidden" name="confirm" value="yes">
 <label for="reason">Reason</label>

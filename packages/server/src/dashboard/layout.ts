@@ -78,7 +78,6 @@ export function badge(kind: 'ok' | 'warn' | 'bad' | 'plain', text: string): Html
   return html`<span class="badge ${kind}">${text}</span>`;
 }
 
-
 /** A list of names as chips, or a dash when there are none. */
 export function chips(xs: string[]): Html {
   return xs.length ? html`${xs.map((x) => html`<span class="chip">${x}</span>`)}` : html`<span class="muted">-</span>`;

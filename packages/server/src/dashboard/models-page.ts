@@ -20,9 +20,13 @@ export function modelsPage(models: ModelView[], now: Date, catalog?: CatalogStat
 <td>${chips(m.profiles)}</td><td>${chips(m.aliases)}</td><td>${chips(m.fallbacks)}</td></tr>`,
           )}</tbody>`,
         )}
-${short.length ? html`<h2>Not fully placed</h2><ul class="problems">${short.map(
-          (m) => html`<li><a href="/models/${seg(m.name)}">${m.name}</a>: ${m.placement_summary}</li>`,
-        )}</ul>` : ''}`;
+${
+  short.length
+    ? html`<h2>Not fully placed</h2><ul class="problems">${short.map(
+        (m) => html`<li><a href="/models/${seg(m.name)}">${m.name}</a>: ${m.placement_summary}</li>`,
+      )}</ul>`
+    : ''
+}`;
   return { title: 'Models', section: 'models', refresh: true, main: html`<h1>Models</h1>${reloadError(catalog)}${body}${updated(now)}` };
 }
 
@@ -119,7 +123,9 @@ function age(seconds: number): string {
 /** The explanation as `ctl explain` prints it: summary, then rejections by profile and pool, one entry per node. */
 export function explanation(v: ExplainView): Html {
   // Placed is not started: a replica whose model file still comes says how far it got.
-  const coming = v.downloads?.length ? html`<ul class="problems">${v.downloads.map((d) => html`<li><b>${d.replica}</b> on ${d.node}: ${downloadText(d.progress)}</li>`)}</ul>` : '';
+  const coming = v.downloads?.length
+    ? html`<ul class="problems">${v.downloads.map((d) => html`<li><b>${d.replica}</b> on ${d.node}: ${downloadText(d.progress)}</li>`)}</ul>`
+    : '';
   if (!v.attempted) {
     return html`${coming}<p>${v.placed ? `${v.model} is placed; no placement attempt has been needed since the server started.` : `Placement of ${v.model} has not been attempted yet (the reconciler runs every few seconds).`}</p>`;
   }
@@ -141,7 +147,8 @@ ${pools.map((key) => {
     `Rejections, profile ${profile}${pool ? `, pool ${pool}` : ''}`,
     html`<tr><th scope="col">Node</th><th scope="col">Why not</th></tr>`,
     html`<tbody>${[...byNode].map(
-      ([node, reasons]) => html`<tr><th scope="row">${node || html`<span class="muted">(${pool ? 'pool' : 'profile'})</span>`}</th><td>${reasons.map((x, i) => html`${i ? html`<br>` : ''}${x}`)}</td></tr>`,
+      ([node, reasons]) =>
+        html`<tr><th scope="row">${node || html`<span class="muted">(${pool ? 'pool' : 'profile'})</span>`}</th><td>${reasons.map((x, i) => html`${i ? html`<br>` : ''}${x}`)}</td></tr>`,
     )}</tbody>`,
   )}`;
 })}

@@ -2,12 +2,34 @@ import { describe, expect, it } from '@jest/globals';
 import type { ExplainView, ModelView, ReplicaView, RolloutView } from '@llmgw/shared';
 import { modelPage } from './models-page.js';
 
-const model: ModelView = { name: 'm', aliases: [], source: 's', min_replicas: 2, max_replicas: 2, ready_replicas: 2, total_replicas: 3, fallbacks: [], routing: 'cache-aware', profiles: ['cpu'] };
+const model: ModelView = {
+  name: 'm',
+  aliases: [],
+  source: 's',
+  min_replicas: 2,
+  max_replicas: 2,
+  ready_replicas: 2,
+  total_replicas: 3,
+  fallbacks: [],
+  routing: 'cache-aware',
+  profiles: ['cpu'],
+};
 const replica: ReplicaView = { id: 'r-1', model: 'm', profile: 'cpu', state: 'ready', revision: 'aaaaaaaaaaaa', age_seconds: 3, shards: [] };
 const explain: ExplainView = { model: 'm', placed: true, attempted: false, notes: [], rejections: [] };
 const rollout = (o: Partial<RolloutView>): RolloutView => ({
-  model: 'm', revision: 'bbbbbbbbbbbb', state: 'progressing', replicas: 2, updated: 1, ready: 0, outdated: 2, max_surge: 1, max_unavailable: 0, progress_deadline_s: 600, paused: false,
-  history: [{ revision: 'bbbbbbbbbbbb', since: '2026-12-02T10:00:00.000Z', change: 'profiles.cpu.args: [] → ["--x"]', current: true }], ...o,
+  model: 'm',
+  revision: 'bbbbbbbbbbbb',
+  state: 'progressing',
+  replicas: 2,
+  updated: 1,
+  ready: 0,
+  outdated: 2,
+  max_surge: 1,
+  max_unavailable: 0,
+  progress_deadline_s: 600,
+  paused: false,
+  history: [{ revision: 'bbbbbbbbbbbb', since: '2026-12-02T10:00:00.000Z', change: 'profiles.cpu.args: [] → ["--x"]', current: true }],
+  ...o,
 });
 const page = (r?: RolloutView) => modelPage({ model, replicas: [replica], explain, now: new Date(), ...(r ? { rollout: r } : {}) }).main.toString();
 

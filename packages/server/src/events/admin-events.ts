@@ -40,7 +40,12 @@ export const ADMIN_EVENTS = {
     return nodeStateEvent(id, state ?? 'ready', d.admin(id), d.body);
   },
   /** `DELETE /nodes/:id`. */
-  nodeDelete: (d) => ({ reason: 'node-delete', object: `node/${param(d, 'id')}`, nodes: [param(d, 'id')], what: d.query.force === 'true' ? 'deleted (--force)' : 'deleted' }),
+  nodeDelete: (d) => ({
+    reason: 'node-delete',
+    object: `node/${param(d, 'id')}`,
+    nodes: [param(d, 'id')],
+    what: d.query.force === 'true' ? 'deleted (--force)' : 'deleted',
+  }),
   /** `POST /nodes/:id/approve`. */
   nodeApprove: (d) => ({ reason: 'node-approve', object: `node/${param(d, 'id')}`, nodes: [param(d, 'id')], what: 'approved' }),
   /** `POST /join-token/rotate`. */
@@ -60,7 +65,13 @@ export const ADMIN_EVENTS = {
   /** `POST /models/:name/rollout/pause`. */
   rolloutPause: (d) => ({ reason: 'rollout-pause', object: `model/${String(d.reply.model)}`, model: String(d.reply.model), what: 'rollout paused' }),
   /** `POST /models/:name/rollout/resume`. */
-  rolloutResume: (d) => ({ reason: 'rollout-resume', object: `model/${String(d.reply.model)}`, model: String(d.reply.model), what: 'rollout resumed', detail: `revision ${String(d.reply.revision)}` }),
+  rolloutResume: (d) => ({
+    reason: 'rollout-resume',
+    object: `model/${String(d.reply.model)}`,
+    model: String(d.reply.model),
+    what: 'rollout resumed',
+    detail: `revision ${String(d.reply.revision)}`,
+  }),
   /** `DELETE /keys/:id`. */
   keyRevoke: (d) => ({ reason: 'key-revoke', object: `key/${str(d.reply.id) ?? param(d, 'id')}`, what: 'revoked', detail: `"${String(d.reply.name)}"` }),
 } satisfies Record<string, Describe>;
@@ -122,7 +133,10 @@ export function isAudit(handler: unknown): boolean {
 export function audited(describe: Describe): RequestHandler {
   const handler: RequestHandler = (req, res, next) => {
     const sink = (res.locals as Record<string, unknown>)[SINK] as AuditSink | undefined;
-    if (!sink) return next(new DomainError('internal', `${req.method} ${req.baseUrl}${req.path} has no event log to record into (adminAudit is not mounted ahead of it)`));
+    if (!sink)
+      return next(
+        new DomainError('internal', `${req.method} ${req.baseUrl}${req.path} has no event log to record into (adminAudit is not mounted ahead of it)`),
+      );
     // Taken now: the parameters are the route's, and another router may set its own later.
     const params = { ...(req.params as Record<string, string>) };
     let reply: Record<string, unknown> = {};

@@ -33,7 +33,10 @@ describe('EventLog', () => {
     await store.close();
     const again = new SqliteStore(dir);
     const second = await eventLog(again);
-    expect(second.list().events.map((e) => [e.id, e.reason, e.who])).toEqual([[1, 'cordon', 'ops'], [2, 'uncordon', 'ops']]);
+    expect(second.list().events.map((e) => [e.id, e.reason, e.who])).toEqual([
+      [1, 'cordon', 'ops'],
+      [2, 'uncordon', 'ops'],
+    ]);
     expect(second.record(makeEvent()).id).toBe(3);
     await again.close();
   });
@@ -51,7 +54,10 @@ describe('EventLog', () => {
     db.close();
     const again = new SqliteStore(dir);
     const second = await eventLog(again);
-    expect(second.list().events.map((e) => [e.id, e.message])).toEqual([[1, 'm1'], [3, 'm3']]);
+    expect(second.list().events.map((e) => [e.id, e.message])).toEqual([
+      [1, 'm1'],
+      [3, 'm3'],
+    ]);
     expect(second.list({ node: 'n1' }).events).toHaveLength(2);
     second.record(makeEvent({ message: 'after' }));
     await second.flush();
@@ -137,11 +143,27 @@ describe('fleetEvents: the reconciler decisions of a pass', () => {
     ctl.reconcileNow();
     const [r] = ctl.listReplicas();
     expect(events.list().events).toEqual([
-      expect.objectContaining({ type: 'Normal', source: 'reconciler', reason: 'scale-up', object: `replica/${r!.id}`, nodes: ['node-1'], model: model.name, message: expect.stringMatching(/^placed on node-1 \(model qwen-coder-14b, profile cpu\): /) }),
+      expect.objectContaining({
+        type: 'Normal',
+        source: 'reconciler',
+        reason: 'scale-up',
+        object: `replica/${r!.id}`,
+        nodes: ['node-1'],
+        model: model.name,
+        message: expect.stringMatching(/^placed on node-1 \(model qwen-coder-14b, profile cpu\): /),
+      }),
     ]);
-    ctl.heartbeat({ report: makeReport({ node_id: 'node-1', memory_total_mb: 8192 }), shards: [{ id: `${r!.id}-0`, replica_id: r!.id, state: 'failed', error: 'exit 1: out of memory' }] });
+    ctl.heartbeat({
+      report: makeReport({ node_id: 'node-1', memory_total_mb: 8192 }),
+      shards: [{ id: `${r!.id}-0`, replica_id: r!.id, state: 'failed', error: 'exit 1: out of memory' }],
+    });
     expect(events.list({ since: 1 }).events).toEqual([
-      expect.objectContaining({ type: 'Warning', reason: 'engine-failed', object: `replica/${r!.id}`, message: 'failed: shard 0 on node-1: exit 1: out of memory' }),
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'engine-failed',
+        object: `replica/${r!.id}`,
+        message: 'failed: shard 0 on node-1: exit 1: out of memory',
+      }),
     ]);
     ctl.stop();
     await store.close();

@@ -30,22 +30,24 @@ function textParam(v: unknown, name: string): string | undefined {
  */
 export function eventsApi(events: EventLog, resolveModel: (nameOrAlias: string) => string | undefined): Router {
   const r = express.Router();
-  r.route('/events').get(async (req, res) => {
-    const node = textParam(req.query.node, 'node');
-    const model = textParam(req.query.model, 'model');
-    const since = intParam(req.query.since, 'since', 0, Number.MAX_SAFE_INTEGER);
-    const limit = intParam(req.query.limit, 'limit', 1, MAX_LIMIT);
-    const waitS = intParam(req.query.wait_s, 'wait_s', 0, MAX_EVENT_WAIT_S) ?? 0;
-    const q: EventQuery = {
-      ...(node !== undefined ? { node } : {}),
-      ...(model !== undefined ? { model: resolveModel(model) ?? model } : {}),
-      ...(since !== undefined ? { since } : {}),
-      ...(limit !== undefined ? { limit } : {}),
-    };
-    const abort = new AbortController();
-    res.on('close', () => abort.abort());
-    const reply = await events.wait(q, waitS * 1000, abort.signal);
-    if (!res.writableEnded && !abort.signal.aborted) res.json(reply);
-  }).all(methodNotAllowed);
+  r.route('/events')
+    .get(async (req, res) => {
+      const node = textParam(req.query.node, 'node');
+      const model = textParam(req.query.model, 'model');
+      const since = intParam(req.query.since, 'since', 0, Number.MAX_SAFE_INTEGER);
+      const limit = intParam(req.query.limit, 'limit', 1, MAX_LIMIT);
+      const waitS = intParam(req.query.wait_s, 'wait_s', 0, MAX_EVENT_WAIT_S) ?? 0;
+      const q: EventQuery = {
+        ...(node !== undefined ? { node } : {}),
+        ...(model !== undefined ? { model: resolveModel(model) ?? model } : {}),
+        ...(since !== undefined ? { since } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      };
+      const abort = new AbortController();
+      res.on('close', () => abort.abort());
+      const reply = await events.wait(q, waitS * 1000, abort.signal);
+      if (!res.writableEnded && !abort.signal.aborted) res.json(reply);
+    })
+    .all(methodNotAllowed);
   return r;
 }

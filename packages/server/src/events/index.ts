@@ -21,7 +21,11 @@ export { EventLog, type Decision };
  */
 export async function fleetEvents(store: Store, controller: Controller, log: Logger) {
   const events = await EventLog.load(store, { log });
-  const nodesOf = (id: string) => controller.listReplicas().find((r) => r.id === id)?.shards.map((s) => s.nodeId) ?? [];
+  const nodesOf = (id: string) =>
+    controller
+      .listReplicas()
+      .find((r) => r.id === id)
+      ?.shards.map((s) => s.nodeId) ?? [];
   controller.events.on('decided', (ds) => {
     for (const d of ds) events.record(decisionEvent(d, nodesOf));
   });

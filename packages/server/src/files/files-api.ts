@@ -16,25 +16,41 @@ import { badFileName } from './sources.js';
 export function filesApi(modelsDir: string | undefined): Router {
   const r = express.Router();
   const root = modelsDir === undefined ? undefined : path.resolve(modelsDir);
-  r.route('/files/:name').get((req, res, next) => {
-    const name = String(req.params.name);
-    if (root === undefined) throw new DomainError('not_found', 'this server serves no model files: start llmgw-server with --models-dir DIR for llmgw:// sources');
-    const bad = badFileName(name);
-    if (bad) throw new DomainError('not_found', `no model file ${bad}`, { field: 'name' });
-    const missing = () => new DomainError('not_found', `no model file "${echo(name)}" in --models-dir (${root}): copy it there, or fix the catalog's llmgw:// source`, { field: 'name' });
-    res.sendFile(name, { root, dotfiles: 'deny', acceptRanges: true, lastModified: true, cacheControl: false }, (err?: Error & { status?: number; code?: string; headers?: Record<string, string> }) => {
-      if (!err) return;
-      // Once bytes went out the transfer is the agent's to resume; nothing can be said now.
-      if (res.headersSent) return;
-      if (err.status === 416) {
-        // `bytes */SIZE` tells a resuming agent how long the file really is.
-        const range = err.headers?.['Content-Range'];
-        if (range) res.setHeader('Content-Range', range);
-        return next(new DomainError('range_not_satisfiable', `the Range asked for starts past the end of "${echo(name)}" (${range ?? 'size unknown'}): fetch it again from the start`, { field: 'range' }));
-      }
-      if (err.status === 404 || err.code === 'ENOENT' || err.code === 'EISDIR' || err.code === 'ENOTDIR') return next(missing());
-      next(new DomainError('internal', `cannot read model file "${echo(name)}" in --models-dir: ${err.message}`));
-    });
-  }).all(methodNotAllowed);
+  r.route('/files/:name')
+    .get((req, res, next) => {
+      const name = String(req.params.name);
+      if (root === undefined)
+        throw new DomainError('not_found', 'this server serves no model files: start llmgw-server with --models-dir DIR for llmgw:// sources');
+      const bad = badFileName(name);
+      if (bad) throw new DomainError('not_found', `no model file ${bad}`, { field: 'name' });
+      const missing = () =>
+        new DomainError('not_found', `no model file "${echo(name)}" in --models-dir (${root}): copy it there, or fix the catalog's llmgw:// source`, {
+          field: 'name',
+        });
+      res.sendFile(
+        name,
+        { root, dotfiles: 'deny', acceptRanges: true, lastModified: true, cacheControl: false },
+        (err?: Error & { status?: number; code?: string; headers?: Record<string, string> }) => {
+          if (!err) return;
+          // Once bytes went out the transfer is the agent's to resume; nothing can be said now.
+          if (res.headersSent) return;
+          if (err.status === 416) {
+            // `bytes */SIZE` tells a resuming agent how long the file really is.
+            const range = err.headers?.['Content-Range'];
+            if (range) res.setHeader('Content-Range', range);
+            return next(
+              new DomainError(
+                'range_not_satisfiable',
+                `the Range asked for starts past the end of "${echo(name)}" (${range ?? 'size unknown'}): fetch it again from the start`,
+                { field: 'range' },
+              ),
+            );
+          }
+          if (err.status === 404 || err.code === 'ENOENT' || err.code === 'EISDIR' || err.code === 'ENOTDIR') return next(missing());
+          next(new DomainError('internal', `cannot read model file "${echo(name)}" in --models-dir: ${err.message}`));
+        },
+      );
+    })
+    .all(methodNotAllowed);
   return r;
 }

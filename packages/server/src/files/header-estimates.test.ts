@@ -116,10 +116,16 @@ describe('HeaderEstimates', () => {
     const ended = { count: 0 };
     let now = 1_000_000;
     const warnings: string[] = [];
-    const h = new HeaderEstimates({ log: { info: () => {}, warn: (_o: unknown, msg: string) => warnings.push(msg) } as unknown as typeof log, onChange: () => ended.count++, now: () => now });
+    const h = new HeaderEstimates({
+      log: { info: () => {}, warn: (_o: unknown, msg: string) => warnings.push(msg) } as unknown as typeof log,
+      onChange: () => ended.count++,
+      now: () => now,
+    });
     const { then } = await settle(h, ended, `${base}/missing.gguf`);
     expect([[...then.pending], [...then.estimates]]).toEqual([[], []]);
-    expect(warnings).toEqual([`cannot read the GGUF header of ${base}/missing.gguf to estimate its memory (answered HTTP 404): placing it without a memory need; set min_memory_gb on the profile, or make the file readable by the server`]);
+    expect(warnings).toEqual([
+      `cannot read the GGUF header of ${base}/missing.gguf to estimate its memory (answered HTTP 404): placing it without a memory need; set min_memory_gb on the profile, or make the file readable by the server`,
+    ]);
     const asked = seen.filter((s) => s.path === '/missing.gguf').length;
     h.lookup([{ source: `${base}/missing.gguf`, sha256: DIGEST }]);
     expect(seen.filter((s) => s.path === '/missing.gguf').length).toBe(asked);

@@ -25,11 +25,16 @@ const RETRY_AFTER_MS = 60_000;
 export async function rangeReader(url: string, dispatcher?: Dispatcher): Promise<{ size: number; read: (n: number) => Promise<Buffer> }> {
   const first = 1 << 20;
   const get = async (from: number, to: number): Promise<{ size: number; bytes: Buffer }> => {
-    const res = await fetch(url, { headers: { range: `bytes=${from}-${to}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), ...(dispatcher ? { dispatcher } : {}) });
+    const res = await fetch(url, {
+      headers: { range: `bytes=${from}-${to}` },
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      ...(dispatcher ? { dispatcher } : {}),
+    });
     const want = to - from + 1;
     if (res.status === 206) {
       const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers.get('content-range') ?? '');
-      if (!m || Number(m[1]) !== from) throw new Error(`answered a Range request with Content-Range "${res.headers.get('content-range') ?? ''}", not bytes ${from}-…/SIZE`);
+      if (!m || Number(m[1]) !== from)
+        throw new Error(`answered a Range request with Content-Range "${res.headers.get('content-range') ?? ''}", not bytes ${from}-…/SIZE`);
       return { size: Number(m[3]), bytes: await readAtMost(res, want) };
     }
     if (res.status === 200 && from === 0) {
@@ -125,7 +130,10 @@ export class HeaderEstimates {
         },
         (err: unknown) => {
           this.known.set(key, { failedAtMs: (this.opts.now ?? Date.now)() });
-          this.opts.log.warn({ source, err: (err as Error).message }, `cannot read the GGUF header of ${source} to estimate its memory (${(err as Error).message}): placing it without a memory need; set min_memory_gb on the profile, or make the file readable by the server`);
+          this.opts.log.warn(
+            { source, err: (err as Error).message },
+            `cannot read the GGUF header of ${source} to estimate its memory (${(err as Error).message}): placing it without a memory need; set min_memory_gb on the profile, or make the file readable by the server`,
+          );
         },
       )
       .finally(() => {

@@ -38,7 +38,10 @@ export function fileOf(source: string, sha256: string | undefined): { url: strin
 }
 
 /** The SHA-256 (lower case) of the file a replica of `model` with `profile` fetches; undefined when none. */
-export function fileDigestOf(model: { source: string; sha256?: string | undefined }, profile: { source?: string | undefined; sha256?: string | undefined }): string | undefined {
+export function fileDigestOf(
+  model: { source: string; sha256?: string | undefined },
+  profile: { source?: string | undefined; sha256?: string | undefined },
+): string | undefined {
   const source = profile.source ?? model.source;
   return fileOf(source, profile.source !== undefined ? profile.sha256 : model.sha256)?.sha256;
 }

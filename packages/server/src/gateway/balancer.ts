@@ -35,7 +35,12 @@ export interface Balancer {
    * @param inFlight requests this gateway has in flight on a replica
    * @param eligible false for a replica this request already tried or that is cooling down
    */
-  pick(candidates: readonly RouteTarget[], inFlight: (replicaId: string) => number, eligible: (replicaId: string) => boolean, request?: Routed): RouteTarget | undefined;
+  pick(
+    candidates: readonly RouteTarget[],
+    inFlight: (replicaId: string) => number,
+    eligible: (replicaId: string) => boolean,
+    request?: Routed,
+  ): RouteTarget | undefined;
   /** The picked replica's first byte came (for a stream, its prefill is over). */
   firstByte?(request: Routed, target: RouteTarget): void;
   /** The attempt on the picked replica ended; called once per pick, whatever happened. */

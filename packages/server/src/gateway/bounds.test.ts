@@ -10,17 +10,24 @@ afterEach(closeAll);
 
 const ok = json(200, '{"id":"ok","choices":[]}');
 const names = ['llama-3.1-8b-instruct', 'qwen2.5-coder-14b-instruct', 'mistral-small-24b-instruct', 'gemma-2-27b-it'];
-const catalog = new LoadedCatalog('c.yaml', names.map((name) => ({ name, aliases: [`${name}-alias`] }) as unknown as CatalogModel));
+const catalog = new LoadedCatalog(
+  'c.yaml',
+  names.map((name) => ({ name, aliases: [`${name}-alias`] }) as unknown as CatalogModel),
+);
 
 /** POSTs `body` without waiting on the answer's body; resolves with the status when the answer is complete. */
 function send(url: string, secret: string, body: Buffer): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, text }));
-    });
+    const req = http.request(
+      `${url}/v1/chat/completions`,
+      { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -7,10 +7,22 @@ import { CacheAware } from './cache-aware.js';
 const targets: RouteTarget[] = ['r-1', 'r-2', 'r-3'].map((replicaId) => ({ replicaId, endpoint: `http://${replicaId}`, apiKey: 'k' }));
 const system = (g: number) => `Group ${g} system prompt: answer briefly and politely. `.repeat(40);
 /** A chat request of group `g` with its own question. */
-const req = (g: number, q = 'why?', overrides: Partial<Routed> = {}): Routed => ({ model: 'm', body: { messages: [{ role: 'system', content: system(g) }, { role: 'user', content: q }] }, ...overrides });
+const req = (g: number, q = 'why?', overrides: Partial<Routed> = {}): Routed => ({
+  model: 'm',
+  body: {
+    messages: [
+      { role: 'system', content: system(g) },
+      { role: 'user', content: q },
+    ],
+  },
+  ...overrides,
+});
 const none = () => 0;
 const all = () => true;
-const only = (...ids: string[]) => (id: string) => ids.includes(id);
+const only =
+  (...ids: string[]) =>
+  (id: string) =>
+    ids.includes(id);
 const served = (prompt: number, cached: number) => ({ answered: true, usage: { prompt_tokens: prompt, completion_tokens: 1, cached_tokens: cached } });
 
 /** Picks and ends the attempt at once, as a request that was served. */
@@ -21,7 +33,10 @@ function serve(b: CacheAware, r: Routed, eligible: (id: string) => boolean = all
 }
 
 async function decisions(m: Metrics): Promise<string> {
-  return (await m.registry.getSingleMetricAsString('llmgw_routing_decisions_total')).split('\n').filter((l) => !l.startsWith('#')).join('\n');
+  return (await m.registry.getSingleMetricAsString('llmgw_routing_decisions_total'))
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .join('\n');
 }
 
 /** Decisions of one kind, over all replicas. */

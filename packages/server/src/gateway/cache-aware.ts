@@ -68,7 +68,12 @@ export class CacheAware implements Balancer {
     this.leastLoaded = new LeastLoaded(random);
   }
 
-  pick(candidates: readonly RouteTarget[], inFlight: (replicaId: string) => number, eligible: (replicaId: string) => boolean, request?: Routed): RouteTarget | undefined {
+  pick(
+    candidates: readonly RouteTarget[],
+    inFlight: (replicaId: string) => number,
+    eligible: (replicaId: string) => boolean,
+    request?: Routed,
+  ): RouteTarget | undefined {
     if (!request) return this.leastLoaded.pick(candidates, inFlight, eligible);
     let st = request.state as State | undefined;
     if (!st) request.state = st = { blocks: promptBlocks(request.body), matched: 0, charged: 0, alone: false, sentNs: 0n };
@@ -120,7 +125,10 @@ export class CacheAware implements Balancer {
     }
     if (!sticky) {
       const t = this.roomiest(model, candidates, inFlight, eligible);
-      return t && this.decide(model, st, t, this.index.peek(model, t.replicaId)?.matched(hashes) ?? 0, promptTokens, unavailable ? 'broke_unavailable' : 'no_affinity');
+      return (
+        t &&
+        this.decide(model, st, t, this.index.peek(model, t.replicaId)?.matched(hashes) ?? 0, promptTokens, unavailable ? 'broke_unavailable' : 'no_affinity')
+      );
     }
     if (other) {
       const rs = this.rates.get(sticky.replicaId) ?? fallbackRate;
@@ -214,7 +222,12 @@ export class CacheAware implements Balancer {
    * where chance put them, while load still comes first (sending misses to the emptiest
    * cache regardless of load is what made SGLang's first router spiral).
    */
-  private roomiest(model: string, candidates: readonly RouteTarget[], inFlight: (replicaId: string) => number, eligible: (replicaId: string) => boolean): RouteTarget | undefined {
+  private roomiest(
+    model: string,
+    candidates: readonly RouteTarget[],
+    inFlight: (replicaId: string) => number,
+    eligible: (replicaId: string) => boolean,
+  ): RouteTarget | undefined {
     let best: RouteTarget | undefined;
     let bestLoad = Infinity;
     let bestFill = Infinity;

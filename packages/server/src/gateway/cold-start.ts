@@ -66,7 +66,8 @@ export class ColdStart {
     if (attempt && attempt.atMs >= started && !attempt.outcome.placement && !placed) return `cannot be placed: ${attempt.outcome.summary}`;
     const failed = replicas.find((r) => r.model === model.name && r.state === 'failed' && r.createdAtMs >= started);
     if (failed) return `the replica started for this request failed: ${failed.error ?? 'unknown error'}`;
-    if (Date.now() - started >= this.settings.coldStartTimeoutMs) return `no replica was ready within ${this.settings.coldStartTimeoutMs / 1000}s of starting one`;
+    if (Date.now() - started >= this.settings.coldStartTimeoutMs)
+      return `no replica was ready within ${this.settings.coldStartTimeoutMs / 1000}s of starting one`;
     return undefined;
   }
 

@@ -58,7 +58,11 @@ export class Fallbacks {
       const eligible = (id: string) => !tried.has(id) && !this.upstream.coolingDown(id, now);
       const balancer = this.balancers(model);
       const routed: Routed = { model: model.name, body: ex.body };
-      for (let target = balancer.pick(targets, this.upstream.inFlight, eligible, routed); target; target = balancer.pick(targets, this.upstream.inFlight, eligible, routed)) {
+      for (
+        let target = balancer.pick(targets, this.upstream.inFlight, eligible, routed);
+        target;
+        target = balancer.pick(targets, this.upstream.inFlight, eligible, routed)
+      ) {
         tried.add(target.replicaId);
         if (ex.signal.aborted) return;
         if (!overheadObserved) {
@@ -68,7 +72,15 @@ export class Fallbacks {
         let outcome: AttemptOutcome = { answered: false };
         try {
           const t = target;
-          outcome = await this.upstream.attempt(res, ex, model, target, payload, fallbackFrom, balancer.firstByte && (() => (balancer.firstByte?.(routed, t), this.freed(ex.model.name))));
+          outcome = await this.upstream.attempt(
+            res,
+            ex,
+            model,
+            target,
+            payload,
+            fallbackFrom,
+            balancer.firstByte && (() => (balancer.firstByte?.(routed, t), this.freed(ex.model.name))),
+          );
           // A stream the client left returns, its tokens so far counted.
           if (ex.signal.aborted) this.metrics.cancelled.inc({ model: model.name });
           return;
@@ -89,7 +101,8 @@ export class Fallbacks {
       }
       // Routes but no attempt: every replica failed a moment ago and is cooling down. Say
       // so, rather than calling replicas that are `ready` in ctl "not ready".
-      if (tried.size === 0) failures.push(`${model.name}: every ready replica (${targets.map((t) => t.replicaId).join(', ')}) failed a moment ago and is cooling down`);
+      if (tried.size === 0)
+        failures.push(`${model.name}: every ready replica (${targets.map((t) => t.replicaId).join(', ')}) failed a moment ago and is cooling down`);
     }
     this.usage.failed(ex.key, ex.model.name);
     this.metrics.countRequest(ex.model.name, ex.path, 503);
@@ -115,6 +128,9 @@ function notReadyReason(ctl: GatewayController, model: string): string {
   const attempt = ctl.lastAttempt(model);
   if (!attempt) return 'not placed yet';
   const rs = attempt.outcome.rejections;
-  const detail = rs.slice(0, 3).map((x) => `${x.node ?? x.pool ?? x.profile}: ${x.reason}`).join('; ');
+  const detail = rs
+    .slice(0, 3)
+    .map((x) => `${x.node ?? x.pool ?? x.profile}: ${x.reason}`)
+    .join('; ');
   return `not placed: ${attempt.outcome.summary}${detail ? ` (${detail}${rs.length > 3 ? `; ${rs.length - 3} more in ctl explain ${model}` : ''})` : ''}`;
 }

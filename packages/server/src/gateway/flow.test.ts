@@ -229,7 +229,9 @@ describe('flow control', () => {
       expect(e.message).toMatch(/^queue_timeout: every replica of `m` stayed saturated/);
     }
     expect(engine.arrived).toEqual(['a']);
-    expect(await metrics.registry.getSingleMetricAsString('llmgw_queue_refusals_total')).toContain('llmgw_queue_refusals_total{model="m",reason="queue_timeout"} 2');
+    expect(await metrics.registry.getSingleMetricAsString('llmgw_queue_refusals_total')).toContain(
+      'llmgw_queue_refusals_total{model="m",reason="queue_timeout"} 2',
+    );
     engine.answer();
     expect((await a).status).toBe(200);
   });

@@ -100,7 +100,8 @@ export class FlowControl {
   close(): void {
     for (const [model, mq] of this.queues) {
       clearTimeout(mq.timer);
-      for (let w = mq.q.next(); w; w = mq.q.next()) w.item.fail(new DomainError('no_ready_replica', `the gateway is shutting down; \`${model}\` was not served`, { retryAfterS: 1 }));
+      for (let w = mq.q.next(); w; w = mq.q.next())
+        w.item.fail(new DomainError('no_ready_replica', `the gateway is shutting down; \`${model}\` was not served`, { retryAfterS: 1 }));
     }
   }
 
@@ -115,7 +116,12 @@ export class FlowControl {
     const ids: string[] = [];
     for (const t of this.view.routes(model.name)) if (this.view.eligible(t.replicaId)) ids.push(t.replicaId);
     const l = this.view.load(model);
-    return pressures(ids, (id) => l.uncached(id), (id) => l.rate(id), (id) => l.inFlight(id));
+    return pressures(
+      ids,
+      (id) => l.uncached(id),
+      (id) => l.rate(id),
+      (id) => l.inFlight(id),
+    );
   }
 
   /** Every eligible replica saturated; false when none may be tried (then nothing is held: the cold start or the 503 answers). */
@@ -142,7 +148,13 @@ export class FlowControl {
       if (!r.ok) {
         const retry = retryAfterS(mq.q.tokensAhead(band), this.pressures(mq.model));
         this.metrics?.queueRefusals.inc({ model, reason: 'queue_full' });
-        reject(new DomainError('rate_limited', `queue_full: every replica of \`${model}\` is saturated and ${mq.q.size(band)} requests of priority ${band} already wait; retry after ${retry} s`, { retryAfterS: retry }));
+        reject(
+          new DomainError(
+            'rate_limited',
+            `queue_full: every replica of \`${model}\` is saturated and ${mq.q.size(band)} requests of priority ${band} already wait; retry after ${retry} s`,
+            { retryAfterS: retry },
+          ),
+        );
         return;
       }
       const w = r.waiting;
@@ -189,7 +201,13 @@ export class FlowControl {
     for (const w of expired) {
       const retry = retryAfterS(mq.q.tokensAhead(w.band) + w.cost, ps);
       this.metrics?.queueRefusals.inc({ model, reason: 'queue_timeout' });
-      w.item.fail(new DomainError('rate_limited', `queue_timeout: every replica of \`${model}\` stayed saturated for the ${this.queueSettings.ttlMs / 1000} s a request may wait; retry after ${retry} s`, { retryAfterS: retry }));
+      w.item.fail(
+        new DomainError(
+          'rate_limited',
+          `queue_timeout: every replica of \`${model}\` stayed saturated for the ${this.queueSettings.ttlMs / 1000} s a request may wait; retry after ${retry} s`,
+          { retryAfterS: retry },
+        ),
+      );
       this.events.emit('left', model);
     }
     this.arm(mq);

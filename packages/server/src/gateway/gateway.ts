@@ -84,7 +84,11 @@ export class Gateway {
     balancer?: Balancer,
   ) {
     const usage = new UsageMeter(keys, metrics, log);
-    const sse = new SseRelay(metrics, { keepAliveMs: settings.keepAliveMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs, maxEventBytes: settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES });
+    const sse = new SseRelay(metrics, {
+      keepAliveMs: settings.keepAliveMs,
+      streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
+      maxEventBytes: settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+    });
     this.upstream = new Upstream(traffic, metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
     this.coldStart = new ColdStart(ctl, traffic, settings, log);
     const leastLoaded = new LeastLoaded();
@@ -123,7 +127,10 @@ export class Gateway {
       // A body refused unread is still read, and dropped, so the client gets the answer
       // instead of a reset connection.
       req.resume();
-      sendError(res, asDomainError(err, (e) => this.log.error({ err: e }, 'gateway error')));
+      sendError(
+        res,
+        asDomainError(err, (e) => this.log.error({ err: e }, 'gateway error')),
+      );
     });
   };
 

@@ -47,7 +47,12 @@ afterAll(async () => {
 });
 
 /** The engine's next reply, set by each run of the engine-reply property. */
-let plan: { status: number; stream: boolean; pieces: (string | Buffer)[]; end: boolean } = { status: 200, stream: false, pieces: ['{"id":"ok","choices":[]}'], end: true };
+let plan: { status: number; stream: boolean; pieces: (string | Buffer)[]; end: boolean } = {
+  status: 200,
+  stream: false,
+  pieces: ['{"id":"ok","choices":[]}'],
+  end: true,
+};
 const engine: Upstream = (req, res) => {
   req.resume();
   req.on('end', () => {
@@ -67,19 +72,42 @@ const engine: Upstream = (req, res) => {
 
 let g: Awaited<ReturnType<typeof setup>>;
 beforeAll(async () => {
-  g = await setup(engine, { cooldownMs: 0, streamIdleTimeoutMs: 50, maxEventBytes: 4096, maxReplyBytes: 8192, maxBodyBytes: 64 * 1024, upstreamTimeoutMs: 1000 });
+  g = await setup(engine, {
+    cooldownMs: 0,
+    streamIdleTimeoutMs: 50,
+    maxEventBytes: 4096,
+    maxReplyBytes: 8192,
+    maxBodyBytes: 64 * 1024,
+    upstreamTimeoutMs: 1000,
+  });
 });
 
 const usageTotals = async () => {
   await g.keys.flushUsage();
-  return g.store.usage.reduce((t, u) => ({ requests: t.requests + u.requests, prompt: t.prompt + u.promptTokens, completion: t.completion + u.completionTokens }), { requests: 0, prompt: 0, completion: 0 });
+  return g.store.usage.reduce(
+    (t, u) => ({ requests: t.requests + u.requests, prompt: t.prompt + u.promptTokens, completion: t.completion + u.completionTokens }),
+    { requests: 0, prompt: 0, completion: 0 },
+  );
 };
 
 const healthy = async () => expect((await send(g.url, 'GET', '/healthz', {}, undefined)).status).toBe(200);
 
-const model = fc.oneof(fc.constant('m'), fc.string({ maxLength: 40 }), fc.constantFrom('x'.repeat(257), '__proto__', 'constructor', '', 'm\u0000', 'M'), fc.integer(), fc.constant(null), fc.array(fc.string(), { maxLength: 2 }));
+const model = fc.oneof(
+  fc.constant('m'),
+  fc.string({ maxLength: 40 }),
+  fc.constantFrom('x'.repeat(257), '__proto__', 'constructor', '', 'm\u0000', 'M'),
+  fc.integer(),
+  fc.constant(null),
+  fc.array(fc.string(), { maxLength: 2 }),
+);
 const jsonBody = fc.record(
-  { model, messages: fc.oneof(fc.constant([]), fc.anything({ maxDepth: 2 })), stream: fc.oneof(fc.boolean(), fc.anything({ maxDepth: 1 })), stream_options: fc.anything({ maxDepth: 2 }), max_tokens: fc.oneof(fc.integer(), fc.double()) },
+  {
+    model,
+    messages: fc.oneof(fc.constant([]), fc.anything({ maxDepth: 2 })),
+    stream: fc.oneof(fc.boolean(), fc.anything({ maxDepth: 1 })),
+    stream_options: fc.anything({ maxDepth: 2 }),
+    max_tokens: fc.oneof(fc.integer(), fc.double()),
+  },
   { requiredKeys: [] },
 );
 const body = fc.oneof(
@@ -96,9 +124,28 @@ describe('hostile input to the gateway', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom('POST', 'POST', 'POST', 'GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND'),
-        fc.oneof(fc.constantFrom('/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/models', '/healthz', '/v1/chat/completions?x=%zz', '//v1/../v1/models'), fc.webPath()),
-        fc.oneof(fc.constant('good'), fc.constant('none'), fc.string({ maxLength: 60 }).filter((s) => /^[\x20-\x7e]*$/.test(s))),
-        fc.dictionary(fc.constantFrom('content-type', 'content-encoding', 'x-request-id', 'accept', 'transfer-encoding-x'), fc.string({ maxLength: 30 }).filter((s) => /^[\x20-\x7e]*$/.test(s)), { maxKeys: 3 }),
+        fc.oneof(
+          fc.constantFrom(
+            '/v1/chat/completions',
+            '/v1/completions',
+            '/v1/embeddings',
+            '/v1/models',
+            '/healthz',
+            '/v1/chat/completions?x=%zz',
+            '//v1/../v1/models',
+          ),
+          fc.webPath(),
+        ),
+        fc.oneof(
+          fc.constant('good'),
+          fc.constant('none'),
+          fc.string({ maxLength: 60 }).filter((s) => /^[\x20-\x7e]*$/.test(s)),
+        ),
+        fc.dictionary(
+          fc.constantFrom('content-type', 'content-encoding', 'x-request-id', 'accept', 'transfer-encoding-x'),
+          fc.string({ maxLength: 30 }).filter((s) => /^[\x20-\x7e]*$/.test(s)),
+          { maxKeys: 3 },
+        ),
         body,
         async (method, path, auth, extra, b) => {
           plan = { status: 200, stream: false, pieces: ['{"id":"ok","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}'], end: true };
@@ -119,7 +166,10 @@ describe('hostile input to the gateway', () => {
   });
 
   it('engine replies: generated statuses, bodies, events and usage values', async () => {
-    const usageValue = fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom('1e999', '-1e999', '1.5', '"0abc"', 'true', 'null', '{}', '[]', '9007199254740993', '-0', '1e20'));
+    const usageValue = fc.oneof(
+      fc.integer({ min: -5, max: 5 }),
+      fc.constantFrom('1e999', '-1e999', '1.5', '"0abc"', 'true', 'null', '{}', '[]', '9007199254740993', '-0', '1e20'),
+    );
     const usageText = fc.tuple(usageValue, usageValue).map(([p, c]) => `{"prompt_tokens":${p},"completion_tokens":${c}}`);
     const event = fc.oneof(
       fc.string({ maxLength: 10 }).map(token),
@@ -145,7 +195,13 @@ describe('hostile input to the gateway', () => {
     await fc.assert(
       fc.asyncProperty(reply, fc.boolean(), async (p, clientStreams) => {
         plan = p;
-        const r = await send(g.url, 'POST', '/v1/chat/completions', { authorization: `Bearer ${g.secret}` }, Buffer.from(JSON.stringify({ model: 'm', stream: clientStreams, messages: [] })));
+        const r = await send(
+          g.url,
+          'POST',
+          '/v1/chat/completions',
+          { authorization: `Bearer ${g.secret}` },
+          Buffer.from(JSON.stringify({ model: 'm', stream: clientStreams, messages: [] })),
+        );
         note('engine replies', r.status);
         expect(allowed(r.status)).toBe(true);
         const t = await usageTotals();

@@ -5,9 +5,7 @@ import { IssuedSecrets } from '../store/issued.js';
 import { latestRead, serialWrites } from '../store/serial.js';
 import type { Store, StoredKey, StoredUsage, UsageDelta } from '../store/store.js';
 
-export type AuthResult =
-  | { ok: true; key: StoredKey }
-  | { ok: false; reason: 'missing' | 'invalid' | 'revoked' | 'expired' };
+export type AuthResult = { ok: true; key: StoredKey } | { ok: false; reason: 'missing' | 'invalid' | 'revoked' | 'expired' };
 
 export type Admission = { ok: true; release: () => void } | { ok: false; reason: 'rpm' | 'concurrency'; retryAfterS: number };
 
@@ -79,7 +77,10 @@ export class KeyRing {
     let expiresAt: string | undefined;
     if (req.expires_at) {
       const t = Date.parse(req.expires_at);
-      if (Number.isNaN(t)) throw new DomainError('invalid_request', `expires_at "${req.expires_at}" is not a date (want ISO 8601, e.g. 2027-01-31T00:00:00Z)`, { field: 'expires_at' });
+      if (Number.isNaN(t))
+        throw new DomainError('invalid_request', `expires_at "${req.expires_at}" is not a date (want ISO 8601, e.g. 2027-01-31T00:00:00Z)`, {
+          field: 'expires_at',
+        });
       if (t <= this.now()) throw new DomainError('invalid_request', `expires_at ${req.expires_at} is in the past`, { field: 'expires_at' });
       expiresAt = new Date(t).toISOString();
     }
@@ -194,7 +195,10 @@ export class KeyRing {
    * together with what was counted since. Returns whether nothing is left pending.
    */
   // One flush at a time: a second would send the same deltas again.
-  readonly flushUsage = serialWrites(() => this.usage.size > 0, () => this.writeUsage());
+  readonly flushUsage = serialWrites(
+    () => this.usage.size > 0,
+    () => this.writeUsage(),
+  );
 
   private async writeUsage(): Promise<boolean> {
     // What is counted while the write is under way goes into a new batch.

@@ -35,7 +35,10 @@ describe('promptBlocks', () => {
 
   it('matches a later turn of a chat on the whole earlier conversation', () => {
     const turn1 = chat(['system', system], ['user', 'Tell me about the sea. '.repeat(5)]);
-    const turn2 = { ...turn1, messages: [...turn1.messages, { role: 'assistant', content: 'The sea is large. '.repeat(10) }, { role: 'user', content: 'And rivers?' }] };
+    const turn2 = {
+      ...turn1,
+      messages: [...turn1.messages, { role: 'assistant', content: 'The sea is large. '.repeat(10) }, { role: 'user', content: 'And rivers?' }],
+    };
     const a = promptBlocks(turn1);
     const b = promptBlocks(turn2);
     // All of turn 1 but its last, partial block.
@@ -53,7 +56,15 @@ describe('promptBlocks', () => {
   });
 
   it('reads text parts of a message and strings of a prompt', () => {
-    const parts = promptBlocks(chat(['user', [{ type: 'text', text: system }, { type: 'image_url', image_url: { url: 'x' } }]]));
+    const parts = promptBlocks(
+      chat([
+        'user',
+        [
+          { type: 'text', text: system },
+          { type: 'image_url', image_url: { url: 'x' } },
+        ],
+      ]),
+    );
     expect(common(parts.hashes, promptBlocks(chat(['user', [{ type: 'text', text: system }]])).hashes)).toBeGreaterThan(10);
     expect(promptBlocks({ prompt: [system] }).hashes.length).toBeGreaterThan(10);
   });

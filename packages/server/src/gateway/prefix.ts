@@ -203,11 +203,11 @@ function hash(len: number, known?: Remembered, fresh?: Head): PromptBlocks {
     // Fold the lanes in order, so that words swapped between lanes change the hash.
     h = mix(mix(mix(mix(h, l0), l1), l2), l3);
     out[b] = finish(h, b === nBlocks - 1 ? len : (b + 1) * BLOCK_BYTES);
-    if (fresh && b === freshBlocks - 1) remember({ ...fresh, hashes: out.slice(0, freshBlocks), chain: h, tail: Buffer.from(scratch.subarray(freshBlocks * BLOCK_BYTES, fresh.end)) });
+    if (fresh && b === freshBlocks - 1)
+      remember({ ...fresh, hashes: out.slice(0, freshBlocks), chain: h, tail: Buffer.from(scratch.subarray(freshBlocks * BLOCK_BYTES, fresh.end)) });
   }
   return { hashes: out, bytes: len };
 }
-
 
 /** One one-at-a-time step of `v` into `h`. */
 function mix(h: number, v: number): number {

@@ -31,7 +31,11 @@ describe('client port probes', () => {
   it('answers 404 model_not_found in OpenAI shape for an unknown model or one the key may not see', async () => {
     const { url, secret, keys } = await setup(engine);
     const { secret: narrow } = await keys.create({ name: 'narrow', models: ['other'] }, (n) => n);
-    for (const [path, key] of [['/v1/models/nosuch', secret], ['/v1/models/m', narrow], ['/v1/models/%zz', secret]] as const) {
+    for (const [path, key] of [
+      ['/v1/models/nosuch', secret],
+      ['/v1/models/m', narrow],
+      ['/v1/models/%zz', secret],
+    ] as const) {
       const r = await get(url, path, key);
       expect({ path, status: r.status }).toEqual({ path, status: 404 });
       expect(reply(r.text).error).toMatchObject({ code: 'model_not_found', param: 'model' });

@@ -29,7 +29,11 @@ describe('parseRequest', () => {
 
   it('needs a model, and one the catalog knows, with a suggestion when one is close', () => {
     expect(failure({ messages: [] })).toEqual({ code: 'missing_field', message: 'model is required', field: 'model' });
-    expect(failure({ model: 'llamma' })).toEqual({ code: 'model_not_found', message: 'The model `llamma` does not exist; did you mean `llama`?', field: 'model' });
+    expect(failure({ model: 'llamma' })).toEqual({
+      code: 'model_not_found',
+      message: 'The model `llamma` does not exist; did you mean `llama`?',
+      field: 'model',
+    });
   });
 
   it('resolves an alias and reads whether the client streams and wants usage', () => {

@@ -7,7 +7,6 @@ import { DomainError } from '../errors.js';
 /** The OpenAI endpoints the gateway forwards; everything else but /health(z) and /v1/models[/{id}] is a 404. */
 export const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 
-
 /** At most `max` characters of client input for an error message, with `…` when cut. */
 export function clip(s: string, max = 64): string {
   return s.length > max ? `${s.slice(0, max)}…` : s;
@@ -66,7 +65,8 @@ export function parseRequest(path: string, raw: Buffer, catalog: CatalogView): C
   if (typeof body.model !== 'string' || !body.model) throw new DomainError('missing_field', 'model is required', { field: 'model' });
   const requested = body.model;
   // Before any lookup: suggestions cost the name's length times the catalog's.
-  if (requested.length > MAX_MODEL_NAME) throw new DomainError('invalid_request', `model \`${clip(requested)}\` is longer than ${MAX_MODEL_NAME} characters`, { field: 'model' });
+  if (requested.length > MAX_MODEL_NAME)
+    throw new DomainError('invalid_request', `model \`${clip(requested)}\` is longer than ${MAX_MODEL_NAME} characters`, { field: 'model' });
   const model = catalog.resolve(requested);
   if (!model) {
     const close = catalog.suggest(requested);

@@ -59,7 +59,14 @@ function cachingEngine({ capacity = 40_000, rate = 100_000, fail = () => false }
 }
 
 const system = (g: number) => `You are assistant number ${g}. Answer in one short sentence. `.repeat(120); // ~7,000 chars
-const chat = (g: number, q: string, extra: Record<string, unknown> = {}) => ({ model: 'm', messages: [{ role: 'system', content: system(g) }, { role: 'user', content: q }], ...extra });
+const chat = (g: number, q: string, extra: Record<string, unknown> = {}) => ({
+  model: 'm',
+  messages: [
+    { role: 'system', content: system(g) },
+    { role: 'user', content: q },
+  ],
+  ...extra,
+});
 
 describe('cache-aware routing through the gateway', () => {
   it('keeps a group of prompts on the replica that cached it, and the engines report it cached', async () => {
@@ -78,7 +85,10 @@ describe('cache-aware routing through the gateway', () => {
 
   it('routes a model with routing: least-loaded as before, spreading one prompt over every replica', async () => {
     const engines = [cachingEngine(), cachingEngine(), cachingEngine()];
-    const { url, secret } = await setupFleet(engines.map((e) => e.handler), { routing: 'least-loaded' });
+    const { url, secret } = await setupFleet(
+      engines.map((e) => e.handler),
+      { routing: 'least-loaded' },
+    );
     const replicas = new Set<string>();
     for (let i = 0; i < 30; i++) replicas.add(String((await post(url, secret, chat(1, `q${i}`))).headers['x-llmgw-replica']));
     expect(replicas.size).toBe(3);

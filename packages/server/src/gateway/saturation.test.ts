@@ -23,7 +23,8 @@ describe('saturation', () => {
     fc.assert(
       fc.property(fc.nat(1e7), fc.nat(1e7), fc.integer({ min: 1, max: 1e6 }), fc.nat(100), (a, b, rate, n) => {
         const [lo, hi] = a <= b ? [a, b] : [b, a];
-        if (isSaturated({ uncachedTokens: lo, prefillRate: rate, inFlight: n }, s)) expect(isSaturated({ uncachedTokens: hi, prefillRate: rate, inFlight: n }, s)).toBe(true);
+        if (isSaturated({ uncachedTokens: lo, prefillRate: rate, inFlight: n }, s))
+          expect(isSaturated({ uncachedTokens: hi, prefillRate: rate, inFlight: n }, s)).toBe(true);
       }),
     );
   });
@@ -37,7 +38,12 @@ describe('saturation', () => {
   });
 
   it('decides as allSaturated over the pressures when read replica by replica, skipping replicas not eligible', () => {
-    const replica = fc.record({ uncached: fc.nat(20_000), rate: fc.option(fc.integer({ min: 1, max: 100_000 }), { nil: undefined }), inFlight: fc.nat(8), eligible: fc.boolean() });
+    const replica = fc.record({
+      uncached: fc.nat(20_000),
+      rate: fc.option(fc.integer({ min: 1, max: 100_000 }), { nil: undefined }),
+      inFlight: fc.nat(8),
+      eligible: fc.boolean(),
+    });
     fc.assert(
       fc.property(fc.array(replica, { maxLength: 6 }), (rs) => {
         const ids = rs.map((_, i) => ({ replicaId: `r-${i}` }));
@@ -52,13 +58,28 @@ describe('saturation', () => {
 
   it('gives a replica not measured yet the mean rate of those that are', () => {
     const rates: Record<string, number> = { a: 1000, b: 3000 };
-    const ps = pressures(['a', 'b', 'c'], () => 600, (id) => rates[id], () => 1);
+    const ps = pressures(
+      ['a', 'b', 'c'],
+      () => 600,
+      (id) => rates[id],
+      () => 1,
+    );
     expect(ps.map((p) => p.prefillRate)).toEqual([1000, 3000, 2000]);
-    expect(pressures(['x'], () => 0, () => undefined, () => 2)).toEqual([{ uncachedTokens: 0, inFlight: 2 }]);
+    expect(
+      pressures(
+        ['x'],
+        () => 0,
+        () => undefined,
+        () => 2,
+      ),
+    ).toEqual([{ uncachedTokens: 0, inFlight: 2 }]);
   });
 
   it('says when to come back from the tokens ahead and the summed rate, within 1–60 s', () => {
-    const ps = [{ uncachedTokens: 0, prefillRate: 1000, inFlight: 0 }, { uncachedTokens: 0, prefillRate: 1000, inFlight: 0 }];
+    const ps = [
+      { uncachedTokens: 0, prefillRate: 1000, inFlight: 0 },
+      { uncachedTokens: 0, prefillRate: 1000, inFlight: 0 },
+    ];
     expect(retryAfterS(10_000, ps)).toBe(5);
     expect(retryAfterS(1, ps)).toBe(1);
     expect(retryAfterS(1e9, ps)).toBe(60);

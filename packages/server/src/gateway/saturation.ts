@@ -46,7 +46,12 @@ export function isSaturated(p: ReplicaPressure, s: SaturationSettings = DEFAULT_
  * that are (as cache-aware routing does), so one new replica beside measured ones is
  * judged by the same clock.
  */
-export function pressures(ids: readonly string[], uncached: (id: string) => number, rate: (id: string) => number | undefined, inFlight: (id: string) => number): ReplicaPressure[] {
+export function pressures(
+  ids: readonly string[],
+  uncached: (id: string) => number,
+  rate: (id: string) => number | undefined,
+  inFlight: (id: string) => number,
+): ReplicaPressure[] {
   let sum = 0;
   let k = 0;
   for (const id of ids) {
@@ -78,7 +83,12 @@ export interface LoadReader {
  * {@link allSaturated} over the replicas as they are, allocating nothing: this runs on
  * every request, and below saturation it answers at the first replica with room.
  */
-export function everySaturated(ids: readonly { replicaId: string }[], eligible: (replicaId: string) => boolean, load: LoadReader, s: SaturationSettings = DEFAULT_SATURATION): boolean {
+export function everySaturated(
+  ids: readonly { replicaId: string }[],
+  eligible: (replicaId: string) => boolean,
+  load: LoadReader,
+  s: SaturationSettings = DEFAULT_SATURATION,
+): boolean {
   let sum = 0;
   let k = 0;
   let any = false;

@@ -60,7 +60,15 @@ export class SseRelay {
   ) {}
 
   /** @param onFirst called at the engine's first chunk (its prefill is over), for the balancer */
-  async pipe(res: ServerResponse, body: EngineBody, headers: Record<string, string>, status: number, model: string, cx: StreamContext, onFirst?: () => void): Promise<StreamOutcome> {
+  async pipe(
+    res: ServerResponse,
+    body: EngineBody,
+    headers: Record<string, string>,
+    status: number,
+    model: string,
+    cx: StreamContext,
+    onFirst?: () => void,
+  ): Promise<StreamOutcome> {
     if (!res.headersSent) {
       res.writeHead(status, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       res.flushHeaders();

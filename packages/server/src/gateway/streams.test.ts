@@ -28,7 +28,10 @@ describe('an engine that stalls mid-stream', () => {
     ['after two tokens', [role, token('a'), token('b')]],
   ])('ends the stream with an OpenAI error event %s', async (_what, events) => {
     let engineClosed = false;
-    const { url, secret, keys, store, gw } = await setup(stallAfter(events, () => (engineClosed = true)), { streamIdleTimeoutMs: 200, keepAliveMs: 50 });
+    const { url, secret, keys, store, gw } = await setup(
+      stallAfter(events, () => (engineClosed = true)),
+      { streamIdleTimeoutMs: 200, keepAliveMs: 50 },
+    );
     const t0 = Date.now();
     const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
@@ -58,7 +61,11 @@ describe('an engine that stalls mid-stream', () => {
       },
       { streamIdleTimeoutMs: 150 },
     );
-    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}` }, body: JSON.stringify({ model: 'm', stream: true }) });
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}` },
+      body: JSON.stringify({ model: 'm', stream: true }),
+    });
     const reader = res.body!.getReader();
     let text = '';
     for (;;) {

@@ -67,7 +67,15 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
     keys,
     metrics,
     traffic,
-    { maxBodyBytes: 1 << 20, upstreamTimeoutMs: 5000, cooldownMs: 1000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings },
+    {
+      maxBodyBytes: 1 << 20,
+      upstreamTimeoutMs: 5000,
+      cooldownMs: 1000,
+      keepAliveMs: 10_000,
+      coldStartTimeoutMs: 1000,
+      streamIdleTimeoutMs: 60_000,
+      ...settings,
+    },
     pino({ level: 'silent' }),
   );
   const url = await listen(gw.handle);
@@ -104,7 +112,22 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
   const traffic = new Traffic();
   // `gw` is made next; only a scrape reads it.
   const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), queued: () => gw.queued() });
-  const gw: Gateway = new Gateway(ctl, keys, metrics, traffic, { maxBodyBytes: 1 << 22, upstreamTimeoutMs: 5000, cooldownMs: 60_000, keepAliveMs: 10_000, coldStartTimeoutMs: 1000, streamIdleTimeoutMs: 60_000, ...settings }, pino({ level: 'silent' }));
+  const gw: Gateway = new Gateway(
+    ctl,
+    keys,
+    metrics,
+    traffic,
+    {
+      maxBodyBytes: 1 << 22,
+      upstreamTimeoutMs: 5000,
+      cooldownMs: 60_000,
+      keepAliveMs: 10_000,
+      coldStartTimeoutMs: 1000,
+      streamIdleTimeoutMs: 60_000,
+      ...settings,
+    },
+    pino({ level: 'silent' }),
+  );
   const url = await listen(gw.handle);
   closers.push(async () => {
     await keys.close();

@@ -51,7 +51,10 @@ export class TokenWindow {
     let t = this.total(nowMs);
     if (t < limit) return 0;
     // Oldest first: each bucket leaves the window bucketMs × n after it opened.
-    const live = [...this.slots].map((b, i) => ({ b, tokens: this.buckets[i]! })).filter((x) => this.live(x.b, now)).sort((x, y) => x.b - y.b);
+    const live = [...this.slots]
+      .map((b, i) => ({ b, tokens: this.buckets[i]! }))
+      .filter((x) => this.live(x.b, now))
+      .sort((x, y) => x.b - y.b);
     for (const x of live) {
       t -= x.tokens;
       if (t < limit) return Math.max(1, Math.ceil(((x.b + this.buckets.length) * this.bucketMs - nowMs) / 1000));

@@ -96,7 +96,15 @@ export class Upstream {
    * @param fallbackFrom the model the client asked for, when `model` is its fallback
    * @param onFirstByte called when the engine's first byte arrives
    */
-  async attempt(res: ServerResponse, ex: Exchange, model: Model, target: RouteTarget, payload: Buffer | string, fallbackFrom: string | undefined, onFirstByte?: () => void): Promise<AttemptOutcome> {
+  async attempt(
+    res: ServerResponse,
+    ex: Exchange,
+    model: Model,
+    target: RouteTarget,
+    payload: Buffer | string,
+    fallbackFrom: string | undefined,
+    onFirstByte?: () => void,
+  ): Promise<AttemptOutcome> {
     this.traffic.attemptStarted(target.replicaId, model.name);
     try {
       let up;
@@ -127,7 +135,12 @@ export class Upstream {
       const ctype = String(up.headers['content-type'] ?? 'application/json');
       if (ctype.startsWith('text/event-stream')) {
         const o = await this.sse.pipe(res, up.body, headers, status, model.name, ex, onFirstByte);
-        this.usage.served(ex.key, model.name, target.replicaId, { usage: o.usage, relayed: o.relayed, failed: o.end === 'failed', cancelled: o.end === 'cancelled' });
+        this.usage.served(ex.key, model.name, target.replicaId, {
+          usage: o.usage,
+          relayed: o.relayed,
+          failed: o.end === 'failed',
+          cancelled: o.end === 'cancelled',
+        });
         usage = o.usage;
         // The caller counts the client leaving.
         if (o.end === 'cancelled') return outcome;

@@ -76,7 +76,10 @@ export class UsageMeter {
     this.metrics.badUsage.inc({ model });
     if (this.loggedBad.has(replica)) return;
     this.loggedBad.add(replica);
-    this.log.warn({ model, replica }, 'engine reported a usage that is not whole numbers >= 0; ignored (counted in llmgw_engine_bad_usage_total, logged once per replica)');
+    this.log.warn(
+      { model, replica },
+      'engine reported a usage that is not whole numbers >= 0; ignored (counted in llmgw_engine_bad_usage_total, logged once per replica)',
+    );
   }
 }
 
@@ -98,7 +101,11 @@ export function checkUsage(u: unknown): UsageReport {
     cached = (d as Record<string, unknown>).cached_tokens;
     if (!count(cached)) return 'bad';
   }
-  return { ...(typeof p === 'number' ? { prompt_tokens: p } : {}), ...(typeof c === 'number' ? { completion_tokens: c } : {}), ...(typeof cached === 'number' ? { cached_tokens: cached } : {}) };
+  return {
+    ...(typeof p === 'number' ? { prompt_tokens: p } : {}),
+    ...(typeof c === 'number' ? { completion_tokens: c } : {}),
+    ...(typeof cached === 'number' ? { cached_tokens: cached } : {}),
+  };
 }
 
 /** The `usage` of a JSON reply or event, parsed only when the text mentions it. */

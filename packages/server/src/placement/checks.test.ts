@@ -84,10 +84,7 @@ describe('place: one check at a time', () => {
       name: 'host memory held by reservations',
       profile: { min_memory_gb: 24 },
       node: makeNode({ memoryTotalMb: 64 * GB }),
-      reservations: [
-        makeReservation({ replicaId: 'a', memoryMb: 24 * GB }),
-        makeReservation({ replicaId: 'b', memoryMb: 24 * GB }),
-      ],
+      reservations: [makeReservation({ replicaId: 'a', memoryMb: 24 * GB }), makeReservation({ replicaId: 'b', memoryMb: 24 * GB })],
       want: [
         {
           code: 'memory',
@@ -145,9 +142,7 @@ describe('place: one check at a time', () => {
       name: 'GPU class',
       profile: { gpus: 1, gpu_class: ['H100'] },
       node: makeRtx4090Node('node-1'),
-      want: [
-        { code: 'gpu_class', reason: 'has RTX-4090 GPUs, needs H100', requested: 'H100', available: 'RTX-4090' },
-      ],
+      want: [{ code: 'gpu_class', reason: 'has RTX-4090 GPUs, needs H100', requested: 'H100', available: 'RTX-4090' }],
     },
     {
       name: 'GPU class, several accepted',
@@ -229,10 +224,7 @@ describe('place: every failing reason of a node is kept', () => {
   it('names the GPU class and the host memory both', () => {
     const node = makeRtx4090Node('b-1', { memoryTotalMb: 16 * GB });
     const out = placeOne({ gpus: 1, gpu_class: ['H100'], min_memory_gb: 32 }, [node]);
-    expect(reasonsFor(out.rejections, 'b-1')).toEqual([
-      'has 16 GiB of memory, needs 32',
-      'has RTX-4090 GPUs, needs H100',
-    ]);
+    expect(reasonsFor(out.rejections, 'b-1')).toEqual(['has 16 GiB of memory, needs 32', 'has RTX-4090 GPUs, needs H100']);
   });
 });
 
@@ -255,9 +247,7 @@ describe('place: CPU cores', () => {
     expect(placeOne({ min_cpu_cores: 16 }, [makeNode({ cpuCores: 16 })]).placement?.shards[0]?.nodeId).toBe('node-1');
     const out = placeOne({ min_cpu_cores: 16 }, [makeNode({ id: 'a', cpuCores: 4 }), makeNode({ id: 'b' })]);
     expect(out.placement?.shards[0]?.nodeId).toBe('b');
-    expect(out.notes).toEqual([
-      { profile: 'cpu', node: 'b', note: 'CPU cores unknown (agent did not report them); min_cpu_cores 16 not checked' },
-    ]);
+    expect(out.notes).toEqual([{ profile: 'cpu', node: 'b', note: 'CPU cores unknown (agent did not report them); min_cpu_cores 16 not checked' }]);
   });
 
   it('is counted in the summary and its reasons', () => {

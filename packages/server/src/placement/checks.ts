@@ -104,13 +104,7 @@ export interface Detail {
 export const NO_CATEGORY = Number.MAX_SAFE_INTEGER;
 
 /** Records a failure under category `category` of the check explaining. */
-export function reject(
-  d: Detail,
-  category: number,
-  reason: string,
-  requested?: number | string,
-  available?: number | string,
-): void {
+export function reject(d: Detail, category: number, reason: string, requested?: number | string, available?: number | string): void {
   // `d.check` is the explaining check's index in the plan and `category` one of its own:
   // `slots` and `cats` are built from the same categories, so both lookups are in range.
   const slot = d.plan.slots[d.check]![category]!;

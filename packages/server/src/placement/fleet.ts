@@ -19,7 +19,8 @@ export const NEED_PACK = 1;
 
 // The views hold these two columns as an Int32Array and a Float64Array whatever the
 // checks declare: a change to either declaration must change the views too.
-if (GPU_CHECK.column !== 'count' || MEMORY_CHECK.column !== 'amount') throw new Error('placement: the GPU column must count and the memory column hold amounts (fleet.ts)');
+if (GPU_CHECK.column !== 'count' || MEMORY_CHECK.column !== 'amount')
+  throw new Error('placement: the GPU column must count and the memory column hold amounts (fleet.ts)');
 
 /** What is left of one resource, per candidate: see `DynamicCheck.column`. */
 export type Column = Int32Array | Float64Array;

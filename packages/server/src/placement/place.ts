@@ -40,9 +40,7 @@ export interface PlaceInput extends PlaceOptions {
   reservations: readonly Reservation[];
 }
 
-function toMap(
-  m: ReadonlyMap<string, number> | Readonly<Record<string, number>> | undefined,
-): ReadonlyMap<string, number> | undefined {
+function toMap(m: ReadonlyMap<string, number> | Readonly<Record<string, number>> | undefined): ReadonlyMap<string, number> | undefined {
   if (m === undefined) return undefined;
   if (m instanceof Map) return m;
   return new Map(Object.entries(m as Record<string, number>));

@@ -88,9 +88,7 @@ const profileArb = (name: string): fc.Arbitrary<Profile> =>
     );
 
 const modelArb = (name: string): fc.Arbitrary<Model> =>
-  fc
-    .tuple(profileArb('first'), fc.option(profileArb('second'), { nil: undefined }))
-    .map(([a, b]) => makeModel({ name, profiles: b ? [a, b] : [a] }));
+  fc.tuple(profileArb('first'), fc.option(profileArb('second'), { nil: undefined })).map(([a, b]) => makeModel({ name, profiles: b ? [a, b] : [a] }));
 
 const catalogArb = fc.tuple(modelArb('m-a'), modelArb('m-b'), modelArb('m-c'));
 
@@ -196,9 +194,7 @@ describe('placement properties', () => {
         // Each node counted once: the reason counts add up to the nodes that do not fit
         // the profile the summary speaks of (the one most nodes fit), a node fitting
         // when it has no reason of its own.
-        const fitting = model.profiles.map(
-          (profile) => nodes.filter((n) => !out.rejections.some((r) => r.profile === profile.name && r.node === n.id)).length,
-        );
+        const fitting = model.profiles.map((profile) => nodes.filter((n) => !out.rejections.some((r) => r.profile === profile.name && r.node === n.id)).length);
         const fit = Math.max(...fitting);
         const counted = out.reasons.reduce((sum, r) => sum + r.count, 0);
         expect(counted).toBe(nodes.length - fit);

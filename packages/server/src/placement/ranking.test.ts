@@ -33,7 +33,7 @@ function refOf(fleet: Fleet, view: ProfileView, ctx: Context, c: number): Ref {
     c,
     id: node.id,
     avoid: ctx.avoid?.has(node.id) === true ? 1 : 0,
-    existing: ctx.existing !== undefined ? ctx.existing.get(node.id) ?? 0 : ctx.counts?.[view.cand[c]!] ?? 0,
+    existing: ctx.existing !== undefined ? (ctx.existing.get(node.id) ?? 0) : (ctx.counts?.[view.cand[c]!] ?? 0),
     pack: view.pack[c]!,
     mem: view.mem[c]!,
     cached: ctx.file === undefined || node.files?.has(ctx.file) === true ? 0 : 1,
@@ -77,7 +77,10 @@ function refSharded(fleet: Fleet, view: ProfileView, ctx: Context): { pool: stri
 const fleetArb = fc.integer({ min: 1, max: 14 }).chain((count) =>
   fc.tuple(
     // A shuffle of the ids, so node order and id order differ.
-    fc.shuffledSubarray(Array.from({ length: count }, (_, i) => `node-${String(i).padStart(2, '0')}`), { minLength: count, maxLength: count }),
+    fc.shuffledSubarray(
+      Array.from({ length: count }, (_, i) => `node-${String(i).padStart(2, '0')}`),
+      { minLength: count, maxLength: count },
+    ),
     fc.array(
       fc.record({
         gpus: fc.integer({ min: 0, max: 3 }),
@@ -101,7 +104,10 @@ const ctxArb = fc.record({
   memGb: fc.constantFrom(0, 8, 24),
 });
 
-function setUp([ids, specs]: [string[], { gpus: number; memGb: number | undefined; pool: string | undefined; cached: boolean; avoid: boolean; existing: number }[]], o: { useAvoid: boolean; spread: string; file: boolean; ranked: boolean }) {
+function setUp(
+  [ids, specs]: [string[], { gpus: number; memGb: number | undefined; pool: string | undefined; cached: boolean; avoid: boolean; existing: number }[]],
+  o: { useAvoid: boolean; spread: string; file: boolean; ranked: boolean },
+) {
   const nodes: NodeSnapshot[] = specs.map((s, i) => {
     const id = ids[i]!;
     return makeNode({

@@ -65,7 +65,7 @@ export const EXISTING: RankKey<RankInputs> = {
   prefer: 'lowest',
   // From the caller's map when it gave one, else the reservations' counts (then the node
   // object is not read: a cache miss per candidate on a large fleet).
-  of: (r, c) => (r.existing !== undefined ? r.existing.get(r.nodes[r.cand[c]!]!.id) ?? 0 : r.counts !== undefined ? r.counts[r.cand[c]!]! : 0),
+  of: (r, c) => (r.existing !== undefined ? (r.existing.get(r.nodes[r.cand[c]!]!.id) ?? 0) : r.counts !== undefined ? r.counts[r.cand[c]!]! : 0),
 };
 
 /**

@@ -43,10 +43,7 @@ export function requirementOf(profile: Profile): Requirement {
   const needMemMb = profile.min_memory_gb ? gbToMb(profile.min_memory_gb) : 0;
   const memEstimated = (profile as PlacementProfile).memory_estimated === true;
   const shards = profile.shards ?? 1;
-  const classes =
-    gpus > 0 && profile.gpu_class !== undefined && profile.gpu_class.length > 0
-      ? profile.gpu_class
-      : undefined;
+  const classes = gpus > 0 && profile.gpu_class !== undefined && profile.gpu_class.length > 0 ? profile.gpu_class : undefined;
   return {
     profile,
     gpus,

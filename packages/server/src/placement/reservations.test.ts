@@ -68,10 +68,7 @@ describe('a prepared fleet', () => {
     expect(first.placement?.shards[0]?.nodeId).toBe('a');
     reserve(fleet, reservationsFor(first.placement!, 'r1', model.name));
     const second = placeOnFleet(fleet, model);
-    expect(second.rejections.map(renderRejection)).toEqual([
-      'a: has 32 GiB of memory, 24 reserved by 1 replica, needs 24',
-      'b: is cordoned',
-    ]);
+    expect(second.rejections.map(renderRejection)).toEqual(['a: has 32 GiB of memory, 24 reserved by 1 replica, needs 24', 'b: is cordoned']);
     // Something else holds memory on the cordoned node: its explanation follows.
     reserve(fleet, [makeReservation({ replicaId: 'x', nodeId: 'b', memoryMb: 16 * GB })]);
     expect(placeOnFleet(fleet, model).rejections.map(renderRejection)).toEqual([

@@ -25,10 +25,7 @@ describe('place: fitting', () => {
   });
 
   it('prefers a node known to fit over one whose memory is unknown', () => {
-    const out = placeOne({ min_memory_gb: 24 }, [
-      makeNode({ id: 'a-unknown', memoryTotalMb: undefined }),
-      makeNode({ id: 'z-known', memoryTotalMb: 32 * GB }),
-    ]);
+    const out = placeOne({ min_memory_gb: 24 }, [makeNode({ id: 'a-unknown', memoryTotalMb: undefined }), makeNode({ id: 'z-known', memoryTotalMb: 32 * GB })]);
     expect(out.placement?.shards[0]?.nodeId).toBe('z-known');
     expect(out.notes).toEqual([]);
   });
@@ -51,9 +48,7 @@ describe('place: fitting', () => {
     const node = makeH100Node('g-1', { gpus: [makeGpu({ index: 0, uuid: 'u0', memory_total_mb: undefined })] });
     const out = placeOne({ gpus: 1, min_gpu_memory_gb: 40 }, [node]);
     expect(out.placement?.shards[0]?.gpuIndices).toEqual([0]);
-    expect(out.notes.map((n) => n.note)).toEqual([
-      'GPU 0 memory unknown (agent did not report it); min_gpu_memory_gb 40 not checked',
-    ]);
+    expect(out.notes.map((n) => n.note)).toEqual(['GPU 0 memory unknown (agent did not report it); min_gpu_memory_gb 40 not checked']);
   });
 
   it('cordoned, draining and silent nodes get nothing', () => {
@@ -157,10 +152,7 @@ describe('place: profiles in order', () => {
   it('rejects with every profile and summarises the one that came closest', () => {
     const out = place({ model, nodes: [makeNode({ id: 'cpu-1', memoryTotalMb: 8 * GB })], reservations: [] });
     expect(out.placement).toBeUndefined();
-    expect(out.rejections.map((r) => `${r.profile} ${renderRejection(r)}`)).toEqual([
-      'gpu cpu-1: has no GPUs',
-      'cpu cpu-1: has 8 GiB of memory, needs 24',
-    ]);
+    expect(out.rejections.map((r) => `${r.profile} ${renderRejection(r)}`)).toEqual(['gpu cpu-1: has no GPUs', 'cpu cpu-1: has 8 GiB of memory, needs 24']);
     expect(out.summary).toBe('0/1 nodes can run qwen-coder-14b (profile gpu): 1 without GPUs');
   });
 });

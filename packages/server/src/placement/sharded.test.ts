@@ -72,10 +72,6 @@ describe('place: sharded profiles', () => {
       reservations: [],
       requests: [1, 2, 3].map((i) => ({ model, replicaId: `r${i}` })),
     });
-    expect(outcomes.map((o) => o.placement?.shards.map((s) => s.gpuIndices.join('')))).toEqual([
-      ['0123', '0123'],
-      ['4567', '4567'],
-      undefined,
-    ]);
+    expect(outcomes.map((o) => o.placement?.shards.map((s) => s.gpuIndices.join('')))).toEqual([['0123', '0123'], ['4567', '4567'], undefined]);
   });
 });

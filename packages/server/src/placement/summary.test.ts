@@ -41,17 +41,15 @@ describe('summarize', () => {
         pools: ['p1', 'p2', 'p3', 'p4', 'p5'].map((pool) => ({ pool, fit: 3 })),
       },
     ]);
-    expect(line).toBe(
-      '9/9 nodes can run m: pool p1: fits 3 of 4 shards, pool p2: fits 3 of 4 shards, pool p3: fits 3 of 4 shards, 2 more pools',
-    );
+    expect(line).toBe('9/9 nodes can run m: pool p1: fits 3 of 4 shards, pool p2: fits 3 of 4 shards, pool p3: fits 3 of 4 shards, 2 more pools');
   });
 });
 
 describe('renderRejection', () => {
   it('prefixes the node, and leaves pool lines alone', () => {
-    expect(
-      renderRejection({ profile: 'cpu', node: 'node-7', code: 'memory', reason: 'has 8 GiB of memory, needs 24' }),
-    ).toBe('node-7: has 8 GiB of memory, needs 24');
+    expect(renderRejection({ profile: 'cpu', node: 'node-7', code: 'memory', reason: 'has 8 GiB of memory, needs 24' })).toBe(
+      'node-7: has 8 GiB of memory, needs 24',
+    );
     expect(renderRejection({ profile: 'tp2', pool: 'rack-a', code: 'shards', reason: 'pool rack-a: fits 1 of 2 shards' })).toBe(
       'pool rack-a: fits 1 of 2 shards',
     );

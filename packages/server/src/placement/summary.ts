@@ -66,9 +66,7 @@ export function summarize(modelName: string, tallies: readonly ProfileTally[], p
   let line = `${best.fit}/${best.nodes} nodes can run ${modelName}${which}`;
   if (parts.length > 0) line += `: ${parts.join(', ')}`;
   if (best.shards > 1) {
-    const named = best.pools
-      .slice(0, SUMMARY_POOLS)
-      .map((p) => `pool ${p.pool}: fits ${p.fit} of ${best.shards} shards`);
+    const named = best.pools.slice(0, SUMMARY_POOLS).map((p) => `pool ${p.pool}: fits ${p.fit} of ${best.shards} shards`);
     const more = best.pools.length - named.length;
     if (more > 0) named.push(`${more} more ${more === 1 ? 'pool' : 'pools'}`);
     if (named.length === 0) named.push(`no pool has ${best.shards} fitting nodes`);

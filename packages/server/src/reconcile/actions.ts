@@ -34,9 +34,28 @@ export const ACTION_CODES = [
 ] as const;
 export type ActionCode = (typeof ACTION_CODES)[number];
 
-export type RemoveCode = Extract<ActionCode, 'model-gone' | 'profile-gone' | 'stopped' | 'failed' | 'node-lost' | 'node-unknown' | 'drained' | 'drain-forced' | 'drain-deadline' | 'drain-not-serving' | 'scaled-down' | 'idle' | 'outdated-not-serving' | 'rollout-halted'>;
+export type RemoveCode = Extract<
+  ActionCode,
+  | 'model-gone'
+  | 'profile-gone'
+  | 'stopped'
+  | 'failed'
+  | 'node-lost'
+  | 'node-unknown'
+  | 'drained'
+  | 'drain-forced'
+  | 'drain-deadline'
+  | 'drain-not-serving'
+  | 'scaled-down'
+  | 'idle'
+  | 'outdated-not-serving'
+  | 'rollout-halted'
+>;
 export type CreateCode = Extract<ActionCode, 'scale-up' | 'drain-replacement' | 'rollout'>;
-export type UpdateCode = Extract<ActionCode, 'traffic-moved' | 'drain-blocked' | 'drain-unblocked' | 'scaled-down' | 'idle' | 'rolled-over' | 'rollout-in-place'>;
+export type UpdateCode = Extract<
+  ActionCode,
+  'traffic-moved' | 'drain-blocked' | 'drain-unblocked' | 'scaled-down' | 'idle' | 'rolled-over' | 'rollout-in-place'
+>;
 
 /** A shard of a replica the plan creates; its id comes with the replica's. */
 export interface PlannedShard {

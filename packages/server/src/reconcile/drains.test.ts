@@ -79,13 +79,28 @@ describe('drains', () => {
   });
 
   it('moves traffic once the replacement has been ready for the minimum healthy time', () => {
-    const repl = (readySinceMs: number) => makeReplica({ id: 'r-2', replaces: 'r-1', readySinceMs, shards: [{ id: 'r-2-0', nodeId: 'node-2', rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }] });
+    const repl = (readySinceMs: number) =>
+      makeReplica({
+        id: 'r-2',
+        replaces: 'r-1',
+        readySinceMs,
+        shards: [{ id: 'r-2-0', nodeId: 'node-2', rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }],
+      });
     const young = planOf({ nodes: draining(), replicas: [onNode1('r-1'), repl(1_000_000 - 4_999)] });
     drains(young);
     expect(young.actions).toEqual([]);
     const healthy = planOf({ nodes: draining(), replicas: [onNode1('r-1'), repl(1_000_000 - 5_000)] });
     drains(healthy);
-    expect(healthy.actions).toEqual([{ kind: 'update', code: 'traffic-moved', replicaId: 'r-1', model: 'qwen-coder-14b', reason: 'node node-1 drained; traffic moved to r-2', replica: updated(healthy)[0] }]);
+    expect(healthy.actions).toEqual([
+      {
+        kind: 'update',
+        code: 'traffic-moved',
+        replicaId: 'r-1',
+        model: 'qwen-coder-14b',
+        reason: 'node node-1 drained; traffic moved to r-2',
+        replica: updated(healthy)[0],
+      },
+    ]);
     expect(updated(healthy)[0]).toMatchObject({ state: 'draining', drainStartedMs: 1_000_000, drainReason: 'node node-1 drained; traffic moved to r-2' });
     // The snapshot is not changed: the update is a copy.
     expect(healthy.input.replicas[0]!.state).toBe('ready');

@@ -55,7 +55,11 @@ export function drains(plan: Plan): void {
       (x) => x.model === r.model && x.replaces && x.state !== 'ready' && ACTIVE_REPLICA_STATES.has(x.state),
     ).length;
     if (inProgress >= policy.drainParallel) continue;
-    const outcome = placeReplica(plan, model, [draining.id], { code: 'drain-replacement', reason: `replaces ${r.id} on draining node ${draining.id}`, replaces: r.id });
+    const outcome = placeReplica(plan, model, [draining.id], {
+      code: 'drain-replacement',
+      reason: `replaces ${r.id} on draining node ${draining.id}`,
+      replaces: r.id,
+    });
     if (outcome.placement) {
       if (r.drainBlocked) plan.update(r, 'drain-unblocked', 'its replacement is placed', (u) => delete u.drainBlocked);
     } else if (r.drainBlocked !== outcome.summary) {

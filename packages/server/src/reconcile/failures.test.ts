@@ -16,7 +16,12 @@ describe('failedBackoffMs', () => {
 
 describe('failures', () => {
   const failed = (createdAtMs: number) =>
-    makeReplica({ state: 'failed', error: 'exited 1', createdAtMs, shards: [{ id: 'r-1-0', nodeId: 'node-2', rank: 0, gpuUuids: [], gpuIndices: [], state: 'failed' }] });
+    makeReplica({
+      state: 'failed',
+      error: 'exited 1',
+      createdAtMs,
+      shards: [{ id: 'r-1-0', nodeId: 'node-2', rank: 0, gpuUuids: [], gpuIndices: [], state: 'failed' }],
+    });
 
   it('keeps a failed replica through its backoff, then removes it and remembers where it failed', () => {
     const young = planOf({ replicas: [failed(1_000_000 - 29_000)] });

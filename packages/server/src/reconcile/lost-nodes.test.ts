@@ -31,7 +31,9 @@ describe('lostNodes', () => {
     const plan = planOf({ nodes, replicas: [on('a', 'node-1')] });
     lostNodes(plan);
     expect(plan.actions).toEqual([]);
-    expect(plan.paused).toBe("2 of 3 nodes went silent (node-1, node-2); not replacing their replicas: that many at once is more likely this server's own network");
+    expect(plan.paused).toBe(
+      "2 of 3 nodes went silent (node-1, node-2); not replacing their replicas: that many at once is more likely this server's own network",
+    );
   });
 
   it('a fleet of one node that is lost is not a network partition: its replicas are replaced', () => {

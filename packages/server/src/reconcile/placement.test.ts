@@ -7,7 +7,15 @@ const why = { code: 'scale-up' as const, reason: 'test' };
 
 describe('placeReplica', () => {
   it('plans a pending replica with the spec of its profile frozen on it, and records the attempt', () => {
-    const profile = makeProfile({ engine: 'command', command: ['run', '{port}'], args: ['--x'], env: { A: '1' }, source: 'weights.gguf', startup_timeout_s: 9, min_memory_gb: 2 });
+    const profile = makeProfile({
+      engine: 'command',
+      command: ['run', '{port}'],
+      args: ['--x'],
+      env: { A: '1' },
+      source: 'weights.gguf',
+      startup_timeout_s: 9,
+      min_memory_gb: 2,
+    });
     const model = makeModel({ profiles: [profile] });
     const plan = planOf({ models: [model] });
     const outcome = placeReplica(plan, model, [], why);

@@ -23,12 +23,7 @@ export function holdFleet(plan: Plan): Fleet {
  * away from `avoid`, and plans it. Every attempt is kept for `explain`, placed or not;
  * what a planned replica reserves is taken off the fleet before the next attempt.
  */
-export function placeReplica(
-  plan: Plan,
-  model: Model,
-  avoid: string[],
-  why: { code: CreateCode; reason: string; replaces?: string },
-): PlacementOutcome {
+export function placeReplica(plan: Plan, model: Model, avoid: string[], why: { code: CreateCode; reason: string; replaces?: string }): PlacementOutcome {
   const fleet = plan.fleet ?? holdFleet(plan);
   const existingOnNode: Record<string, number> = {};
   for (const r of [...plan.live(), ...plan.creations()]) {

@@ -45,7 +45,13 @@ describe('reconcile: drains start before they stop', () => {
   });
 
   it('moves traffic only after the replacement has been ready for the minimum healthy time', () => {
-    const repl = (readySinceMs: number): Replica => makeReplica({ id: 'r-2', replaces: 'r-1', readySinceMs, shards: [{ id: 'r-2-0', nodeId: 'node-2', rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }] });
+    const repl = (readySinceMs: number): Replica =>
+      makeReplica({
+        id: 'r-2',
+        replaces: 'r-1',
+        readySinceMs,
+        shards: [{ id: 'r-2-0', nodeId: 'node-2', rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }],
+      });
     const young = reconcile(input({ nodes: draining, replicas: [makeReplica(), repl(1_000_000 - 1_000)] }));
     expect(updated(young)).toEqual([]);
     const healthy = reconcile(input({ nodes: draining, replicas: [makeReplica(), repl(1_000_000 - 5_000)] }));

@@ -24,7 +24,10 @@ export function revisionContent(model: Model): Record<string, unknown> {
  * that earlier revision again and its running replicas are current.
  */
 export function revisionOf(model: Model): string {
-  return createHash('sha256').update(JSON.stringify(revisionContent(model))).digest('hex').slice(0, 12);
+  return createHash('sha256')
+    .update(JSON.stringify(revisionContent(model)))
+    .digest('hex')
+    .slice(0, 12);
 }
 
 /** Objects with their keys sorted, so that the order keys are written in changes nothing. */

@@ -11,7 +11,13 @@ const OLD = 'aaaaaaaaaaaa';
 const NEW = 'bbbbbbbbbbbb';
 const two = makeModel({ scaling: { min: 2, max: 2 } });
 const onNode = (id: string, node: string, extra: Partial<Replica> = {}) =>
-  makeReplica({ id, revision: OLD, readySinceMs: 0, shards: [{ id: `${id}-0`, nodeId: node, rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }], ...extra });
+  makeReplica({
+    id,
+    revision: OLD,
+    readySinceMs: 0,
+    shards: [{ id: `${id}-0`, nodeId: node, rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }],
+    ...extra,
+  });
 const serving = [onNode('r-1', 'node-1'), onNode('r-2', 'node-2')];
 
 /** A pass over two replicas of revision OLD while the catalog says NEW. */
@@ -90,14 +96,21 @@ describe('rollouts', () => {
     expect(codes(inPlace)).toEqual(['rollout-in-place']);
     expect(updated(inPlace).map((u) => [u.id, u.state])).toEqual([['r-1', 'draining']]);
     // The next pass: r-1 is leaving and one is out of service, so r-2 waits.
-    const next = pass({ model: { ...big, rollout: { max_unavailable: 1 } }, nodes, replicas: [{ ...replicas[0]!, state: 'draining', drainStartedMs: 999_000 }, replicas[1]!], inFlight: new Map([['r-1', 1]]) });
+    const next = pass({
+      model: { ...big, rollout: { max_unavailable: 1 } },
+      nodes,
+      replicas: [{ ...replicas[0]!, state: 'draining', drainStartedMs: 999_000 }, replicas[1]!],
+      inFlight: new Map([['r-1', 1]]),
+    });
     expect(codes(next)).toEqual([]);
   });
 
   it('halt when a new replica fails: the old ones keep serving, nothing more is replaced, and new replicas run the old spec', () => {
     const failed = onNode('r-3', 'node-3', { revision: NEW, replaces: 'r-1', state: 'failed', error: 'engine exited with status 1: unknown flag --bogus' });
     const p = pass({ replicas: [...serving, failed] });
-    expect(p.halts).toEqual([{ model: two.name, revision: NEW, reason: 'replica r-3 of revision bbbbbbbbbbbb failed: engine exited with status 1: unknown flag --bogus' }]);
+    expect(p.halts).toEqual([
+      { model: two.name, revision: NEW, reason: 'replica r-3 of revision bbbbbbbbbbbb failed: engine exited with status 1: unknown flag --bogus' },
+    ]);
     // Past its backoff the failed replica is removed; no replacement of it, no other step.
     expect(codes(p)).toEqual(['failed']);
     expect(p.rollouts.get(two.name)).toMatchObject({ state: 'halted', reason: expect.stringContaining('unknown flag --bogus') });

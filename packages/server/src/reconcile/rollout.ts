@@ -56,7 +56,13 @@ export function isHalted(record: RolloutRecord | undefined, revision: string): b
  * a pass, planned) and what is stored of it. Shared by the reconcile step and the views,
  * so `ctl rollout status` says what the reconciler acts on.
  */
-export function rolloutStatus(model: Model, revision: string, replicas: readonly AnyReplica[], record: RolloutRecord | undefined, blocked?: string): RolloutStatus {
+export function rolloutStatus(
+  model: Model,
+  revision: string,
+  replicas: readonly AnyReplica[],
+  record: RolloutRecord | undefined,
+  blocked?: string,
+): RolloutStatus {
   const mine = replicas.filter((r) => r.model === model.name);
   const active = mine.filter((r) => ACTIVE_REPLICA_STATES.has(r.state));
   const activeIds = new Set(active.flatMap((r) => ('id' in r ? [r.id] : [])));
@@ -79,7 +85,11 @@ export function rolloutStatus(model: Model, revision: string, replicas: readonly
   if (record?.paused) return { ...counts, state: 'paused', reason: 'paused by ctl rollout pause' };
   const pauseAfter = model.rollout?.pause_after;
   if (pauseAfter !== undefined && record?.resumed?.revision !== revision && counts.ready >= pauseAfter) {
-    return { ...counts, state: 'paused', reason: `pause_after: ${counts.ready} of ${counts.replicas} replicas run revision ${revision}; ctl rollout resume ${model.name} to go on` };
+    return {
+      ...counts,
+      state: 'paused',
+      reason: `pause_after: ${counts.ready} of ${counts.replicas} replicas run revision ${revision}; ctl rollout resume ${model.name} to go on`,
+    };
   }
   if (blocked) return { ...counts, state: 'waiting', reason: blocked };
   return { ...counts, state: 'progressing' };
@@ -114,7 +124,13 @@ export function rollouts(plan: Plan): void {
 
     if (!isHalted(record, revision)) {
       // The whole snapshot: a failed replica past its backoff was removed by an earlier step.
-      const halt = haltOf(plan, plan.input.replicas.filter((r) => r.model === model.name), mine(), revision, settings.progress_deadline_s * 1000);
+      const halt = haltOf(
+        plan,
+        plan.input.replicas.filter((r) => r.model === model.name),
+        mine(),
+        revision,
+        settings.progress_deadline_s * 1000,
+      );
       if (halt) {
         plan.halts.push({ model: model.name, revision, reason: halt.reason });
         if (halt.stuck) plan.remove(halt.stuck, 'rollout-halted', halt.reason);
@@ -140,7 +156,11 @@ export function rollouts(plan: Plan): void {
     const all = (): AnyReplica[] => [...mine(), ...plan.creations().filter((r) => r.model === model.name)];
     // A replacement is a surge one until the replica it replaces steps down, ready or not.
     const surging = () => {
-      const replaced = new Set(mine().filter((r) => ACTIVE_REPLICA_STATES.has(r.state)).map((r) => r.id));
+      const replaced = new Set(
+        mine()
+          .filter((r) => ACTIVE_REPLICA_STATES.has(r.state))
+          .map((r) => r.id),
+      );
       return all().filter((r) => r.replaces && replaced.has(r.replaces) && isCurrent(r, revision) && ACTIVE_REPLICA_STATES.has(r.state)).length;
     };
     const { want } = wanted(plan, model);
@@ -149,7 +169,11 @@ export function rollouts(plan: Plan): void {
       if (surging() >= settings.max_surge) break;
       let blocked = 'max_surge is 0';
       if (settings.max_surge > 0) {
-        const outcome = placeReplica(plan, model, [], { code: 'rollout', reason: `replaces ${r.id} (revision ${r.revision ?? 'unknown'} → ${revision})`, replaces: r.id });
+        const outcome = placeReplica(plan, model, [], {
+          code: 'rollout',
+          reason: `replaces ${r.id} (revision ${r.revision ?? 'unknown'} → ${revision})`,
+          replaces: r.id,
+        });
         if (outcome.placement) continue;
         blocked = `no room for a surge replica: ${outcome.summary}`;
       }
@@ -167,7 +191,13 @@ export function rollouts(plan: Plan): void {
 }
 
 /** A replica of the new revision that failed, or is not ready by the deadline (`stuck`, to remove). */
-function haltOf(plan: Plan, snapshot: readonly Replica[], mine: readonly Replica[], revision: string, deadlineMs: number): { reason: string; stuck?: Replica } | undefined {
+function haltOf(
+  plan: Plan,
+  snapshot: readonly Replica[],
+  mine: readonly Replica[],
+  revision: string,
+  deadlineMs: number,
+): { reason: string; stuck?: Replica } | undefined {
   const failed = snapshot.find((r) => isCurrent(r, revision) && r.state === 'failed');
   // One line: the reason is shown in one line by ctl and in the events; the engine's log lines are joined.
   if (failed) return { reason: `replica ${failed.id} of revision ${revision} failed: ${(failed.error ?? 'its engine failed').replace(/\s*\n\s*/g, ' | ')}` };

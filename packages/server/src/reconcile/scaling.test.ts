@@ -40,7 +40,11 @@ describe('scaling', () => {
   });
 
   it('opens the scale-down window, then removes what is not serving yet before stepping down the newest ready one', () => {
-    const replicas = [makeReplica({ id: 'old', createdAtMs: 1 }), makeReplica({ id: 'new', createdAtMs: 3 }), makeReplica({ id: 'cold', state: 'starting', createdAtMs: 2 })];
+    const replicas = [
+      makeReplica({ id: 'old', createdAtMs: 1 }),
+      makeReplica({ id: 'new', createdAtMs: 3 }),
+      makeReplica({ id: 'cold', state: 'starting', createdAtMs: 2 }),
+    ];
     const first = planOf({ models: [scaled], replicas, load: load(0) });
     scaling(first);
     expect(first.actions).toEqual([]);

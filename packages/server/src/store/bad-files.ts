@@ -13,7 +13,9 @@ export const BAD_STORES: Record<string, { write(dir: string): void | Promise<voi
     // A real store with usage spread over many pages, one of which is then overwritten.
     async write(dir) {
       const s = new SqliteStore(dir);
-      await s.addUsage(Array.from({ length: 3000 }, (_, i) => ({ keyId: `key-${i}`, model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 1, completionTokens: 1 })));
+      await s.addUsage(
+        Array.from({ length: 3000 }, (_, i) => ({ keyId: `key-${i}`, model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 1, completionTokens: 1 })),
+      );
       await s.close();
       const fd = fs.openSync(path.join(dir, 'llmgw.db'), 'r+');
       fs.writeSync(fd, Buffer.alloc(4096, 0x5a), 0, 4096, 4096 * 3);

@@ -56,7 +56,18 @@ const token: StoredToken = { id: 'tok-1', name: 'ops', role: 'viewer', hash: 'cd
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 
 function event(i: number, overrides: Partial<StoredEvent> = {}): StoredEvent {
-  return { id: i, time: new Date(T0 + i * 1000).toISOString(), type: 'Normal', source: 'admin', reason: 'cordon', object: `node/n${i}`, nodes: [`n${i}`], who: 'ops', message: `m${i}`, ...overrides };
+  return {
+    id: i,
+    time: new Date(T0 + i * 1000).toISOString(),
+    type: 'Normal',
+    source: 'admin',
+    reason: 'cordon',
+    object: `node/n${i}`,
+    nodes: [`n${i}`],
+    who: 'ops',
+    message: `m${i}`,
+    ...overrides,
+  };
 }
 
 /** Runs `fn` on a new store of the engine, closing (and for PostgreSQL dropping) it after. */
@@ -76,125 +87,176 @@ const describeEach = (name: string, body: (open: () => Promise<Opened>, kind: st
 };
 
 describeEach('the store contract', (open, kind) => {
-  it('keeps keys, usage and node admin state across a reopen', withStore(open, async ({ store, reopen }) => {
-    await store.saveKey(key);
-    await store.addUsage([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, cancelled: 1, promptTokens: 10, completionTokens: 3 }]);
-    await store.addUsage([{ keyId: 'key-1', model: 'm', requests: 1, errors: 0, cancelled: 1, promptTokens: 5, completionTokens: 1 }]);
-    await store.saveNodeAdmin('n1', { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' });
-    await store.close();
-    const b = await reopen();
-    expect(await b.loadKeys()).toEqual([key]);
-    expect(await b.loadUsage()).toEqual([{ keyId: 'key-1', keyName: 'ci', model: 'm', requests: 3, errors: 1, cancelled: 2, promptTokens: 15, completionTokens: 4 }]);
-    expect(await b.loadNodes()).toEqual([{ id: 'n1', admin: { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' } }]);
-  }));
+  it(
+    'keeps keys, usage and node admin state across a reopen',
+    withStore(open, async ({ store, reopen }) => {
+      await store.saveKey(key);
+      await store.addUsage([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, cancelled: 1, promptTokens: 10, completionTokens: 3 }]);
+      await store.addUsage([{ keyId: 'key-1', model: 'm', requests: 1, errors: 0, cancelled: 1, promptTokens: 5, completionTokens: 1 }]);
+      await store.saveNodeAdmin('n1', { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' });
+      await store.close();
+      const b = await reopen();
+      expect(await b.loadKeys()).toEqual([key]);
+      expect(await b.loadUsage()).toEqual([
+        { keyId: 'key-1', keyName: 'ci', model: 'm', requests: 3, errors: 1, cancelled: 2, promptTokens: 15, completionTokens: 4 },
+      ]);
+      expect(await b.loadNodes()).toEqual([{ id: 'n1', admin: { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' } }]);
+    }),
+  );
 
-  it('keeps rollout records across a reopen: history and control written apart never undo each other', withStore(open, async ({ store, reopen }) => {
-    const entry = { revision: 'abc123abc123', sinceMs: T0, change: 'first revision', content: { source: 's' } };
-    await store.saveRolloutHistory('m', { history: [entry] });
-    await store.saveRolloutControl('m', { paused: true });
-    await store.saveRolloutHistory('m', { history: [entry], halted: { revision: 'abc123abc123', reason: 'r-1 failed', atMs: T0 + 1 } });
-    await store.saveRolloutControl('only-control', { resumed: { revision: 'def', atMs: T0 } });
-    await store.close();
-    const b = await reopen();
-    expect(await b.loadRollouts()).toEqual([
-      { model: 'm', history: [entry], halted: { revision: 'abc123abc123', reason: 'r-1 failed', atMs: T0 + 1 }, paused: true },
-      { model: 'only-control', history: [], resumed: { revision: 'def', atMs: T0 } },
-    ]);
-  }));
+  it(
+    'keeps rollout records across a reopen: history and control written apart never undo each other',
+    withStore(open, async ({ store, reopen }) => {
+      const entry = { revision: 'abc123abc123', sinceMs: T0, change: 'first revision', content: { source: 's' } };
+      await store.saveRolloutHistory('m', { history: [entry] });
+      await store.saveRolloutControl('m', { paused: true });
+      await store.saveRolloutHistory('m', { history: [entry], halted: { revision: 'abc123abc123', reason: 'r-1 failed', atMs: T0 + 1 } });
+      await store.saveRolloutControl('only-control', { resumed: { revision: 'def', atMs: T0 } });
+      await store.close();
+      const b = await reopen();
+      expect(await b.loadRollouts()).toEqual([
+        { model: 'm', history: [entry], halted: { revision: 'abc123abc123', reason: 'r-1 failed', atMs: T0 + 1 }, paused: true },
+        { model: 'only-control', history: [], resumed: { revision: 'def', atMs: T0 } },
+      ]);
+    }),
+  );
 
-  it('a saved key is updated in place: revocation and limits change, hash, prefix and creation do not', withStore(open, async ({ store }) => {
-    await store.saveKey(key);
-    await store.saveKey({ ...key, hash: 'other', prefix: 'other', createdAt: '2030-01-01T00:00:00.000Z', name: 'ci2', models: ['a', 'b'], rpm: undefined, maxConcurrent: 2, priority: 'batch', revokedAt: '2026-02-01T00:00:00.000Z' });
-    await store.saveKey({ ...key, id: 'key-0', hash: 'h0', createdAt: '2026-01-01T00:00:00.000Z' });
-    await store.saveKey({ ...key, id: 'key-2', hash: 'h2', createdAt: '2025-12-31T00:00:00.000Z' });
-    expect((await store.loadKeys()).map((k) => k.id)).toEqual(['key-2', 'key-0', 'key-1']);
-    expect((await store.loadKeys())[2]).toEqual({ ...key, name: 'ci2', models: ['a', 'b'], rpm: undefined, maxConcurrent: 2, priority: 'batch', revokedAt: '2026-02-01T00:00:00.000Z' });
-  }));
+  it(
+    'a saved key is updated in place: revocation and limits change, hash, prefix and creation do not',
+    withStore(open, async ({ store }) => {
+      await store.saveKey(key);
+      await store.saveKey({
+        ...key,
+        hash: 'other',
+        prefix: 'other',
+        createdAt: '2030-01-01T00:00:00.000Z',
+        name: 'ci2',
+        models: ['a', 'b'],
+        rpm: undefined,
+        maxConcurrent: 2,
+        priority: 'batch',
+        revokedAt: '2026-02-01T00:00:00.000Z',
+      });
+      await store.saveKey({ ...key, id: 'key-0', hash: 'h0', createdAt: '2026-01-01T00:00:00.000Z' });
+      await store.saveKey({ ...key, id: 'key-2', hash: 'h2', createdAt: '2025-12-31T00:00:00.000Z' });
+      expect((await store.loadKeys()).map((k) => k.id)).toEqual(['key-2', 'key-0', 'key-1']);
+      expect((await store.loadKeys())[2]).toEqual({
+        ...key,
+        name: 'ci2',
+        models: ['a', 'b'],
+        rpm: undefined,
+        maxConcurrent: 2,
+        priority: 'batch',
+        revokedAt: '2026-02-01T00:00:00.000Z',
+      });
+    }),
+  );
 
-  it('usage from several deltas of one batch adds up, and a key no longer stored is listed under its id', withStore(open, async ({ store }) => {
-    const d = { keyId: 'gone', model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 2, completionTokens: 3 };
-    await store.addUsage([d, d, { ...d, model: 'a' }]);
-    await store.addUsage([]);
-    expect(await store.loadUsage()).toEqual([
-      { ...d, keyName: 'gone', model: 'a' },
-      { ...d, keyName: 'gone', requests: 2, promptTokens: 4, completionTokens: 6 },
-    ]);
-  }));
+  it(
+    'usage from several deltas of one batch adds up, and a key no longer stored is listed under its id',
+    withStore(open, async ({ store }) => {
+      const d = { keyId: 'gone', model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 2, completionTokens: 3 };
+      await store.addUsage([d, d, { ...d, model: 'a' }]);
+      await store.addUsage([]);
+      expect(await store.loadUsage()).toEqual([
+        { ...d, keyName: 'gone', model: 'a' },
+        { ...d, keyName: 'gone', requests: 2, promptTokens: 4, completionTokens: 6 },
+      ]);
+    }),
+  );
 
-  it('tokens are saved, renamed and revoked, never re-hashed', withStore(open, async ({ store }) => {
-    await store.saveToken(token);
-    await store.saveToken({ ...token, name: 'ops2', hash: 'x', role: 'admin', revokedAt: '2026-03-01T00:00:00.000Z' });
-    expect(await store.loadTokens()).toEqual([{ ...token, name: 'ops2', revokedAt: '2026-03-01T00:00:00.000Z' }]);
-  }));
+  it(
+    'tokens are saved, renamed and revoked, never re-hashed',
+    withStore(open, async ({ store }) => {
+      await store.saveToken(token);
+      await store.saveToken({ ...token, name: 'ops2', hash: 'x', role: 'admin', revokedAt: '2026-03-01T00:00:00.000Z' });
+      expect(await store.loadTokens()).toEqual([{ ...token, name: 'ops2', revokedAt: '2026-03-01T00:00:00.000Z' }]);
+    }),
+  );
 
-  it('a credential is added once per node, never replaced, and deleting a node removes its credential and no other', withStore(open, async ({ store }) => {
-    expect(await store.addCredential({ nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' })).toBe(true);
-    expect(await store.addCredential({ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z' })).toBe(false);
-    expect(await store.addCredential({ nodeId: 'n2', hash: 'h2', createdAt: '2026-01-01T00:00:00.000Z' })).toBe(true);
-    await store.saveNodeAdmin('n1', { state: 'cordoned' });
-    await store.saveNodeAdmin('n2', { state: 'ready' });
-    expect(await store.loadCredentials()).toEqual([
-      { nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' },
-      { nodeId: 'n2', hash: 'h2', createdAt: '2026-01-01T00:00:00.000Z' },
-    ]);
-    await store.deleteNode('n1');
-    expect((await store.loadNodes()).map((n) => n.id)).toEqual(['n2']);
-    expect((await store.loadCredentials()).map((c) => c.nodeId)).toEqual(['n2']);
-  }));
+  it(
+    'a credential is added once per node, never replaced, and deleting a node removes its credential and no other',
+    withStore(open, async ({ store }) => {
+      expect(await store.addCredential({ nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' })).toBe(true);
+      expect(await store.addCredential({ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z' })).toBe(false);
+      expect(await store.addCredential({ nodeId: 'n2', hash: 'h2', createdAt: '2026-01-01T00:00:00.000Z' })).toBe(true);
+      await store.saveNodeAdmin('n1', { state: 'cordoned' });
+      await store.saveNodeAdmin('n2', { state: 'ready' });
+      expect(await store.loadCredentials()).toEqual([
+        { nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' },
+        { nodeId: 'n2', hash: 'h2', createdAt: '2026-01-01T00:00:00.000Z' },
+      ]);
+      await store.deleteNode('n1');
+      expect((await store.loadNodes()).map((n) => n.id)).toEqual(['n2']);
+      expect((await store.loadCredentials()).map((c) => c.nodeId)).toEqual(['n2']);
+    }),
+  );
 
-  it('replicas are saved without their engine key, updated and removed, in one write', withStore(open, async ({ store, reopen }) => {
-    await store.writeReplicas([makeReplica({ id: 'r-2', apiKey: 'secret' }), makeReplica({ id: 'r-1' }), makeReplica({ id: 'r-3' })], []);
-    await store.writeReplicas([makeReplica({ id: 'r-1', state: 'draining', drainReason: 'swap' })], ['r-3']);
-    await store.writeReplicas([], []);
-    const { apiKey: _k1, ...r1 } = makeReplica({ id: 'r-1', state: 'draining', drainReason: 'swap' });
-    const { apiKey: _k2, ...r2 } = makeReplica({ id: 'r-2' });
-    expect(await store.loadReplicas()).toEqual([r1, r2]);
-    expect(await (await reopen()).loadReplicas()).toEqual([r1, r2]);
-  }));
+  it(
+    'replicas are saved without their engine key, updated and removed, in one write',
+    withStore(open, async ({ store, reopen }) => {
+      await store.writeReplicas([makeReplica({ id: 'r-2', apiKey: 'secret' }), makeReplica({ id: 'r-1' }), makeReplica({ id: 'r-3' })], []);
+      await store.writeReplicas([makeReplica({ id: 'r-1', state: 'draining', drainReason: 'swap' })], ['r-3']);
+      await store.writeReplicas([], []);
+      const { apiKey: _k1, ...r1 } = makeReplica({ id: 'r-1', state: 'draining', drainReason: 'swap' });
+      const { apiKey: _k2, ...r2 } = makeReplica({ id: 'r-2' });
+      expect(await store.loadReplicas()).toEqual([r1, r2]);
+      expect(await (await reopen()).loadReplicas()).toEqual([r1, r2]);
+    }),
+  );
 
-  it("node reports create a ready node, replace the last report, and never touch the admin state", withStore(open, async ({ store }) => {
-    const before = Date.now();
-    await store.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1000 }]);
-    await store.saveNodeAdmin('n2', { state: 'cordoned', reason: 'disk' });
-    await store.saveNodeReports([
-      { id: 'n2', report: makeReport({ node_id: 'n2' }), lastSeenMs: 2000 },
-      { id: 'n1', report: makeReport({ node_id: 'n1', hostname: 'old' }), lastSeenMs: 3000 },
-      { id: 'n1', report: makeReport({ node_id: 'n1', hostname: 'new' }), lastSeenMs: 4000 },
-    ]);
-    await store.saveNodeReports([]);
-    const nodes = await store.loadNodes();
-    expect(nodes.map((n) => [n.id, n.admin, n.report?.hostname])).toEqual([
-      ['n1', { state: 'ready' }, 'new'],
-      ['n2', { state: 'cordoned', reason: 'disk' }, 'n2'],
-    ]);
-    // SQLite keeps the time the instance saw; PostgreSQL its own clock at the write.
-    if (kind === 'sqlite') expect(nodes.map((n) => n.lastSeenMs)).toEqual([4000, 2000]);
-    else for (const n of nodes) expect(n.lastSeenMs).toBeGreaterThanOrEqual(before - 60_000);
-  }));
+  it(
+    'node reports create a ready node, replace the last report, and never touch the admin state',
+    withStore(open, async ({ store }) => {
+      const before = Date.now();
+      await store.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1000 }]);
+      await store.saveNodeAdmin('n2', { state: 'cordoned', reason: 'disk' });
+      await store.saveNodeReports([
+        { id: 'n2', report: makeReport({ node_id: 'n2' }), lastSeenMs: 2000 },
+        { id: 'n1', report: makeReport({ node_id: 'n1', hostname: 'old' }), lastSeenMs: 3000 },
+        { id: 'n1', report: makeReport({ node_id: 'n1', hostname: 'new' }), lastSeenMs: 4000 },
+      ]);
+      await store.saveNodeReports([]);
+      const nodes = await store.loadNodes();
+      expect(nodes.map((n) => [n.id, n.admin, n.report?.hostname])).toEqual([
+        ['n1', { state: 'ready' }, 'new'],
+        ['n2', { state: 'cordoned', reason: 'disk' }, 'n2'],
+      ]);
+      // SQLite keeps the time the instance saw; PostgreSQL its own clock at the write.
+      if (kind === 'sqlite') expect(nodes.map((n) => n.lastSeenMs)).toEqual([4000, 2000]);
+      else for (const n of nodes) expect(n.lastSeenMs).toBeGreaterThanOrEqual(before - 60_000);
+    }),
+  );
 
-  it('events are stored with increasing ids, listed newest last, and pruned by count and age in the same write', withStore(open, async ({ store, reopen }) => {
-    const keep = { sinceMs: 0, maxRows: 3 };
-    const first = await store.addEvents([event(1), event(2)], keep);
-    expect(first.map((e) => e.message)).toEqual(['m1', 'm2']);
-    expect(first[1]!.id).toBeGreaterThan(first[0]!.id);
-    const more = await store.addEvents([event(3), event(4)], keep);
-    expect(more[0]!.id).toBeGreaterThan(first[1]!.id);
-    expect(await store.loadEvents(100)).toEqual([...first.slice(1), ...more]);
-    expect(await store.loadEvents(2)).toEqual(more);
-    expect(await store.loadEvents(100, first[1]!.id)).toEqual(more);
-    expect(await store.loadEvents(1, first[1]!.id)).toEqual([more[1]]);
-    expect(await store.loadEvents(100, more[1]!.id)).toEqual([]);
-    // Older than `sinceMs` goes even while under the row count.
-    const late = await store.addEvents([event(9)], { sinceMs: T0 + 4000, maxRows: 10 });
-    expect((await store.loadEvents(100)).map((e) => e.message)).toEqual(['m4', 'm9']);
-    // Ids keep increasing across a restart, so a watcher's cursor stays valid.
-    const after = await (await reopen()).addEvents([event(10)], { sinceMs: 0, maxRows: 10 });
-    expect(after[0]!.id).toBeGreaterThan(late[0]!.id);
-  }));
+  it(
+    'events are stored with increasing ids, listed newest last, and pruned by count and age in the same write',
+    withStore(open, async ({ store, reopen }) => {
+      const keep = { sinceMs: 0, maxRows: 3 };
+      const first = await store.addEvents([event(1), event(2)], keep);
+      expect(first.map((e) => e.message)).toEqual(['m1', 'm2']);
+      expect(first[1]!.id).toBeGreaterThan(first[0]!.id);
+      const more = await store.addEvents([event(3), event(4)], keep);
+      expect(more[0]!.id).toBeGreaterThan(first[1]!.id);
+      expect(await store.loadEvents(100)).toEqual([...first.slice(1), ...more]);
+      expect(await store.loadEvents(2)).toEqual(more);
+      expect(await store.loadEvents(100, first[1]!.id)).toEqual(more);
+      expect(await store.loadEvents(1, first[1]!.id)).toEqual([more[1]]);
+      expect(await store.loadEvents(100, more[1]!.id)).toEqual([]);
+      // Older than `sinceMs` goes even while under the row count.
+      const late = await store.addEvents([event(9)], { sinceMs: T0 + 4000, maxRows: 10 });
+      expect((await store.loadEvents(100)).map((e) => e.message)).toEqual(['m4', 'm9']);
+      // Ids keep increasing across a restart, so a watcher's cursor stays valid.
+      const after = await (await reopen()).addEvents([event(10)], { sinceMs: 0, maxRows: 10 });
+      expect(after[0]!.id).toBeGreaterThan(late[0]!.id);
+    }),
+  );
 
-  it('probe writes nothing a load would see', withStore(open, async ({ store }) => {
-    await store.saveKey(key);
-    await store.probe();
-    expect(await store.loadKeys()).toEqual([key]);
-  }));
+  it(
+    'probe writes nothing a load would see',
+    withStore(open, async ({ store }) => {
+      await store.saveKey(key);
+      await store.probe();
+      expect(await store.loadKeys()).toEqual([key]);
+    }),
+  );
 });

@@ -93,7 +93,11 @@ describe('a real full disk', () => {
     let sent = 0;
     const send = async (n: number) => {
       for (let i = 0; i < n; i++, sent++) {
-        const res = await fetch(`${client}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: '{"model":"m","messages":[]}' });
+        const res = await fetch(`${client}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+          body: '{"model":"m","messages":[]}',
+        });
         expect(res.status).toBe(503);
         await res.text();
       }
@@ -105,7 +109,11 @@ describe('a real full disk', () => {
     fill(filler);
     await send(4);
     for (let i = 0; i < 100 && (await health()).status === 'ok'; i++) await sleep(100);
-    expect(await health()).toEqual({ status: 'degraded', reason: expect.stringMatching(/^store unavailable: .*(full|ENOSPC|SQLITE_FULL)/), since: expect.any(String) });
+    expect(await health()).toEqual({
+      status: 'degraded',
+      reason: expect.stringMatching(/^store unavailable: .*(full|ENOSPC|SQLITE_FULL)/),
+      since: expect.any(String),
+    });
     const refused = await api('/api/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'second' }) });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: string }).error).toMatch(/^store unavailable: /);
@@ -125,6 +133,12 @@ describe('a real full disk', () => {
     expect((await store.loadUsage()).map((u) => [u.keyName, u.requests, u.errors])).toEqual([['app', sent, sent]]);
     await store.close();
     fs.rmSync(catalog);
-    console.log(`tmpfs disk-full: ${sent} requests, ${sent} in the store after recovery; log said: ${out.split('\n').filter((l) => l.startsWith('{') && l.includes('store')).map((l) => (JSON.parse(l) as { msg: string }).msg).join(' | ')}`);
+    console.log(
+      `tmpfs disk-full: ${sent} requests, ${sent} in the store after recovery; log said: ${out
+        .split('\n')
+        .filter((l) => l.startsWith('{') && l.includes('store'))
+        .map((l) => (JSON.parse(l) as { msg: string }).msg)
+        .join(' | ')}`,
+    );
   });
 });

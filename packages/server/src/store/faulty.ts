@@ -1,5 +1,18 @@
 import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
-import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type {
+  EventRetention,
+  Fence,
+  NodeReportRow,
+  Store,
+  StoredCredential,
+  StoredEvent,
+  StoredKey,
+  StoredNode,
+  StoredReplica,
+  StoredToken,
+  StoredUsage,
+  UsageDelta,
+} from './store.js';
 
 /** The failures a disk gives, as Node reports them. */
 export type Fault = 'ENOSPC' | 'EIO';

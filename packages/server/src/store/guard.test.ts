@@ -23,7 +23,10 @@ describe('GuardedStore', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(DomainError);
-    expect([(err as DomainError).code, (err as DomainError).message]).toEqual(['store_unavailable', 'store unavailable: ENOSPC: no space left on device, write']);
+    expect([(err as DomainError).code, (err as DomainError).message]).toEqual([
+      'store_unavailable',
+      'store unavailable: ENOSPC: no space left on device, write',
+    ]);
     expect(store.health()).toMatchObject({ status: 'degraded', reason: 'store unavailable: ENOSPC: no space left on device, write' });
     expect(await store.loadKeys()).toEqual([]); // a full disk still reads
     expect(store.stats().errors.get('saveKey')).toBe(1);

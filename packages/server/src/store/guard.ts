@@ -1,7 +1,20 @@
 import type { Logger } from 'pino';
 import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import { DomainError } from '../errors.js';
-import type { EventRetention, Fence, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from './store.js';
+import type {
+  EventRetention,
+  Fence,
+  NodeReportRow,
+  Store,
+  StoredCredential,
+  StoredEvent,
+  StoredKey,
+  StoredNode,
+  StoredReplica,
+  StoredToken,
+  StoredUsage,
+  UsageDelta,
+} from './store.js';
 
 /** What `/healthz` says about the store. */
 export type StoreHealth = { status: 'ok' } | { status: 'degraded'; reason: string; since: string };
@@ -42,7 +55,9 @@ export class GuardedStore implements Store {
   }
 
   health(): StoreHealth {
-    return this.down ? { status: 'degraded', reason: `store unavailable: ${this.down.reason}`, since: new Date(this.down.sinceMs).toISOString() } : { status: 'ok' };
+    return this.down
+      ? { status: 'degraded', reason: `store unavailable: ${this.down.reason}`, since: new Date(this.down.sinceMs).toISOString() }
+      : { status: 'ok' };
   }
 
   /** For the metrics: whether writes work, and failures so far by operation. */

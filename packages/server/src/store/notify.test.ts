@@ -66,9 +66,18 @@ describePostgres('Notifications', () => {
     expect(await topicsOf(() => store.saveToken({ id: 't', name: 't', role: 'viewer', hash: 'h', prefix: 'p', createdAt: 'x' }))).toEqual(['tokens']);
     expect(await topicsOf(() => store.addCredential({ nodeId: 'n1', hash: 'h', createdAt: 'x' }))).toEqual(['credentials']);
     expect((await topicsOf(() => store.deleteNode('n1'))).sort()).toEqual(['credentials', 'nodes']);
-    expect(await topicsOf(() => store.addEvents([{ id: 0, time: new Date().toISOString(), type: 'Normal', source: 'admin', reason: 'cordon', object: 'node/n1', nodes: ['n1'], message: 'm' }], { sinceMs: 0, maxRows: 10 }))).toEqual(['events']);
+    expect(
+      await topicsOf(() =>
+        store.addEvents(
+          [{ id: 0, time: new Date().toISOString(), type: 'Normal', source: 'admin', reason: 'cordon', object: 'node/n1', nodes: ['n1'], message: 'm' }],
+          { sinceMs: 0, maxRows: 10 },
+        ),
+      ),
+    ).toEqual(['events']);
     expect(await topicsOf(() => store.saveNodeReports([{ id: 'n2', report: makeReport({ node_id: 'n2' }), lastSeenMs: 0 }]))).toEqual([]);
-    expect(await topicsOf(() => store.addUsage([{ keyId: 'k', model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0 }]))).toEqual([]);
+    expect(
+      await topicsOf(() => store.addUsage([{ keyId: 'k', model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0 }])),
+    ).toEqual([]);
   });
 
   it('a write that is rolled back notifies nothing', async () => {
@@ -79,7 +88,9 @@ describePostgres('Notifications', () => {
   it('after its connection is killed it reconnects, calls every callback once to reload all, logs the outage once, and keeps delivering', async () => {
     got.length = 0;
     captured.lines.length = 0;
-    const { rows } = await store.pool.query<{ ok: boolean }>("SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'llmgw-server listen'");
+    const { rows } = await store.pool.query<{ ok: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'llmgw-server listen'",
+    );
     expect(rows).toEqual([{ ok: true }]);
     await until(() => got.length >= TOPICS.length, 'the reload after the reconnect');
     expect([...got].sort()).toEqual([...TOPICS].sort());

@@ -65,7 +65,13 @@ export class Notifications {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: 'llmgw-server listen', connectionTimeoutMillis: 10_000, query_timeout: this.pingMs });
+    const client = new pg.Client({
+      connectionString: this.url,
+      keepAlive: true,
+      application_name: 'llmgw-server listen',
+      connectionTimeoutMillis: 10_000,
+      query_timeout: this.pingMs,
+    });
     // Until the connection is set up, a failure rejects connect(); afterwards it starts a reconnect.
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));

@@ -44,14 +44,18 @@ describe('opening the store', () => {
     await new SqliteStore(dir).close();
     // Roll back to version 3, before the cancelled column (step 4) and what came after it.
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec('ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority');
+    db.exec(
+      'ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority',
+    );
     db.prepare("INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens) VALUES ('key-1', 'm', 3, 1, 10, 4)").run();
     db.pragma('user_version = 3');
     db.close();
     const s = new SqliteStore(dir);
-    expect((await s.loadUsage())).toEqual([{ keyId: 'key-1', keyName: 'key-1', model: 'm', requests: 3, errors: 1, cancelled: 0, promptTokens: 10, completionTokens: 4 }]);
+    expect(await s.loadUsage()).toEqual([
+      { keyId: 'key-1', keyName: 'key-1', model: 'm', requests: 3, errors: 1, cancelled: 0, promptTokens: 10, completionTokens: 4 },
+    ]);
     await s.addUsage([{ keyId: 'key-1', model: 'm', requests: 1, errors: 0, cancelled: 1, promptTokens: 0, completionTokens: 2 }]);
-    expect((await s.loadUsage())).toEqual([expect.objectContaining({ requests: 4, cancelled: 1, completionTokens: 6 })]);
+    expect(await s.loadUsage()).toEqual([expect.objectContaining({ requests: 4, cancelled: 1, completionTokens: 6 })]);
     await s.close();
     const db2 = new Database(path.join(dir, 'llmgw.db'));
     expect(db2.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
@@ -62,15 +66,17 @@ describe('opening the store', () => {
     const dir = dataDir();
     await new SqliteStore(dir).close();
     const db = new Database(path.join(dir, 'llmgw.db'));
-    db.exec("DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')");
+    db.exec(
+      "DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')",
+    );
     db.pragma('user_version = 4');
     db.close();
     const s = new SqliteStore(dir);
-    expect((await s.loadNodes())).toEqual([expect.objectContaining({ id: 'old-node', admin: { state: 'cordoned' } })]);
-    expect((await s.loadCredentials())).toEqual([]);
+    expect(await s.loadNodes()).toEqual([expect.objectContaining({ id: 'old-node', admin: { state: 'cordoned' } })]);
+    expect(await s.loadCredentials()).toEqual([]);
     await s.addCredential({ nodeId: 'old-node', hash: 'h', createdAt: '2026-01-01T00:00:00.000Z' });
     await s.deleteNode('old-node');
-    expect([(await s.loadNodes()), (await s.loadCredentials())]).toEqual([[], []]);
+    expect([await s.loadNodes(), await s.loadCredentials()]).toEqual([[], []]);
     await s.close();
   });
 
@@ -81,7 +87,7 @@ describe('opening the store', () => {
     await s.saveKey({ id: 'k', name: 'n', hash: 'h', prefix: 'p', models: [], createdAt: '2026-01-01T00:00:00.000Z' });
     await s.close();
     expect(fs.existsSync(path.join(dir, 'llmgw.db.new'))).toBe(false);
-    expect((await new SqliteStore(dir).loadKeys())).toHaveLength(1);
+    expect(await new SqliteStore(dir).loadKeys()).toHaveLength(1);
   });
 });
 

@@ -61,7 +61,9 @@ export function openReadOnly(file: string): Database.Database {
   try {
     st = fs.statSync(file);
   } catch (err) {
-    throw new StoreOpenError(`cannot read store ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'there is no such file' : (err as Error).message}`);
+    throw new StoreOpenError(
+      `cannot read store ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'there is no such file' : (err as Error).message}`,
+    );
   }
   if (!st.isFile()) throw new StoreOpenError(`store ${file} is not a file: give the llmgw.db of a data directory`);
   refuseNonStore(file, st.size);
@@ -142,7 +144,9 @@ function check(db: Database.Database, file: string): void {
   if (first !== 'ok') throw corrupt(file, `quick_check: ${first}${rows.length > 1 ? ` and ${rows.length - 1} more` : ''}`);
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
-    throw new StoreOpenError(`store ${file} has schema version ${version}, newer than this llmgw-server knows (${SCHEMA_VERSION}): run the newer llmgw-server, or restore a backup`);
+    throw new StoreOpenError(
+      `store ${file} has schema version ${version}, newer than this llmgw-server knows (${SCHEMA_VERSION}): run the newer llmgw-server, or restore a backup`,
+    );
   }
   const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name));
   const missing = tablesAt(version).filter((t) => !tables.has(t));

@@ -33,10 +33,14 @@ export function connectError(err: unknown, where: string, password?: string): St
   if (password) said = said.split(password).join('***');
   const detail = code && !said.includes(code) ? `${said}, ${code}` : said;
   if (code === '28P01' || code === '28000') {
-    return new StoreOpenError(`PostgreSQL at ${where} refused the login (${detail}): check the user and password in --database-url (LLMGW_DATABASE_URL) and pg_hba.conf`);
+    return new StoreOpenError(
+      `PostgreSQL at ${where} refused the login (${detail}): check the user and password in --database-url (LLMGW_DATABASE_URL) and pg_hba.conf`,
+    );
   }
   if (code === '3D000') {
-    return new StoreOpenError(`PostgreSQL at ${where} has no such database (${detail}): create it (an empty database for llmgw), or fix the name in --database-url`);
+    return new StoreOpenError(
+      `PostgreSQL at ${where} has no such database (${detail}): create it (an empty database for llmgw), or fix the name in --database-url`,
+    );
   }
   return new StoreOpenError(
     `cannot reach PostgreSQL at ${where} (${detail}): check that the server runs and listens on that host and port, that this machine may connect (firewall, pg_hba.conf), and the URL in --database-url (LLMGW_DATABASE_URL)`,

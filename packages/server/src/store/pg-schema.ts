@@ -141,20 +141,28 @@ export async function migratePostgres(client: pg.ClientBase, where: string): Pro
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
-    const tables = (await client.query<{ name: string }>('SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename')).rows.map((r) => r.name);
+    const tables = (
+      await client.query<{ name: string }>('SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename')
+    ).rows.map((r) => r.name);
     let version = 0;
     if (tables.includes('schema_version')) {
       version = Number((await client.query<{ v: string | null }>('SELECT max(version)::text AS v FROM schema_version')).rows[0]?.v ?? 0);
     } else if (tables.length) {
       const found = tables.slice(0, 5).join(', ') + (tables.length > 5 ? `, … (${tables.length} tables)` : '');
-      throw new StoreOpenError(`database ${where} is not an llmgw database (it holds tables but no schema_version: ${found}): use an empty database for llmgw, or the one llmgw created`);
+      throw new StoreOpenError(
+        `database ${where} is not an llmgw database (it holds tables but no schema_version: ${found}): use an empty database for llmgw, or the one llmgw created`,
+      );
     }
     if (version > PG_SCHEMA_VERSION) {
-      throw new StoreOpenError(`database ${where} has schema version ${version}, newer than this llmgw-server knows (${PG_SCHEMA_VERSION}): run the newer llmgw-server, or restore a backup`);
+      throw new StoreOpenError(
+        `database ${where} has schema version ${version}, newer than this llmgw-server knows (${PG_SCHEMA_VERSION}): run the newer llmgw-server, or restore a backup`,
+      );
     }
     const missing = tables.includes('schema_version') ? tablesAt(version).filter((t) => !tables.includes(t)) : [];
     if (missing.length) {
-      throw new StoreOpenError(`database ${where} is an llmgw database at schema version ${version} but lacks tables (${missing.join(', ')}): restore it from a backup`);
+      throw new StoreOpenError(
+        `database ${where} is an llmgw database at schema version ${version} but lacks tables (${missing.join(', ')}): restore it from a backup`,
+      );
     }
     if (version === 0) await client.query('CREATE TABLE IF NOT EXISTS schema_version (version int PRIMARY KEY, applied_ms bigint NOT NULL)');
     for (let v = version; v < MIGRATIONS.length; v++) {

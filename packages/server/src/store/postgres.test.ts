@@ -55,7 +55,10 @@ describePostgres('PostgresStore', () => {
   it('two instances opening one new database at once migrate it once', async () => {
     const url = await database();
     const [a, b] = await Promise.all([PostgresStore.open(url), PostgresStore.open(url)]);
-    cleanup.push(() => a.close(), () => b.close());
+    cleanup.push(
+      () => a.close(),
+      () => b.close(),
+    );
     const { rows } = await a.pool.query<{ version: number }>('SELECT version FROM schema_version ORDER BY version');
     expect(rows.map((r) => r.version)).toEqual(Array.from({ length: PG_SCHEMA_VERSION }, (_, i) => i + 1));
     await a.saveKey({ id: 'k', name: 'k', hash: 'h', prefix: 'p', models: [], createdAt: 'x' });
@@ -66,7 +69,9 @@ describePostgres('PostgresStore', () => {
     const url = await database();
     await sql(url, 'CREATE TABLE invoices (id int); CREATE TABLE customers (id int)');
     const err = await openError(url);
-    expect(err.message).toMatch(/^database llmgw@127\.0\.0\.1:\d+\/t_\w+ is not an llmgw database \(it holds tables but no schema_version: customers, invoices\): use an empty database/);
+    expect(err.message).toMatch(
+      /^database llmgw@127\.0\.0\.1:\d+\/t_\w+ is not an llmgw database \(it holds tables but no schema_version: customers, invoices\): use an empty database/,
+    );
     const { rows } = await sql(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
     expect(rows.map((r: { tablename: string }) => r.tablename)).toEqual(['customers', 'invoices']);
   });
@@ -75,7 +80,14 @@ describePostgres('PostgresStore', () => {
     const url = await database();
     const store = await PostgresStore.open(url);
     cleanup.push(() => store.close());
-    await store.saveNodeReports([{ id: 'n1', report: { node_id: 'n1', hostname: 'n1', mgmt_addr: '10.0.0.1', agent_version: 't', labels: {}, gpus: [], fabrics: [] }, lastSeenMs: 0, shards: [] }]);
+    await store.saveNodeReports([
+      {
+        id: 'n1',
+        report: { node_id: 'n1', hostname: 'n1', mgmt_addr: '10.0.0.1', agent_version: 't', labels: {}, gpus: [], fabrics: [] },
+        lastSeenMs: 0,
+        shards: [],
+      },
+    ]);
     await store.pool.query(`UPDATE nodes SET admin = 'null', report = '{"gpus": 7}', shards = '[{"state": 1}]'`);
     const [n] = await store.loadNodes();
     expect(n).toEqual({ id: 'n1', admin: { state: 'cordoned', reason: expect.stringMatching(/unreadable/) }, lastSeenMs: expect.any(Number) });
@@ -97,7 +109,9 @@ describePostgres('PostgresStore', () => {
       });
     });
     const err = await openError(`postgres://llmgw:hunter2secret@127.0.0.1:${closed}/llmgw`);
-    expect(err.message).toMatch(new RegExp(`^cannot reach PostgreSQL at llmgw@127\\.0\\.0\\.1:${closed}/llmgw \\(.*ECONNREFUSED.*\\): check that the server runs`));
+    expect(err.message).toMatch(
+      new RegExp(`^cannot reach PostgreSQL at llmgw@127\\.0\\.0\\.1:${closed}/llmgw \\(.*ECONNREFUSED.*\\): check that the server runs`),
+    );
     expect(err.message).not.toContain('hunter2secret');
     const missing = await openError(`${(await database()).replace(/\/t_\w+$/, '/no_such_db')}`);
     expect(missing.message).toMatch(/^PostgreSQL at llmgw@127\.0\.0\.1:\d+\/no_such_db has no such database/);
@@ -113,7 +127,10 @@ describePostgres('PostgresStore', () => {
     const refused = async (fence: { holder: string; epoch: number }) => {
       const err: unknown = await s.writeReplicas([makeReplica({ id: 'r-2' })], ['r-1'], fence).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DomainError);
-      expect(err).toMatchObject({ code: 'not_leader', message: `this instance is no longer the leader (lease epoch ${fence.epoch} was taken over or expired); its plan was not written` });
+      expect(err).toMatchObject({
+        code: 'not_leader',
+        message: `this instance is no longer the leader (lease epoch ${fence.epoch} was taken over or expired); its plan was not written`,
+      });
       expect(await s.loadReplicas()).toEqual(before);
     };
     await lease(s, 'b', 4, 10_000);
@@ -177,7 +194,12 @@ describePostgres('PostgresStore', () => {
     const s = await store();
     const rows = Array.from({ length: 5000 }, (_, i) => {
       const id = `node-${String(i).padStart(5, '0')}`;
-      return { id, report: makeReport({ node_id: id, labels: { rack: `r${i % 40}` } }), lastSeenMs: 0, shards: [{ id: `r-${i}-0`, replica_id: `r-${i}`, state: 'ready' as const }] };
+      return {
+        id,
+        report: makeReport({ node_id: id, labels: { rack: `r${i % 40}` } }),
+        lastSeenMs: 0,
+        shards: [{ id: `r-${i}-0`, replica_id: `r-${i}`, state: 'ready' as const }],
+      };
     });
     await s.saveNodeReports(rows);
     const t0 = performance.now();
@@ -199,7 +221,10 @@ describePostgres('PostgresStore', () => {
 
   it('skips an event row that is not an event', async () => {
     const s = await store();
-    const [e] = await s.addEvents([{ id: 0, time: new Date().toISOString(), type: 'Normal', source: 'admin', reason: 'cordon', object: 'node/n1', nodes: ['n1'], message: 'ok' }], { sinceMs: 0, maxRows: 10 });
+    const [e] = await s.addEvents(
+      [{ id: 0, time: new Date().toISOString(), type: 'Normal', source: 'admin', reason: 'cordon', object: 'node/n1', nodes: ['n1'], message: 'ok' }],
+      { sinceMs: 0, maxRows: 10 },
+    );
     await s.pool.query(`INSERT INTO events (time_ms, data) VALUES (0, '[1]'), (0, '{"message": 1}')`);
     expect(await s.loadEvents(10)).toEqual([e]);
   });

@@ -66,9 +66,14 @@ export function toNode(r: NodeRow): StoredNode {
 
 function isAdmin(v: unknown): v is AdminState {
   const a = v as Partial<AdminState> | null;
-  return typeof a === 'object' && a !== null && (NodeAdminStates as readonly unknown[]).includes(a.state) && (a.reason === undefined || typeof a.reason === 'string') && (a.changedAt === undefined || typeof a.changedAt === 'string');
+  return (
+    typeof a === 'object' &&
+    a !== null &&
+    (NodeAdminStates as readonly unknown[]).includes(a.state) &&
+    (a.reason === undefined || typeof a.reason === 'string') &&
+    (a.changedAt === undefined || typeof a.changedAt === 'string')
+  );
 }
-
 
 /** The number of revisions kept per model: `ctl rollout history` is for the recent past. */
 export const ROLLOUT_HISTORY_KEPT = 20;
@@ -84,10 +89,15 @@ export function rolloutFromRow(model: string, history: unknown, control: unknown
   const h = isObject(history) ? history : {};
   const c = isObject(control) ? control : {};
   const entries = (Array.isArray(h.history) ? h.history : []).filter(
-    (e): e is RevisionEntry => isObject(e) && typeof e.revision === 'string' && typeof e.sinceMs === 'number' && typeof e.change === 'string' && isObject(e.content),
+    (e): e is RevisionEntry =>
+      isObject(e) && typeof e.revision === 'string' && typeof e.sinceMs === 'number' && typeof e.change === 'string' && isObject(e.content),
   );
-  const halted = isObject(h.halted) && typeof h.halted.revision === 'string' && typeof h.halted.reason === 'string' && typeof h.halted.atMs === 'number' ? (h.halted as RolloutRecord['halted']) : undefined;
-  const resumed = isObject(c.resumed) && typeof c.resumed.revision === 'string' && typeof c.resumed.atMs === 'number' ? (c.resumed as RolloutRecord['resumed']) : undefined;
+  const halted =
+    isObject(h.halted) && typeof h.halted.revision === 'string' && typeof h.halted.reason === 'string' && typeof h.halted.atMs === 'number'
+      ? (h.halted as RolloutRecord['halted'])
+      : undefined;
+  const resumed =
+    isObject(c.resumed) && typeof c.resumed.revision === 'string' && typeof c.resumed.atMs === 'number' ? (c.resumed as RolloutRecord['resumed']) : undefined;
   return {
     model,
     history: entries.slice(-ROLLOUT_HISTORY_KEPT),

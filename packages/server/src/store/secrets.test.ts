@@ -48,7 +48,7 @@ describe('engine keys are not stored', () => {
     const dir = tmp();
     const s = new SqliteStore(dir);
     await s.writeReplicas([makeReplica({ apiKey: KEY })], []);
-    expect((await s.loadReplicas())).toEqual([expect.not.objectContaining({ apiKey: expect.anything() })]);
+    expect(await s.loadReplicas()).toEqual([expect.not.objectContaining({ apiKey: expect.anything() })]);
     await s.close();
     expect(fs.readFileSync(path.join(dir, 'llmgw.db')).includes(KEY)).toBe(false);
   });

@@ -19,9 +19,11 @@ describe('SqliteStore', () => {
 
     // Opening again runs no migration twice and finds everything.
     const b = new SqliteStore(dir);
-    expect((await b.loadKeys())).toEqual([key]);
-    expect((await b.loadUsage())).toEqual([{ keyId: 'key-1', keyName: 'ci', model: 'm', requests: 3, errors: 1, cancelled: 2, promptTokens: 15, completionTokens: 4 }]);
-    expect((await b.loadNodes())).toEqual([{ id: 'n1', admin: { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' } }]);
+    expect(await b.loadKeys()).toEqual([key]);
+    expect(await b.loadUsage()).toEqual([
+      { keyId: 'key-1', keyName: 'ci', model: 'm', requests: 3, errors: 1, cancelled: 2, promptTokens: 15, completionTokens: 4 },
+    ]);
+    expect(await b.loadNodes()).toEqual([{ id: 'n1', admin: { state: 'draining', reason: 'swap', drainDeadline: '2026-01-02T00:00:00.000Z' } }]);
     await b.close();
   });
 });

@@ -4,7 +4,20 @@ import { EventViewSchema, validate, type NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import { openDatabase } from './open.js';
 import { secureDataDir } from './modes.js';
-import type { EventRetention, NodeReportRow, Store, StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, TokenRole, UsageDelta } from './store.js';
+import type {
+  EventRetention,
+  NodeReportRow,
+  Store,
+  StoredCredential,
+  StoredEvent,
+  StoredKey,
+  StoredNode,
+  StoredReplica,
+  StoredToken,
+  StoredUsage,
+  TokenRole,
+  UsageDelta,
+} from './store.js';
 import { keyFromRow, rolloutFromRow, type KeyRow } from './rows.js';
 
 /**
@@ -81,12 +94,18 @@ export class SqliteStore implements Store {
   }
 
   async loadCredentials(): Promise<StoredCredential[]> {
-    const rows = this.db.prepare('SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id').all() as { node_id: string; hash: string; created_at: string }[];
+    const rows = this.db.prepare('SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id').all() as {
+      node_id: string;
+      hash: string;
+      created_at: string;
+    }[];
     return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
   }
 
   async addCredential(c: StoredCredential): Promise<boolean> {
-    const r = this.db.prepare('INSERT INTO node_credentials (node_id, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(node_id) DO NOTHING').run(c.nodeId, c.hash, c.createdAt);
+    const r = this.db
+      .prepare('INSERT INTO node_credentials (node_id, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(node_id) DO NOTHING')
+      .run(c.nodeId, c.hash, c.createdAt);
     return r.changes === 1;
   }
 
@@ -125,18 +144,37 @@ export class SqliteStore implements Store {
            max_concurrent = excluded.max_concurrent, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
       )
       .run({
-        id: k.id, name: k.name, hash: k.hash, prefix: k.prefix, models: JSON.stringify(k.models),
-        rpm: k.rpm ?? null, max_concurrent: k.maxConcurrent ?? null, priority: k.priority ?? null, expires_at: k.expiresAt ?? null,
-        created_at: k.createdAt, revoked_at: k.revokedAt ?? null,
+        id: k.id,
+        name: k.name,
+        hash: k.hash,
+        prefix: k.prefix,
+        models: JSON.stringify(k.models),
+        rpm: k.rpm ?? null,
+        max_concurrent: k.maxConcurrent ?? null,
+        priority: k.priority ?? null,
+        expires_at: k.expiresAt ?? null,
+        created_at: k.createdAt,
+        revoked_at: k.revokedAt ?? null,
       });
   }
 
   async loadTokens(): Promise<StoredToken[]> {
     const rows = this.db.prepare('SELECT * FROM admin_tokens ORDER BY created_at, id').all() as {
-      id: string; name: string; role: TokenRole; hash: string; prefix: string; created_at: string; revoked_at: string | null;
+      id: string;
+      name: string;
+      role: TokenRole;
+      hash: string;
+      prefix: string;
+      created_at: string;
+      revoked_at: string | null;
     }[];
     return rows.map((r) => ({
-      id: r.id, name: r.name, role: r.role, hash: r.hash, prefix: r.prefix, createdAt: r.created_at,
+      id: r.id,
+      name: r.name,
+      role: r.role,
+      hash: r.hash,
+      prefix: r.prefix,
+      createdAt: r.created_at,
       ...(r.revoked_at ? { revokedAt: r.revoked_at } : {}),
     }));
   }
@@ -169,10 +207,25 @@ export class SqliteStore implements Store {
         `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
          FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY key_name, u.model`,
       )
-      .all() as { key_id: string; key_name: string; model: string; requests: number; errors: number; cancelled: number; prompt_tokens: number; completion_tokens: number }[];
+      .all() as {
+      key_id: string;
+      key_name: string;
+      model: string;
+      requests: number;
+      errors: number;
+      cancelled: number;
+      prompt_tokens: number;
+      completion_tokens: number;
+    }[];
     return rows.map((r) => ({
-      keyId: r.key_id, keyName: r.key_name, model: r.model, requests: r.requests, errors: r.errors, cancelled: r.cancelled,
-      promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
+      keyId: r.key_id,
+      keyName: r.key_name,
+      model: r.model,
+      requests: r.requests,
+      errors: r.errors,
+      cancelled: r.cancelled,
+      promptTokens: r.prompt_tokens,
+      completionTokens: r.completion_tokens,
     }));
   }
 
@@ -180,15 +233,15 @@ export class SqliteStore implements Store {
     const insert = this.db.prepare('INSERT OR REPLACE INTO events (id, time_ms, data) VALUES (?, ?, ?)');
     this.db.transaction(() => {
       for (const e of events) insert.run(e.id, Date.parse(e.time), JSON.stringify(e));
-      this.db
-        .prepare('DELETE FROM events WHERE time_ms < ? OR id <= (SELECT MAX(id) FROM events) - ?')
-        .run(keep.sinceMs, keep.maxRows);
+      this.db.prepare('DELETE FROM events WHERE time_ms < ? OR id <= (SELECT MAX(id) FROM events) - ?').run(keep.sinceMs, keep.maxRows);
     })();
     return [...events];
   }
 
   async loadEvents(limit: number, afterId = -1): Promise<StoredEvent[]> {
-    const rows = this.db.prepare('SELECT data FROM (SELECT id, data FROM events WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id').all(afterId, limit) as { data: string }[];
+    const rows = this.db.prepare('SELECT data FROM (SELECT id, data FROM events WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id').all(afterId, limit) as {
+      data: string;
+    }[];
     // A row that is not an event (hand-edited, torn) is skipped, not thrown: one bad row
     // would otherwise drop the whole history, and the log, starting again at id 1, would
     // overwrite the kept rows and send watchers' cursors back. Its fields are read by
@@ -205,16 +258,24 @@ export class SqliteStore implements Store {
   }
 
   async loadRollouts(): Promise<RolloutRecord[]> {
-    const rows = this.db.prepare('SELECT model, history, control FROM rollouts ORDER BY model').all() as { model: string; history: string | null; control: string | null }[];
+    const rows = this.db.prepare('SELECT model, history, control FROM rollouts ORDER BY model').all() as {
+      model: string;
+      history: string | null;
+      control: string | null;
+    }[];
     return rows.map((r) => rolloutFromRow(r.model, parseJson(r.history), parseJson(r.control)));
   }
 
   async saveRolloutHistory(model: string, h: RolloutHistory): Promise<void> {
-    this.db.prepare('INSERT INTO rollouts (model, history) VALUES (?, ?) ON CONFLICT(model) DO UPDATE SET history = excluded.history').run(model, JSON.stringify(h));
+    this.db
+      .prepare('INSERT INTO rollouts (model, history) VALUES (?, ?) ON CONFLICT(model) DO UPDATE SET history = excluded.history')
+      .run(model, JSON.stringify(h));
   }
 
   async saveRolloutControl(model: string, c: RolloutControl): Promise<void> {
-    this.db.prepare('INSERT INTO rollouts (model, control) VALUES (?, ?) ON CONFLICT(model) DO UPDATE SET control = excluded.control').run(model, JSON.stringify(c));
+    this.db
+      .prepare('INSERT INTO rollouts (model, control) VALUES (?, ?) ON CONFLICT(model) DO UPDATE SET control = excluded.control')
+      .run(model, JSON.stringify(c));
   }
 
   async probe(): Promise<void> {

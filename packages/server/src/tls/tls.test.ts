@@ -73,9 +73,9 @@ describe('adminTls', () => {
     expect(caFingerprint(made.caPem)).toBe(caFingerprint(ca.cert));
     expect(fs.existsSync(path.join(d, 'tls'))).toBe(false);
     fs.writeFileSync(path.join(d, 'key.pem'), (await createCa('x')).key);
-    await expect(adminTls({ dataDir: d, listenHost: '', extraSans: [], certFile: path.join(d, 'chain.pem'), keyFile: path.join(d, 'key.pem') }, log)).rejects.toThrow(
-      /invalid --tls-cert\/--tls-key: .*key.pem is not the key of/,
-    );
+    await expect(
+      adminTls({ dataDir: d, listenHost: '', extraSans: [], certFile: path.join(d, 'chain.pem'), keyFile: path.join(d, 'key.pem') }, log),
+    ).rejects.toThrow(/invalid --tls-cert\/--tls-key: .*key.pem is not the key of/);
   });
 });
 
@@ -92,7 +92,12 @@ describe('reissueReason', () => {
 
 describe('wantedSans', () => {
   it('names loopback, the hostname, every address and --tls-san, once each', () => {
-    const ifaces = { eth0: [{ address: '10.0.0.5', family: 'IPv4' }, { address: 'FE80::0001', family: 'IPv6' }] } as unknown as ReturnType<typeof os.networkInterfaces>;
+    const ifaces = {
+      eth0: [
+        { address: '10.0.0.5', family: 'IPv4' },
+        { address: 'FE80::0001', family: 'IPv6' },
+      ],
+    } as unknown as ReturnType<typeof os.networkInterfaces>;
     const sans = wantedSans('0.0.0.0', ['gw.example.com', '10.0.0.5'], 'box1', ifaces).map((s) => s.value);
     expect(sans).toEqual(['127.0.0.1', '::1', 'localhost', 'box1', '10.0.0.5', 'fe80::1', 'gw.example.com']);
     expect(wantedSans('192.0.2.1', [], 'box1', {}).map((s) => s.value)).toContain('192.0.2.1');

@@ -99,7 +99,9 @@ export async function adminTls(s: AdminTlsSettings, log: Logger): Promise<AdminT
   let ca = readPair(files.ca, files.caKey);
   if (!ca) {
     if (fs.existsSync(files.ca) || fs.existsSync(files.caKey)) {
-      throw new Error(`${dir} has only one of ca.pem and ca-key.pem: restore the other, or remove both to make a new CA (every join token must then be handed out again)`);
+      throw new Error(
+        `${dir} has only one of ca.pem and ca-key.pem: restore the other, or remove both to make a new CA (every join token must then be handed out again)`,
+      );
     }
     ca = await createCa('llmgw CA');
     writePrivateFile(files.caKey, ca.key);

@@ -16,7 +16,10 @@ const SIZE_WORD = /^(\d+)GB$/i;
  */
 export function gpuClass(name: string, memoryMb?: number): string {
   if (isUnknownValue(name) || name.trim().toLowerCase() === 'unknown') return 'unknown';
-  const words = name.trim().split(/[\s-]+/).filter((w) => w !== '');
+  const words = name
+    .trim()
+    .split(/[\s-]+/)
+    .filter((w) => w !== '');
   let size: string | undefined;
   const model: string[] = [];
   for (const w of words) {

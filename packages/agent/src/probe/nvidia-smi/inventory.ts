@@ -35,11 +35,7 @@ export async function queryGpus(nvidiaSmiPath: string, timeoutMs: number): Promi
   let fields = fieldsByBinary.get(nvidiaSmiPath) ?? GPU_QUERY_FIELDS;
   let outcome = await runCommand(nvidiaSmiPath, gpuQueryArgs(fields), timeoutMs);
   const warnings: string[] = [];
-  if (
-    outcome.kind === 'exited' &&
-    fields !== GPU_QUERY_FIELDS_MINIMAL &&
-    isInvalidFieldError(`${outcome.stdout}\n${outcome.stderr}`)
-  ) {
+  if (outcome.kind === 'exited' && fields !== GPU_QUERY_FIELDS_MINIMAL && isInvalidFieldError(`${outcome.stdout}\n${outcome.stderr}`)) {
     fields = GPU_QUERY_FIELDS_MINIMAL;
     outcome = await runCommand(nvidiaSmiPath, gpuQueryArgs(fields), timeoutMs);
     if (outcome.kind === 'exited' && !isInvalidFieldError(`${outcome.stdout}\n${outcome.stderr}`)) {

@@ -47,7 +47,10 @@ const NODE_FAILURES: ReadonlyArray<{ match: RegExp; message: string }> = [
 ];
 
 function firstLine(text: string): string | undefined {
-  const line = text.split('\n').map((l) => l.trim()).find((l) => l !== '');
+  const line = text
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l !== '');
   return line === undefined ? undefined : line.slice(0, 300);
 }
 
@@ -84,12 +87,7 @@ function smallestFree(used: ReadonlySet<number>): number {
  * re-indexed the rest) it takes the smallest index no row uses. Only when no GPU at
  * all is listed does the output become a node-level error.
  */
-export function parseGpuQuery(
-  stdout: string,
-  stderr: string,
-  exitCode: number,
-  fields: readonly string[] = GPU_QUERY_FIELDS,
-): GpuQueryResult {
+export function parseGpuQuery(stdout: string, stderr: string, exitCode: number, fields: readonly string[] = GPU_QUERY_FIELDS): GpuQueryResult {
   const warnings: string[] = [];
   const rows: GpuReport[] = [];
   const lost: LostEntry[] = [];

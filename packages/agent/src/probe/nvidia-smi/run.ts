@@ -25,10 +25,7 @@ export function describeExit(code: number): string {
 
 /** How one nvidia-smi invocation ended. */
 export type RunOutcome =
-  | { kind: 'exited'; stdout: string; stderr: string; exitCode: number }
-  | { kind: 'missing' }
-  | { kind: 'timeout' }
-  | { kind: 'failed'; message: string };
+  { kind: 'exited'; stdout: string; stderr: string; exitCode: number } | { kind: 'missing' } | { kind: 'timeout' } | { kind: 'failed'; message: string };
 
 /** Extra wait after the kill before giving up on the callback. */
 const KILL_GRACE_MS = 2000;

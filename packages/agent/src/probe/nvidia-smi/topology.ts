@@ -5,8 +5,7 @@
  */
 export function parseTopoNvlink(text: string): boolean {
   const lines = text.split('\n').map((l) => l.replace(/\r$/, ''));
-  const split = (line: string): string[] =>
-    line.includes('\t') ? line.split('\t').map((c) => c.trim()) : line.trim().split(/\s+/);
+  const split = (line: string): string[] => (line.includes('\t') ? line.split('\t').map((c) => c.trim()) : line.trim().split(/\s+/));
   // The header is the first line that names a GPU; rows come after it.
   const headerLine = lines.find((l) => /(^|\s)GPU\d+(\s|$)/.test(l));
   if (headerLine === undefined) return false;
