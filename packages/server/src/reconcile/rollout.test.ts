@@ -95,6 +95,10 @@ describe('rollouts', () => {
     const inPlace = pass({ model: { ...big, rollout: { max_unavailable: 1 } }, nodes, replicas });
     expect(codes(inPlace)).toEqual(['rollout-in-place']);
     expect(updated(inPlace).map((u) => [u.id, u.state])).toEqual([['r-1', 'draining']]);
+    // max_surge 0 never tries a surge replica: straight to in place, one at a time.
+    const noSurge = pass({ model: { ...big, rollout: { max_surge: 0, max_unavailable: 1 } }, nodes, replicas });
+    expect(codes(noSurge)).toEqual(['rollout-in-place']);
+    expect(updated(noSurge)[0]!.drainReason).toBe('max_surge is 0; replaced in place (max_unavailable 1)');
     // The next pass: r-1 is leaving and one is out of service, so r-2 waits.
     const next = pass({
       model: { ...big, rollout: { max_unavailable: 1 } },

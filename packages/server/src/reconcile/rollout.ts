@@ -122,21 +122,18 @@ export function rollouts(plan: Plan): void {
     const serving = mine().filter((r) => !isCurrent(r, revision) && r.state === 'ready');
     if (!serving.length) continue;
 
-    if (!isHalted(record, revision)) {
-      // The whole snapshot: a failed replica past its backoff was removed by an earlier step.
-      const halt = haltOf(
-        plan,
-        plan.input.replicas.filter((r) => r.model === model.name),
-        mine(),
-        revision,
-        settings.progress_deadline_s * 1000,
-      );
-      if (halt) {
-        plan.halts.push({ model: model.name, revision, reason: halt.reason });
-        if (halt.stuck) plan.remove(halt.stuck, 'rollout-halted', halt.reason);
-        continue;
-      }
-    } else {
+    if (isHalted(record, revision)) continue;
+    // The whole snapshot: a failed replica past its backoff was removed by an earlier step.
+    const halt = haltOf(
+      plan,
+      plan.input.replicas.filter((r) => r.model === model.name),
+      mine(),
+      revision,
+      settings.progress_deadline_s * 1000,
+    );
+    if (halt) {
+      plan.halts.push({ model: model.name, revision, reason: halt.reason });
+      if (halt.stuck) plan.remove(halt.stuck, 'rollout-halted', halt.reason);
       continue;
     }
 
@@ -166,9 +163,9 @@ export function rollouts(plan: Plan): void {
     const { want } = wanted(plan, model);
     for (const r of serving) {
       if (stepped.has(r.id) || all().some((c) => c.replaces === r.id && ACTIVE_REPLICA_STATES.has(c.state))) continue;
-      if (surging() >= settings.max_surge) break;
       let blocked = 'max_surge is 0';
       if (settings.max_surge > 0) {
+        if (surging() >= settings.max_surge) break;
         const outcome = placeReplica(plan, model, [], {
           code: 'rollout',
           reason: `replaces ${r.id} (revision ${r.revision ?? 'unknown'} → ${revision})`,
