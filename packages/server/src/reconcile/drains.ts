@@ -46,8 +46,7 @@ export function drains(plan: Plan): void {
     if (!model) continue;
     const replacement = plan.live().find((x) => x.replaces === r.id && ACTIVE_REPLICA_STATES.has(x.state));
     if (replacement) {
-      const healthy = replacement.state === 'ready' && nowMs - (replacement.readySinceMs ?? nowMs) >= policy.minHealthyMs;
-      if (healthy) plan.stepDown(r, 'traffic-moved', `node ${draining.id} drained; traffic moved to ${replacement.id}`);
+      if (plan.healthy(replacement)) plan.stepDown(r, 'traffic-moved', `node ${draining.id} drained; traffic moved to ${replacement.id}`);
       else if (r.drainBlocked) plan.update(r, 'drain-unblocked', `replacement ${replacement.id} is starting`, (u) => delete u.drainBlocked);
       continue;
     }

@@ -85,6 +85,14 @@ export class Plan {
     this.actions.push({ kind: 'update', code, replicaId: r.id, model: r.model, reason, replica: copy });
   }
 
+  /**
+   * Whether a replacement has been ready for `minHealthyMs`: only then does the replica it
+   * replaces (on a draining node, or of an earlier revision) stop taking traffic.
+   */
+  healthy(x: Replica): boolean {
+    return x.state === 'ready' && this.nowMs - (x.readySinceMs ?? this.nowMs) >= this.input.policy.minHealthyMs;
+  }
+
   /** Stops sending `r` new traffic; it is removed once its requests finish (`drainsFinished`). */
   stepDown(r: Replica, code: UpdateCode, reason: string): void {
     this.update(r, code, reason, (u) => {

@@ -105,7 +105,6 @@ export function rolloutStatus(
  * replica is touched, and the halt is stored until `ctl rollout resume` or a new revision.
  */
 export function rollouts(plan: Plan): void {
-  const { nowMs } = plan;
   for (const model of plan.input.models) {
     const revision = plan.input.revisions?.get(model.name);
     if (revision === undefined) continue;
@@ -141,7 +140,7 @@ export function rollouts(plan: Plan): void {
     const stepped = new Set<string>();
     for (const r of serving) {
       const x = mine().find((c) => c.replaces === r.id && isCurrent(c, revision) && ACTIVE_REPLICA_STATES.has(c.state));
-      if (x?.state === 'ready' && nowMs - (x.readySinceMs ?? nowMs) >= plan.input.policy.minHealthyMs) {
+      if (x && plan.healthy(x)) {
         plan.stepDown(r, 'rolled-over', `replaced by ${x.id} of revision ${revision}`);
         stepped.add(r.id);
       }
