@@ -27,8 +27,7 @@ export function rolloutsApi(ctl: Controller): Router {
       audit: ADMIN_EVENTS.rolloutPause,
       handle: async (req, res) => {
         const model = modelOf(ctl, String(req.params.name));
-        const record = await ctl.rollouts.read(model.name);
-        const next = await ctl.rollouts.control(model.name, { paused: true, ...(record?.resumed ? { resumed: record.resumed } : {}) });
+        const next = await ctl.rollouts.control(model.name, (stored) => ({ paused: true, ...(stored?.resumed ? { resumed: stored.resumed } : {}) }));
         ctl.notify();
         res.json(rolloutView(ctl, model, next));
       },
@@ -41,7 +40,7 @@ export function rolloutsApi(ctl: Controller): Router {
       handle: async (req, res) => {
         const model = modelOf(ctl, String(req.params.name));
         const revision = ctl.rollouts.revisions(ctl.models).get(model.name)!;
-        const next = await ctl.rollouts.control(model.name, { resumed: { revision, atMs: ctl.now() } });
+        const next = await ctl.rollouts.control(model.name, () => ({ resumed: { revision, atMs: ctl.now() } }));
         ctl.notify();
         res.json(rolloutView(ctl, model, next));
       },

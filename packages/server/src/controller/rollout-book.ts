@@ -105,9 +105,14 @@ export class RolloutBook {
     return changes;
   }
 
-  /** `ctl rollout pause|resume`: written at once, so the next pass (here or at the leader) follows it. */
-  async control(model: string, c: RolloutControl): Promise<RolloutRecord> {
-    const record = this.records.get(model) ?? { model, history: [] };
+  /**
+   * `ctl rollout pause|resume`: the operator's part of the record as `change` makes it from
+   * the stored one, written at once, so the next pass (here or at the leader) follows it.
+   */
+  async control(model: string, change: (stored: RolloutRecord | undefined) => RolloutControl): Promise<RolloutRecord> {
+    const stored = await this.read(model);
+    const c = change(stored);
+    const record = stored ?? { model, history: [] };
     const { paused: _p, resumed: _r, ...rest } = record;
     const next: RolloutRecord = { ...rest, ...c };
     await this.store.saveRolloutControl(model, c);
