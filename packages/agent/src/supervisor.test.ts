@@ -177,7 +177,8 @@ describe('Supervisor and engine keys', () => {
     const st = await waitFor('ready', () => sup.statuses().find((s) => s.state === 'ready'));
     expect(fs.readFileSync(`/proc/${st.pid}/cmdline`, 'utf8')).not.toContain('key-secret');
     expect(fs.readFileSync(`/proc/${st.pid}/environ`, 'utf8').split('\0')).toContain('LLMGW_ENGINE_API_KEY=key-secret');
-    const tail = await waitFor('printed', () => (sup.logTail('secret').includes('settings') ? sup.logTail('secret') : undefined));
+    // The engine's own line, at the start of a line: the launch line the supervisor writes first quotes the script, "settings" included.
+    const tail = await waitFor('printed', () => (/^settings: /m.test(sup.logTail('secret')) ? sup.logTail('secret') : undefined));
     expect(tail).toContain('settings: api_key=***');
     expect(tail).not.toContain('key-secret');
     await sup.shutdown({ stopEngines: true });

@@ -25,12 +25,15 @@ const pool = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMilli
 pool.on('error', () => {});
 const lease = new LeaderLease({ pool, log: pino(pino.destination(2)), instanceId: id, ttlMs: Number(ttl) });
 let changedSincePause = false;
+// The fence as last held: set on the change itself too, so a stop that lands before the
+// sampler's next tick still reports the term it held (the race seen on a loaded machine).
+let lastFence = null;
 lease.onChange((leader) => {
   changedSincePause = true;
+  lastFence = lease.fence() ?? lastFence;
   process.send({ change: leader, fence: lease.fence() ?? null, info: lease.info() });
 });
 let last = performance.now();
-let lastFence = null;
 setInterval(() => {
   const t = performance.now();
   if (t - last > Number(ttl) / 2) {

@@ -100,26 +100,31 @@ describePostgres('LeaderLease in real processes', () => {
     expect(b.lease.isLeader()).toBe(true);
   });
 
-  it('a leader SIGKILLed is replaced within ttl + renew interval (ten tries, figures in the output)', async () => {
-    const took: number[] = [];
+  it('a leader SIGKILLed is replaced after its lease ends and within a renew interval of it (ten tries, figures in the output)', async () => {
+    // Measured in the database's clock against the lease's own expiry, not against when the
+    // test sent the kill: on a loaded machine the leader's last renew can be late, which moves
+    // the expiry, and the kill-relative window then fails a lease that behaved exactly right.
+    const gaps: number[] = [];
     for (let i = 0; i < 10; i++) {
       const a = child(`a${i}`);
       await a.next((m) => m.change === true, 10_000, 0);
       const b = await follower(`b${i}`);
       // Kill at a random point of the leader's renew cycle.
       await sleep(Math.random() * (TTL / 4));
-      const t0 = performance.now();
       await a.kill();
-      const t1 = await untilLeader(b, TTL + TTL / 4 + 500);
-      took.push(t1 - t0);
+      const last = (await pool.query<{ holder: string; expires_ms: string }>('SELECT holder, expires_ms FROM leader WHERE id = 1')).rows[0]!;
+      expect(last.holder).toBe(`a${i}`);
+      await untilLeader(b, 10 * TTL);
+      const taken = (await pool.query<{ holder: string; since_ms: string }>('SELECT holder, since_ms FROM leader WHERE id = 1')).rows[0]!;
+      expect(taken.holder).toBe(`b${i}`);
+      gaps.push(Number(taken.since_ms) - Number(last.expires_ms));
       await b.lease.stop();
     }
-    took.sort((x, y) => x - y);
-    const ms = (x: number | undefined) => Math.round(x ?? NaN);
-    console.log(
-      `leader SIGKILL → takeover, ttl ${TTL} ms, renew ${TTL / 4} ms, 10 tries: min ${ms(took[0])} ms, median ${ms((took[4]! + took[5]!) / 2)} ms, max ${ms(took[9])} ms; all ${took.map(ms).join(' ')}`,
-    );
-    expect(took[9]).toBeLessThanOrEqual(TTL + TTL / 4 + 200);
-    expect(took[0]).toBeGreaterThanOrEqual(TTL - TTL / 4 - 200);
-  }, 120_000);
+    gaps.sort((x, y) => x - y);
+    console.log(`leader SIGKILL → takeover after the lease's expiry, ttl ${TTL} ms, renew ${TTL / 4} ms, 10 tries (ms): ${gaps.join(' ')}`);
+    // Never before the old lease ends: the database's clock on both sides, exact.
+    expect(gaps[0]).toBeGreaterThanOrEqual(0);
+    // Within one renew interval of it, plus the follower's timer lag in this (loaded) process.
+    expect(gaps[9]).toBeLessThanOrEqual(TTL / 4 + 1000);
+  }, 180_000);
 });

@@ -15,7 +15,7 @@ function start(dataDir: string): Promise<{ code: number | null; stderr: string }
     const child = execFile(
       process.execPath,
       [MAIN, '--data-dir', dataDir, '--client-addr', '127.0.0.1:0', '--admin-addr', '127.0.0.1:0', '--log-level', 'error'],
-      { env: { ...process.env, LLMGW_ADMIN_TOKEN: 'admin', LLMGW_JOIN_TOKEN: 'join' }, timeout: 15_000 },
+      { env: { ...process.env, LLMGW_ADMIN_TOKEN: 'admin', LLMGW_JOIN_TOKEN: 'join' } },
       (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
     );
   });
