@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
-import type { KeyCreated, NodeView, ReplicaView } from '@llmgw/shared';
+import type { EventView, KeyCreated, NodeView, ReplicaView } from '@llmgw/shared';
 import { alive, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir, freePort } from './harness.js';
 
 /**
@@ -236,8 +236,16 @@ describe('operations under failure', () => {
     let text = '';
     for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
     expect(text).toBe('echo: wake up');
-    expect(await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).toHaveLength(1);
 
     await eventually(async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).length === 0, 20_000, 'back to zero');
+    // The way there, from the fleet's record rather than a look at `ctl replicas` in between
+    // (on a loaded machine ctl can take longer to start than the 3 s idle timeout): one
+    // replica started for the request, and the same one removed as idle.
+    const events = await ctlJson<EventView[]>(server.adminUrl, ['events', '--model', 'lazy']);
+    const up = events.filter((e) => e.reason === 'scale-up');
+    const idle = events.filter((e) => e.reason === 'idle');
+    expect(up).toHaveLength(1);
+    expect(idle.map((e) => e.object)).toEqual([up[0]!.object]);
+    expect(idle[0]!.id).toBeGreaterThan(up[0]!.id);
   });
 });
