@@ -1,5 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { asEngineUser, getent, resolveEngineUser } from './engine-user.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { asEngineUser, getent, resolveEngineUser, unreadableBy } from './engine-user.js';
 import { engineEnvironment } from './supervisor/spawn.js';
 
 const root = { uid: 0, name: 'root' };
@@ -101,5 +104,45 @@ describe('engineEnvironment', () => {
     const env = engineEnvironment({}, undefined, agentEnv);
     expect(env).toMatchObject({ HOME: '/root', USER: 'root' });
     expect(Object.keys(env).filter((k) => k.startsWith('LLMGW_') || k.startsWith('AWS_'))).toEqual([]);
+  });
+});
+
+describe('unreadableBy', () => {
+  const u = { name: 'llmgw', uid: 990, gid: 985, home: '/h', setpriv: '/usr/bin/setpriv' };
+
+  it('is quiet when the engine user can read the file, and names the first folder it cannot enter', async () => {
+    const readable = async () => true;
+    expect(await unreadableBy('/root/.llmgw/models/tiny.gguf', u, readable)).toBeUndefined();
+    const asked: string[] = [];
+    const rootHome = async (_u: unknown, p: string, mode: 'r' | 'x') => {
+      asked.push(`${mode} ${p}`);
+      return mode === 'x' && (p === '/' || p === '/root') ? p === '/' : false;
+    };
+    const why = await unreadableBy('/root/.llmgw/models/tiny.gguf', u, rootHome);
+    expect(why).toMatch(/^engine user llmgw cannot read \/root\/.llmgw\/models\/tiny.gguf: it may not enter \/root \(/);
+    expect(why).toContain('make it readable to llmgw');
+    expect(asked).toEqual(['r /root/.llmgw/models/tiny.gguf', 'x /', 'x /root']);
+    const fileOnly = async (_u: unknown, _p: string, mode: 'r' | 'x') => mode === 'x';
+    expect(await unreadableBy('/srv/m.gguf', u, fileOnly)).toMatch(/: the file is not readable to it \(/);
+  });
+
+  const asRoot = process.getuid?.() === 0 && fs.existsSync('/usr/bin/setpriv') && getent('nobody');
+  (asRoot ? it : it.skip)('asks as the user itself (root here: as nobody, through setpriv)', async () => {
+    const nobody = { name: 'nobody', ...getent('nobody')!, setpriv: '/usr/bin/setpriv' };
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-read-'));
+    const file = path.join(dir, 'm.gguf');
+    fs.writeFileSync(file, 'GGUF');
+    try {
+      fs.chmodSync(dir, 0o755);
+      fs.chmodSync(file, 0o644);
+      expect(await unreadableBy(file, nobody)).toBeUndefined();
+      fs.chmodSync(dir, 0o700);
+      expect(await unreadableBy(file, nobody)).toMatch(new RegExp(`it may not enter ${dir} \\(mode 0700, owner uid 0\\)`));
+      fs.chmodSync(dir, 0o755);
+      fs.chmodSync(file, 0o600);
+      expect(await unreadableBy(file, nobody)).toMatch(/the file is not readable to it \(mode 0600/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -91,4 +91,51 @@ function findSetpriv(): string | undefined {
 export function asEngineUser(argv: readonly string[], user: EngineUser | undefined): string[] {
   if (!user) return [...argv];
   return [user.setpriv, '--reuid', String(user.uid), '--regid', String(user.gid), '--init-groups', '--inh-caps=-all', '--', ...argv];
+}
+
+/** Whether `user` may read (`r`) or enter (`x`) `p`; asked as that user, so groups and ACLs count. */
+export type AccessAs = (user: EngineUser, p: string, mode: 'r' | 'x') => Promise<boolean>;
+
+const accessAs: AccessAs = (user, p, mode) =>
+  new Promise((resolve) => {
+    execFile(
+      user.setpriv,
+      ['--reuid', String(user.uid), '--regid', String(user.gid), '--init-groups', '--', 'test', `-${mode}`, p],
+      { timeout: 10_000 },
+      (err) => resolve(!err),
+    );
+  });
+
+/**
+ * Why the engine user cannot read a model file or folder, in one line, or undefined when it
+ * can. Asked before launching (issue 30: a second agent as root on the quick start's host
+ * placed replacement after replacement whose engines, run as `llmgw`, failed on root's 0700
+ * `~/.llmgw`, the cause only in the engine's log). The first folder on the way it cannot
+ * enter is named, since that is what to change.
+ */
+export async function unreadableBy(file: string, user: EngineUser, access: AccessAs = accessAs): Promise<string | undefined> {
+  if (await access(user, file, 'r')) return undefined;
+  const dirs: string[] = [];
+  for (let d = path.dirname(file); ; d = path.dirname(d)) {
+    dirs.unshift(d);
+    if (d === path.dirname(d)) break;
+  }
+  let blocked: string | undefined;
+  for (const d of dirs) {
+    if (!(await access(user, d, 'x'))) {
+      blocked = d;
+      break;
+    }
+  }
+  const what = blocked ?? file;
+  return `engine user ${user.name} cannot read ${file}: ${blocked ? `it may not enter ${blocked}` : 'the file is not readable to it'} (${modeOf(what)}); make it readable to ${user.name}, keep models where it can read them, or choose another --engine-user`;
+}
+
+function modeOf(p: string): string {
+  try {
+    const st = fs.statSync(p);
+    return `mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}, owner uid ${st.uid}`;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? 'cannot stat';
+  }
 }

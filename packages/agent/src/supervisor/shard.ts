@@ -1,4 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { DownloadProgress, ShardAssignment } from '@llmgw/shared';
+import { unreadableBy, type EngineUser } from '../engine-user.js';
 import { UnusableSource, type FileSource } from '../files/store.js';
 import { fingerprint } from './converge.js';
 import { hubProgress } from './hub-progress.js';
@@ -38,12 +41,20 @@ export function shardFromRecord(rec: ShardRecord): Shard {
  * The assignment as the engine sees it: for a `file`, the cached file's path where
  * `source` goes, fetched and verified first when the cache lacks it.
  */
-export async function withModelFile(s: Shard, files: FileSource | undefined): Promise<ShardAssignment> {
-  const a = s.a;
-  if (!a.file) return a;
-  if (!files) throw new UnusableSource(`this agent has no model cache to fetch ${a.file.url} into`);
-  s.unwanted ??= new AbortController();
-  return { ...a, source: await files.ensure(a.file, s.unwanted.signal) };
+export async function withModelFile(s: Shard, files: FileSource | undefined, engineUser?: EngineUser): Promise<ShardAssignment> {
+  let a = s.a;
+  if (a.file) {
+    if (!files) throw new UnusableSource(`this agent has no model cache to fetch ${a.file.url} into`);
+    s.unwanted ??= new AbortController();
+    a = { ...a, source: await files.ensure(a.file, s.unwanted.signal) };
+  }
+  // A local file or folder the engine, run as another user, could not open: say so now,
+  // once, rather than let the engine fail on it after every restart.
+  if (engineUser && path.isAbsolute(a.source) && fs.existsSync(a.source)) {
+    const denied = await unreadableBy(a.source, engineUser);
+    if (denied) throw new UnusableSource(denied);
+  }
+  return a;
 }
 
 /** Engines that fetch a hub id themselves, through huggingface_hub, whose bars `hubProgress` reads. */

@@ -217,7 +217,7 @@ export class Supervisor {
     s.waiting = false;
     let a: ShardAssignment;
     try {
-      a = await withModelFile(s, this.opts.files);
+      a = await withModelFile(s, this.opts.files, this.opts.engineUser);
     } catch (err) {
       if (epoch === s.epoch && !this.closed) this.fileFailed(s, err as Error);
       return;
