@@ -68,6 +68,12 @@ export interface Replica {
   drainReason?: string;
   /** Why its node's drain cannot move it (no room elsewhere), from the last attempt. */
   drainBlocked?: string;
+  /**
+   * Its replacements that failed in a row with one error: the drain stops placing more at
+   * `DRAIN_SAME_FAILURES` (each would fail the same way) until the error changes or the
+   * drain is asked for again.
+   */
+  drainFailures?: { error: string; count: number };
   /** Absent only on replicas stored by a server from before specs were frozen. */
   spec?: ReplicaSpec;
   /**

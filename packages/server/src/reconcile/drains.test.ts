@@ -78,6 +78,56 @@ describe('drains', () => {
     expect(updated(room)[0]!.drainBlocked).toBeUndefined();
   });
 
+  it('names the error of a failed replacement, places none beside it, and stops after two failures the same way', () => {
+    const failedRepl = (id: string, error: string) =>
+      makeReplica({
+        id,
+        replaces: 'r-1',
+        state: 'failed',
+        error,
+        shards: [{ id: `${id}-0`, nodeId: 'node-2', rank: 0, gpuUuids: [], gpuIndices: [], state: 'failed' }],
+      });
+    const eacces = 'cannot read /root/.llmgw/models/tiny.gguf: EACCES';
+    // First failure: the drain says why and waits out the backoff rather than placing another.
+    const first = planOf({ nodes: draining(), replicas: [onNode1('r-1'), failedRepl('r-2', eacces)] });
+    drains(first);
+    expect(codes(first)).toEqual(['drain-blocked']);
+    const r1 = updated(first)[0]!;
+    expect(r1.drainBlocked).toBe(`replacement r-2 failed: ${eacces}`);
+    expect(r1.drainFailures).toEqual({ error: eacces, count: 1 });
+    // Passes later, the same failed replacement is not counted again.
+    const same = planOf({ nodes: draining(), replicas: [r1, failedRepl('r-2', eacces)] });
+    drains(same);
+    expect(same.actions).toEqual([]);
+    // Its backoff over and it removed, the next replacement is placed (and the block cleared).
+    const retry = planOf({ nodes: draining(), replicas: [r1] });
+    drains(retry);
+    expect(codes(retry)).toEqual(['drain-replacement', 'drain-unblocked']);
+    const r1b = { ...r1, drainBlocked: undefined };
+    delete r1b.drainBlocked;
+    // The second fails the same way: the drain stops trying, and says what to do.
+    const second = planOf({ nodes: draining(), replicas: [r1b, failedRepl('r-3', eacces)] });
+    drains(second);
+    const r1c = updated(second)[0]!;
+    expect(r1c.drainFailures).toEqual({ error: eacces, count: 2 });
+    expect(r1c.drainBlocked).toMatch(
+      /^2 replacements failed the same way, the last r-3: cannot read .*EACCES; fix that, then uncordon the node and drain it again/,
+    );
+    const stopped = planOf({ nodes: draining(), replicas: [r1c] });
+    drains(stopped);
+    expect(stopped.actions).toEqual([]);
+    expect(stopped.creations()).toEqual([]);
+    // Another error starts the count again.
+    const other = planOf({ nodes: draining(), replicas: [r1, failedRepl('r-4', 'exited with code 1')] });
+    drains(other);
+    expect(updated(other)[0]!.drainFailures).toEqual({ error: 'exited with code 1', count: 1 });
+    // Uncordoned: the record is cleared, so a later drain starts afresh.
+    const uncordoned = planOf({ nodes: [makeNode({ id: 'node-1' }), makeNode({ id: 'node-2' })], replicas: [r1c] });
+    drains(uncordoned);
+    expect(codes(uncordoned)).toEqual(['drain-unblocked']);
+    expect(updated(uncordoned)[0]!.drainFailures).toBeUndefined();
+  });
+
   it('moves traffic once the replacement has been ready for the minimum healthy time', () => {
     const repl = (readySinceMs: number) =>
       makeReplica({
