@@ -8,6 +8,7 @@ import { GgufFormatError, readGgufHeader, readGgufHeaderSync } from './header.js
 import type { GgufHeader } from './header.js';
 import { TEST_MODEL_NAME, TEST_MODEL_SHAPE, buildTestModel, writeTestModel } from './test-model.js';
 import { encodeGguf } from './writer.js';
+import { buildTestLora } from './test-lora.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'llmgw-gguf-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -176,5 +177,19 @@ describe('estimateForSource', () => {
     expect(e?.header.fileSizeBytes).toBe(part(0).length + part(1).length);
     rmSync(path.join(dir, 'm-00002-of-00002.gguf'));
     expect(await estimateForSource(first)).toBeUndefined();
+  });
+});
+
+describe('buildTestLora', () => {
+  it('is a llama adapter GGUF with an a/b pair per block, the same bytes for a seed', () => {
+    const h = readGgufHeaderSync(buildTestLora());
+    expect(h.architecture).toBe('llama');
+    expect(h.name).toBe('llmgw-test-lora');
+    const { embeddingLength: E, feedForwardLength: F, blockCount } = TEST_MODEL_SHAPE;
+    expect(h.tensorCount).toBe(2 * blockCount);
+    expect(h.parameterCount).toBe(blockCount * (E * 4 + 4 * F));
+    expect(buildTestLora({ seed: 2 }).equals(buildTestLora({ seed: 2 }))).toBe(true);
+    expect(buildTestLora({ seed: 2 }).equals(buildTestLora({ seed: 3 }))).toBe(false);
+    expect(readGgufHeaderSync(buildTestLora({ rank: 8 })).parameterCount).toBe(blockCount * (E * 8 + 8 * F));
   });
 });

@@ -4,3 +4,4 @@ export * from './header.js';
 export * from './estimate.js';
 export * from './test-model.js';
 export * from './source-estimate.js';
+export * from './test-lora.js';
