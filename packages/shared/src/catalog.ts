@@ -54,10 +54,31 @@ export const ProfileSchema = Type.Object(
     /** argv template for `engine: command`, with placeholders such as `{port}`. */
     command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** LoRA adapters one replica of this profile holds loaded at once (default `DEFAULT_MAX_LOADED_ADAPTERS`). */
+    max_loaded_adapters: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
   },
   { additionalProperties: false },
 );
 export type Profile = Static<typeof ProfileSchema>;
+
+/** Adapters a replica holds loaded at once when its profile does not say (vLLM's `--max-loras`, per replica). */
+export const DEFAULT_MAX_LOADED_ADAPTERS = 8;
+
+/**
+ * A LoRA adapter of a model (issue 31): clients name it as a model (`"model": "sql-lora"`)
+ * and a replica of its base serves it with the adapter loaded. Its `source` is fetched,
+ * verified and cached like a model file: a path on the nodes, an `llmgw://` file or a URL,
+ * the last two with their `sha256`.
+ */
+export const AdapterSchema = Type.Object(
+  {
+    name: Name,
+    source: Type.String({ minLength: 1 }),
+    sha256: Type.Optional(Sha256),
+  },
+  { additionalProperties: false },
+);
+export type Adapter = Static<typeof AdapterSchema>;
 
 /**
  * How a model's replicas move to a new revision: start-before-stop, like a drain.
@@ -110,6 +131,8 @@ export const ModelSchema = Type.Object(
     profiles: Type.Array(ProfileSchema, { minItems: 1 }),
     /** How a change of what the replicas run (a new revision) replaces them; see `RolloutSettings`. */
     rollout: Type.Optional(RolloutSchema),
+    /** LoRA adapters served on this model's replicas, each a model name for clients. */
+    adapters: Type.Optional(Type.Array(AdapterSchema, { maxItems: 1024 })),
   },
   { additionalProperties: false },
 );

@@ -119,7 +119,7 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
         ...jsonBody('64kb'),
         async (req, res) => {
           const body = parseBody(KeyCreateRequestSchema, req.body);
-          res.status(201).json(await keys.create(body, (m) => ctl.catalogView.resolve(m)?.name));
+          res.status(201).json(await keys.create(body, (m) => keyModel(ctl, m)));
         },
       ],
     },
@@ -141,4 +141,9 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     .all(methodNotAllowed);
 
   return r;
+}
+
+/** The name a key's `models` entry is stored as: a model's name (for a name or alias), or an adapter's; undefined when neither. */
+export function keyModel(ctl: Controller, name: string): string | undefined {
+  return ctl.catalogView.resolve(name)?.name ?? ctl.catalogView.adapter?.(name)?.adapter.name;
 }

@@ -86,6 +86,8 @@ export function crossCheck(
     });
   });
 
+  checkAdapters(models, fail, lineOf, firstByName, aliasOwner);
+
   models.forEach((m, i) => {
     const seen = new Set<string>();
     m.fallbacks.forEach((f, j) => {
@@ -158,4 +160,42 @@ function findFallbackCycle(models: CatalogModel[]): ModelAt[] | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Adapter names are model names for clients, so each is unique among every model's name,
+ * alias and adapter (every engine llmgw runs serves adapters, so no engine is refused).
+ */
+function checkAdapters(
+  models: CatalogModel[],
+  fail: (field: string, problem: string) => void,
+  lineOf: (field: string) => number,
+  firstByName: Map<string, number>,
+  aliasOwner: Map<string, { model: number; alias: number; name: string }>,
+): void {
+  const adapterOwner = new Map<string, { model: number; adapter: number }>();
+  models.forEach((m, i) => {
+    (m.adapters ?? []).forEach((a, j) => {
+      const field = `models[${i}].adapters[${j}].name`;
+      const named = firstByName.get(a.name);
+      if (named === i) return fail(field, `${q(a.name)} is the model's own name: name the adapter apart from its base`);
+      if (named !== undefined) return fail(field, `${q(a.name)} is already the name of models[${named}] (line ${lineOf(`models[${named}]`)})`);
+      const alias = aliasOwner.get(a.name);
+      if (alias) return fail(field, `${q(a.name)} is already an alias of model ${q(alias.name)}`);
+      const other = adapterOwner.get(a.name);
+      if (other) {
+        const where = `models[${other.model}].adapters[${other.adapter}]`;
+        return fail(
+          field,
+          other.model === i ? `${q(a.name)} is listed twice` : `${q(a.name)} is already an adapter of models[${other.model}] (line ${lineOf(where)})`,
+        );
+      }
+      adapterOwner.set(a.name, { model: i, adapter: j });
+    });
+    if (!m.adapters?.length) {
+      m.profiles.forEach((p, j) => {
+        if (p.max_loaded_adapters !== undefined) fail(`models[${i}].profiles[${j}].max_loaded_adapters`, 'is only used when the model lists adapters');
+      });
+    }
+  });
 }

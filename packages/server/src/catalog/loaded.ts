@@ -1,4 +1,4 @@
-import type { Model, Profile } from '@llmgw/shared';
+import type { Adapter, Model, Profile } from '@llmgw/shared';
 import { editDistance } from './suggest.js';
 
 /**
@@ -33,6 +33,7 @@ export class LoadedCatalog {
   readonly models: CatalogModel[];
   readonly byName: Map<string, CatalogModel>;
   private readonly byAlias: Map<string, CatalogModel>;
+  private readonly byAdapter: Map<string, { model: CatalogModel; adapter: Adapter }>;
 
   constructor(
     readonly file: string,
@@ -41,6 +42,12 @@ export class LoadedCatalog {
     this.models = models;
     this.byName = new Map(models.map((m) => [m.name, m]));
     this.byAlias = new Map(models.flatMap((m) => m.aliases.map((a): [string, CatalogModel] => [a, m])));
+    this.byAdapter = new Map(models.flatMap((m) => (m.adapters ?? []).map((adapter) => [adapter.name, { model: m, adapter }] as const)));
+  }
+
+  /** The LoRA adapter clients name as a model, with the base model that serves it. */
+  adapter(name: string): { model: CatalogModel; adapter: Adapter } | undefined {
+    return this.byAdapter.get(name);
   }
 
   /** The model with this name or alias. Names win, though the loader forbids overlaps. */

@@ -39,6 +39,8 @@ export function checkSources(m: CatalogModel, at: string, fail: (field: string, 
     m.sha256,
     m.profiles.some((p) => p.source === undefined),
   );
+  // An adapter is fetched like a model file, so it is held to the same rules.
+  (m.adapters ?? []).forEach((a, j) => checkOne(`${at}.adapters[${j}]`, a.source, a.sha256, true));
   m.profiles.forEach((p, j) => {
     const where = `${at}.profiles[${j}]`;
     if (p.source !== undefined) checkOne(where, p.source, p.sha256, true);

@@ -1,4 +1,4 @@
-import type { Model } from '@llmgw/shared';
+import type { Adapter, Model } from '@llmgw/shared';
 import type { Decision } from '../domain.js';
 import type { FetchedEstimates } from '../estimates.js';
 import type { ModelLoad, RolloutChange } from '../reconcile/reconcile.js';
@@ -14,6 +14,8 @@ export interface CatalogView {
   models: Model[];
   resolve(nameOrAlias: string): Model | undefined;
   suggest(name: string): string[];
+  /** The LoRA adapter clients name as a model, with the base model that serves it (absent from views of catalogs without adapters, as tests make). */
+  adapter?(name: string): { model: Model; adapter: Adapter } | undefined;
 }
 
 export interface PlacementAttempt {

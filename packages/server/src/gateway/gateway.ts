@@ -207,6 +207,11 @@ export class Gateway {
       if (!mayUse(key, m.name)) continue;
       for (const id of [m.name, ...(m.aliases ?? [])]) data.push({ id, object: 'model', created, owned_by: 'llmgw' });
     }
+    // LoRA adapters are models to clients, each with its base as `parent` (as vLLM lists
+    // them), and a key's models may name them one by one.
+    for (const m of this.ctl.models) {
+      for (const a of m.adapters ?? []) if (mayUse(key, a.name)) data.push({ id: a.name, object: 'model', created, owned_by: 'llmgw', parent: m.name });
+    }
     return { object: 'list', data };
   }
 
@@ -236,6 +241,8 @@ interface ModelEntry {
   object: 'model';
   created: number;
   owned_by: string;
+  /** A LoRA adapter's base model. */
+  parent?: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { closeAll, reply, setup, type Upstream } from './testing.js';
+import { closeAll, reply, setup, setupFleet, type Upstream } from './testing.js';
 
 afterEach(closeAll);
 
@@ -40,6 +40,25 @@ describe('client port probes', () => {
       expect({ path, status: r.status }).toEqual({ path, status: 404 });
       expect(reply(r.text).error).toMatchObject({ code: 'model_not_found', param: 'model' });
     }
+  });
+
+  it('lists LoRA adapters as models with their base as parent, each allowed to a key by its own name', async () => {
+    const { url, secret, keys } = await setupFleet([engine], {
+      adapters: [
+        { name: 'sql-lora', source: '/m/sql.gguf' },
+        { name: 'chat-lora', source: '/m/chat.gguf' },
+      ],
+    });
+    const ids = (text: string) => (JSON.parse(text) as { data: Array<{ id: string; parent?: string }> }).data.map((e) => [e.id, e.parent ?? null]);
+    expect(ids((await get(url, '/v1/models', secret)).text)).toEqual([
+      ['m', null],
+      ['sql-lora', 'm'],
+      ['chat-lora', 'm'],
+    ]);
+    expect(JSON.parse((await get(url, '/v1/models/sql-lora', secret)).text)).toMatchObject({ id: 'sql-lora', parent: 'm' });
+    const { secret: sqlOnly } = await keys.create({ name: 'sql-team', models: ['sql-lora'] }, (n) => n);
+    expect(ids((await get(url, '/v1/models', sqlOnly)).text)).toEqual([['sql-lora', 'm']]);
+    expect((await get(url, '/v1/models/chat-lora', sqlOnly)).status).toBe(404);
   });
 
   it('still needs a key for /v1/models/{id}', async () => {
