@@ -1,4 +1,5 @@
 import { engineEnvRefusal, type ShardAssignment } from '@llmgw/shared';
+import { adapterArgs, adapterList } from './adapters.js';
 
 /**
  * Where the engines live on this node. Paths come from agent flags so that a node can
@@ -180,6 +181,7 @@ function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
     String(ctx.port),
     '--tensor-parallel-size',
     String(a.gpus.length || 1),
+    ...adapterArgs('vllm', a),
   ];
   if (a.shards > 1) {
     const m = rendezvous(a);
@@ -216,6 +218,7 @@ function sglangArgv(a: ShardAssignment, ctx: CommandContext): string[] {
     String(ctx.port),
     '--tp-size',
     String(perNode * a.shards),
+    ...adapterArgs('sglang', a),
   ];
   if (a.shards > 1) {
     const m = rendezvous(a);
@@ -238,12 +241,24 @@ function llamaServerArgv(a: ShardAssignment, ctx: CommandContext): string[] {
     String(ctx.port),
     // Newer builds default to "auto", older ones to 0 (CPU); the agent already chose.
     ...(a.gpus.length > 0 ? ['-ngl', '999'] : []),
+    ...adapterArgs('llama.cpp', a),
   ];
 }
 
 function nodeLlamaCppArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   singleNodeOnly(a, 'node-llama-cpp');
-  return [...program(ctx.bins.nodeLlamaCpp), '--model', a.source, '--served-name', a.model, '--host', ctx.host, '--port', String(ctx.port)];
+  return [
+    ...program(ctx.bins.nodeLlamaCpp),
+    '--model',
+    a.source,
+    '--served-name',
+    a.model,
+    '--host',
+    ctx.host,
+    '--port',
+    String(ctx.port),
+    ...adapterArgs('node-llama-cpp', a),
+  ];
 }
 
 /** A script path is run with this very Node, so it needs no shebang, exec bit or PATH. */
@@ -254,7 +269,7 @@ function program(bin: string): string[] {
 /**
  * The `command` engine: each element of the template has `{host}`, `{port}`, `{model}`,
  * `{source}`, `{gpus}` (UUIDs, comma-joined), `{rank}`, `{shards}`, `{master_addr}` and
- * `{master_port}` replaced (absent values become ''). The key is never put on the
+ * `{master_port}` and `{adapters}` (LoRA adapters as `name=path,…`) replaced (absent values become ''). The key is never put on the
  * command line, where `ps` shows it to every local user: it is in LLMGW_ENGINE_API_KEY.
  * `{api_key}`, which templates from before used, is therefore dropped: an element that
  * is exactly `{api_key}` together with a preceding flag (`--api-key {api_key}`), an
@@ -275,6 +290,7 @@ export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[
     shards: String(a.shards),
     master_addr: a.master_addr ?? '',
     master_port: a.master_port === undefined ? '' : String(a.master_port),
+    adapters: adapterList(a),
   };
   const out: string[] = [];
   for (const element of a.command) {

@@ -39,6 +39,10 @@ export interface ReplicaSpec {
   startupTimeoutS?: number;
   /** For an http(s):// or llmgw:// source: the file the agent fetches and verifies first. */
   file?: { url: string; sha256: string };
+  /** The model's LoRA adapters (issue 31), each fetched like `file` when it is a URL. */
+  adapters?: Array<{ name: string; source: string; file?: { url: string; sha256: string } }>;
+  /** Adapters one replica holds loaded at once (the profile's `max_loaded_adapters`, or the default). */
+  maxLoadedAdapters?: number;
 }
 
 /** One running copy of a model, made of one or more shards (one per node it spans). */

@@ -177,8 +177,26 @@ export const ShardAssignmentSchema = Type.Object({
       sha256: Str({ minLength: 64, maxLength: 64 }),
     }),
   ),
+  /**
+   * LoRA adapters the engine serves on its model (issue 31), each under its name as a
+   * model name; a fetched one has its `file` like the model's, and the agent puts the
+   * cached path where its `source` goes.
+   */
+  adapters: Type.Optional(
+    List(
+      Type.Object({
+        name: Str({ minLength: 1, maxLength: 200 }),
+        source: Str({ minLength: 1 }),
+        file: Type.Optional(Type.Object({ url: Str({ minLength: 1 }), sha256: Str({ minLength: 64, maxLength: 64 }) })),
+      }),
+    ),
+  ),
+  /** Adapters the engine holds loaded at once (vLLM's `--max-loras`); with `adapters` only. */
+  max_loaded_adapters: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
 });
 export type ShardAssignment = Static<typeof ShardAssignmentSchema>;
+/** One LoRA adapter of an assignment. */
+export type AssignedAdapter = NonNullable<ShardAssignment['adapters']>[number];
 
 /**
  * The answer to a heartbeat: an acknowledgement, plus what the server wants the agent

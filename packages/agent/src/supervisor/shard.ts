@@ -48,6 +48,15 @@ export async function withModelFile(s: Shard, files: FileSource | undefined, eng
     s.unwanted ??= new AbortController();
     a = { ...a, source: await files.ensure(a.file, s.unwanted.signal) };
   }
+  // LoRA adapters given as URLs come through the same cache, verified the same way.
+  if (a.adapters?.some((x) => x.file)) {
+    if (!files) throw new UnusableSource(`this agent has no model cache to fetch the adapters of ${a.model} into`);
+    s.unwanted ??= new AbortController();
+    const signal = s.unwanted.signal;
+    const adapters = [];
+    for (const x of a.adapters) adapters.push(x.file ? { ...x, source: await files.ensure(x.file, signal) } : x);
+    a = { ...a, adapters };
+  }
   // A local file or folder the engine, run as another user, could not open: say so now,
   // once, rather than let the engine fail on it after every restart.
   if (engineUser && path.isAbsolute(a.source) && fs.existsSync(a.source)) {

@@ -38,6 +38,7 @@ export function assignmentsFor(nodeId: string, replicas: Iterable<Replica>, addr
         api_key: r.apiKey,
         ...(spec.startupTimeoutS ? { startup_timeout_s: spec.startupTimeoutS } : {}),
         ...(spec.file ? { file: spec.file } : {}),
+        ...(spec.adapters ? { adapters: spec.adapters, max_loaded_adapters: spec.maxLoadedAdapters } : {}),
       });
     }
   }

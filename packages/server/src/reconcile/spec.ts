@@ -1,4 +1,4 @@
-import type { Model, Profile } from '@llmgw/shared';
+import { DEFAULT_MAX_LOADED_ADAPTERS, type Model, type Profile } from '@llmgw/shared';
 import type { ReplicaSpec } from '../domain.js';
 import { fileOf } from '../files/sources.js';
 
@@ -18,5 +18,14 @@ export function specOf(model: Model, profile: Profile): ReplicaSpec {
     ...(profile.command ? { command: profile.command } : {}),
     ...(profile.startup_timeout_s ? { startupTimeoutS: profile.startup_timeout_s } : {}),
     ...(file ? { file } : {}),
+    ...(model.adapters?.length
+      ? {
+          adapters: model.adapters.map((a) => {
+            const f = fileOf(a.source, a.sha256);
+            return { name: a.name, source: a.source, ...(f ? { file: f } : {}) };
+          }),
+          maxLoadedAdapters: profile.max_loaded_adapters ?? DEFAULT_MAX_LOADED_ADAPTERS,
+        }
+      : {}),
   };
 }
