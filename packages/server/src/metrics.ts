@@ -83,6 +83,19 @@ export class Metrics {
     labelNames: ['model', 'fallback'] as const,
     registers: [this.registry],
   });
+  /** LoRA adapters the gateway sent to a replica that did not hold them (issue 31): a load in the engine. */
+  readonly adapterLoads = new Counter({
+    name: 'llmgw_adapter_loads_total',
+    help: 'LoRA adapter loads: requests routed to a replica that did not hold the adapter (by the gateway\u2019s record of each replica\u2019s slots)',
+    labelNames: ['model', 'adapter'] as const,
+    registers: [this.registry],
+  });
+  readonly adapterUnloads = new Counter({
+    name: 'llmgw_adapter_unloads_total',
+    help: 'LoRA adapters evicted from a full replica to load another (least recently used first)',
+    labelNames: ['model', 'adapter'] as const,
+    registers: [this.registry],
+  });
   readonly retries = new Counter({
     name: 'llmgw_retries_total',
     help: 'Upstream attempts retried on another replica before the first byte',

@@ -30,14 +30,14 @@ export function mayUse(key: StoredKey, model: string): boolean {
  * call when the request is over, which gives its concurrency slot back.
  */
 export function admit(keys: KeyRing, key: StoredKey, model: Model): () => void {
-  checkModel(key, model);
+  checkModel(key, model.name);
   return admitLimits(keys, key);
 }
 
-/** Refuses a model outside the key's model list. */
-export function checkModel(key: StoredKey, model: Model): void {
-  if (!mayUse(key, model.name)) {
-    throw new DomainError('model_not_allowed', `this API key may not use model \`${model.name}\` (allowed: ${key.models.join(', ')})`, { field: 'model' });
+/** Refuses a model (or LoRA adapter, by its own name) outside the key's model list. */
+export function checkModel(key: StoredKey, name: string): void {
+  if (!mayUse(key, name)) {
+    throw new DomainError('model_not_allowed', `this API key may not use model \`${name}\` (allowed: ${key.models.join(', ')})`, { field: 'model' });
   }
 }
 

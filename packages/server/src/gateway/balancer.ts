@@ -9,6 +9,8 @@ import type { TokenUsage } from './usage.js';
 export interface Routed {
   readonly model: string;
   readonly body: Record<string, unknown>;
+  /** The LoRA adapter the request names, when it names one (`AdapterAffinity` routes by it). */
+  readonly adapter?: string;
   state?: unknown;
 }
 

@@ -57,7 +57,9 @@ export class Fallbacks {
       let now = Date.now();
       const eligible = (id: string) => !tried.has(id) && !this.upstream.coolingDown(id, now);
       const balancer = this.balancers(model);
-      const routed: Routed = { model: model.name, body: ex.body };
+      // An adapter's requests are routed (and their prefixes indexed) under the adapter's name on its base.
+      const adapter = model === ex.model ? ex.adapter : undefined;
+      const routed: Routed = adapter ? { model: adapter, body: ex.body, adapter } : { model: model.name, body: ex.body };
       for (
         let target = balancer.pick(targets, this.upstream.inFlight, eligible, routed);
         target;

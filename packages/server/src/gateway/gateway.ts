@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.js';
 import type { ModelLoad } from '../reconcile/reconcile.js';
 import type { StoredKey } from '../store/store.js';
 import { PRIORITY_HEADER, admitLimits, authenticate, bandOf, checkModel, mayUse } from './admission.js';
+import { AdapterAffinity } from './adapter-affinity.js';
 import { LeastLoaded, type Balancer } from './balancer.js';
 import { CacheAware } from './cache-aware.js';
 import { ColdStart } from './cold-start.js';
@@ -66,6 +67,8 @@ export class Gateway {
   private readonly fallbacks: Fallbacks;
   /** Requests held in the gateway while every replica of their model is saturated. */
   readonly flow: FlowControl;
+  /** The LoRA adapters the gateway takes a replica to hold, least recently used first (`ctl replicas -o wide`). */
+  readonly adapters: (replicaId: string) => string[];
 
   /** Requests waiting per model and band, for the metrics at scrape time. */
   queued(): { model: string; band: string; value: number }[] {
@@ -97,13 +100,33 @@ export class Gateway {
     const ca = routed instanceof CacheAware ? routed : cacheAware;
     const cacheAwareLoad: LoadReader = { uncached: (id) => ca.uncachedInFlight(id), rate: (id) => ca.prefillRate(id), inFlight: this.upstream.inFlight };
     const inFlightLoad: LoadReader = { uncached: () => 0, rate: () => undefined, inFlight: this.upstream.inFlight };
-    const balancerOf = (m: Model) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware);
+    const policyOf = (m: Model) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware);
+    // A model with LoRA adapters routes by adapter first, its own policy within (issue 31).
+    const affinities = new Map<string, AdapterAffinity>();
+    const adapterSlots = new Map<string, number | undefined>();
+    const adapterCounts = {
+      loaded: (model: string, adapter: string) => metrics.adapterLoads.inc({ model, adapter }),
+      unloaded: (model: string, adapter: string) => metrics.adapterUnloads.inc({ model, adapter }),
+    };
+    const balancerOf = (m: Model): Balancer => {
+      if (!m.adapters?.length) return policyOf(m);
+      let a = affinities.get(m.name);
+      if (!a) affinities.set(m.name, (a = new AdapterAffinity(policyOf(m), m.name, adapterCounts, (id) => adapterSlots.get(id))));
+      return a;
+    };
+    this.adapters = (replicaId) => {
+      for (const a of affinities.values()) {
+        const held = a.loaded(replicaId);
+        if (held.length) return held;
+      }
+      return [];
+    };
     this.flow = new FlowControl(
       {
         routes: (m) => ctl.routes(m),
         eligible: (id) => !this.upstream.coolingDown(id, Date.now()),
         // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
-        load: (m) => (balancerOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad),
+        load: (m) => (policyOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad),
       },
       settings.flow,
       Date.now,
@@ -117,6 +140,9 @@ export class Gateway {
       // A replica that is not ready has lost its cache, or will have when it is back.
       const ready = new Set(replicas.filter((r) => r.state === 'ready').map((r) => r.id));
       (balancer ?? cacheAware).retain?.(ready);
+      for (const r of replicas) adapterSlots.set(r.id, r.spec?.maxLoadedAdapters);
+      for (const id of adapterSlots.keys()) if (!ready.has(id)) adapterSlots.delete(id);
+      for (const a of affinities.values()) a.retain(ready);
       this.flow.freedAll();
     });
   }
@@ -173,7 +199,7 @@ export class Gateway {
     try {
       band = bandOf(key, req.headers[PRIORITY_HEADER]);
       request = parseRequest(path, await readBody(req, this.settings.maxBodyBytes), this.ctl.catalogView);
-      checkModel(key, request.model);
+      checkModel(key, request.adapter ?? request.model.name);
     } catch (err) {
       release();
       throw err;

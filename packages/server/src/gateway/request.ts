@@ -20,8 +20,10 @@ export interface ClientRequest {
   body: Record<string, unknown>;
   /** The model name or alias as the client wrote it. */
   requested: string;
-  /** The catalog model it resolves to. */
+  /** The catalog model it resolves to: for a LoRA adapter, its base. */
   model: Model;
+  /** The LoRA adapter the client named as its model, served by a replica of `model`. */
+  adapter?: string;
   stream: boolean;
   /** Whether a streaming client asked for the usage event (`stream_options.include_usage`). */
   clientWantsUsage: boolean;
@@ -67,7 +69,9 @@ export function parseRequest(path: string, raw: Buffer, catalog: CatalogView): C
   // Before any lookup: suggestions cost the name's length times the catalog's.
   if (requested.length > MAX_MODEL_NAME)
     throw new DomainError('invalid_request', `model \`${clip(requested)}\` is longer than ${MAX_MODEL_NAME} characters`, { field: 'model' });
-  const model = catalog.resolve(requested);
+  const named = catalog.resolve(requested);
+  const adapted = named ? undefined : catalog.adapter?.(requested);
+  const model = named ?? adapted?.model;
   if (!model) {
     const close = catalog.suggest(requested);
     const hint = close.length ? `; did you mean ${close.map((c) => `\`${c}\``).join(', ')}?` : '';
@@ -75,7 +79,7 @@ export function parseRequest(path: string, raw: Buffer, catalog: CatalogView): C
   }
   const stream = body.stream === true;
   const clientWantsUsage = stream && (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-  return { path, raw, body, requested, model, stream, clientWantsUsage };
+  return { path, raw, body, requested, model, ...(adapted ? { adapter: requested } : {}), stream, clientWantsUsage };
 }
 
 /**
@@ -85,8 +89,10 @@ export function parseRequest(path: string, raw: Buffer, catalog: CatalogView): C
  */
 export function bodyFor(r: ClientRequest, model: string): Buffer | string {
   const addUsage = r.stream && !r.clientWantsUsage;
-  if (r.requested === model && !addUsage) return r.raw;
-  const b: Record<string, unknown> = { ...r.body, model };
+  // On its base, an adapter is asked for by its own name, as engines serve adapters.
+  const name = r.adapter && model === r.model.name ? r.adapter : model;
+  if (r.requested === name && !addUsage) return r.raw;
+  const b: Record<string, unknown> = { ...r.body, model: name };
   if (addUsage) b.stream_options = { ...(r.body.stream_options ?? {}), include_usage: true };
   return JSON.stringify(b);
 }

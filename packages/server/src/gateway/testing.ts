@@ -98,7 +98,15 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
   const ready = new Set(targets.map((t) => t.replicaId));
   const events = new EventEmitter<ControllerEvents>();
   const ctl = {
-    catalogView: { models: [m], resolve: (n: string) => (n === 'm' ? m : undefined), suggest: () => [] },
+    catalogView: {
+      models: [m],
+      resolve: (n: string) => (n === 'm' ? m : undefined),
+      suggest: () => [],
+      adapter: (n: string) => {
+        const adapter = m.adapters?.find((a) => a.name === n);
+        return adapter && { model: m, adapter };
+      },
+    },
     models: [m],
     startedAtMs: Date.now(),
     routes: (name: string) => (name === 'm' ? targets.filter((t) => ready.has(t.replicaId)) : []),
