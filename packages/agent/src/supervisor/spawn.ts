@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { asEngineUser, type EngineUser } from '../engine-user.js';
 import { readProcStat } from '../proc.js';
+import { openPrivateAppend } from './private-files.js';
 
 /**
  * The agent's variables an engine inherits: the basics a program expects, and the
@@ -63,7 +64,7 @@ export function spawnEngine(
   const [bin = '', ...args] = asEngineUser(argv, user);
   // Opened by the agent and handed over: an engine running as another user writes its
   // log without being able to open (or read) anything in the agent's state directory.
-  const fd = fs.openSync(logFile, 'a');
+  const fd = openPrivateAppend(logFile);
   let child: ChildProcess;
   try {
     child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd], env: engineEnvironment(env, user) });

@@ -10,6 +10,7 @@ import { boundLog, lastLogLines, logPath, readTail, writeLaunchMark } from './lo
 import { restartPolicy, withDefaults, type ResolvedOptions, type SupervisorOptions } from './options.js';
 import { PortPool } from './ports.js';
 import { downloadOf, newShard, shardFromRecord, withModelFile, type Shard } from './shard.js';
+import { privateStateDir } from './private-files.js';
 import { spawnEngine } from './spawn.js';
 import { adoptionOf, StateFileStore, toRecord, type ShardRecord } from './state-file.js';
 import { exitReason, step, type Decision, type RestartPolicy, type ShardEvent } from './state-machine.js';
@@ -48,6 +49,7 @@ export class Supervisor {
     this.policy = restartPolicy(this.opts);
     this.ports = new PortPool(options.portRange, options.bindHost);
     this.stateFile = new StateFileStore(options.stateDir, options.log);
+    privateStateDir(options.stateDir, options.engineUser !== undefined);
   }
 
   /**
