@@ -1,14 +1,22 @@
 import express, { type Router } from 'express';
-import { HeartbeatSchema, JoinRequestSchema } from '@llmgw/shared';
+import { HeartbeatSchema, JoinRequestSchema, nodeAddrRefusal } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials/auth.js';
 import type { Membership } from '../credentials/membership.js';
-import { badRequest } from '../errors.js';
+import { badRequest, echo } from '../errors.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
+
+/** What the agent API takes from the server's settings. */
+export interface AgentApiOptions {
+  /** `--models-dir`: served as `llmgw://` files; absent = none. */
+  modelsDir?: string;
+  /** `--allow-loopback-nodes`: a loopback `mgmt_addr` is taken (a single-machine fleet). */
+  allowLoopbackNodes?: boolean;
+}
 
 /**
  * What agents call (packages/agent/README.md; credentials/README.md). The join token is good for `/join` only, which
@@ -16,7 +24,8 @@ const MAX_WAIT_MS = 30_000;
  * may speak for its own node only (403 otherwise). A heartbeat is validated in full
  * before anything in the inventory changes, so a bad report leaves no trace.
  */
-export function agentApi(ctl: Controller, membership: Membership, modelsDir?: string): Router {
+export function agentApi(ctl: Controller, membership: Membership, opts: AgentApiOptions = {}): Router {
+  const { modelsDir } = opts;
   const r = express.Router();
 
   r.route('/join')
@@ -34,6 +43,9 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
     .post(...jsonBody('4mb'), (req, res) => {
       const hb = parseBody(HeartbeatSchema, req.body);
       ownNode(res, hb.report.node_id, 'report.node_id');
+      // Where the gateway will send prompts: refused before anything is recorded.
+      const refused = nodeAddrRefusal(hb.report.mgmt_addr, opts.allowLoopbackNodes === true);
+      if (refused) throw badRequest(`report.mgmt_addr ${echo(hb.report.mgmt_addr)} ${refused}`, 'report.mgmt_addr');
       sendJson(res, ctl.heartbeat(hb));
     })
     .all(methodNotAllowed);
