@@ -25,6 +25,7 @@ import { tokenFor } from './store/modes.js';
 import { membershipApi } from './api/membership-api.js';
 import { JoinToken } from './credentials/join-token.js';
 import { Membership, type JoinApproval } from './credentials/membership.js';
+import { CredentialSightings } from './credentials/sightings.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { fleetEvents } from './events/index.js';
@@ -238,6 +239,9 @@ export async function startServer(
     agentApi(controller, membership, {
       ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}),
       allowLoopbackNodes: settings.allowLoopbackNodes === true,
+      sightings: new CredentialSightings({ liveMs: settings.notReadyAfterMs, bind: settings.bindCredentials === true }),
+      suspectForMs: settings.lostAfterMs,
+      onCredential: events.onCredential,
     }),
   );
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
