@@ -80,3 +80,53 @@ export function nodeAddrRefusal(addr: string, allowLoopback: boolean): string | 
   for (const [why, blocks] of REFUSED) if (blocks.check(addr, type)) return why;
   return undefined;
 }
+
+/** The kinds of address a model download's redirect may not reach unless its catalog URL does. */
+export type AddressClass = 'loopback' | 'link-local' | 'private' | 'unspecified' | 'public';
+
+const CLASSES: [Exclude<AddressClass, 'public'>, BlockList][] = [
+  [
+    'loopback',
+    list([
+      ['127.0.0.0', 8, 'ipv4'],
+      ['::1', 128, 'ipv6'],
+    ]),
+  ],
+  [
+    'link-local',
+    list([
+      ['169.254.0.0', 16, 'ipv4'],
+      ['fe80::', 10, 'ipv6'],
+    ]),
+  ],
+  [
+    'unspecified',
+    list([
+      ['0.0.0.0', 8, 'ipv4'],
+      ['::', 128, 'ipv6'],
+    ]),
+  ],
+  [
+    // RFC 1918, shared address space (carrier NAT, 100.64/10), unique local IPv6, and the
+    // deprecated site-local and IPv4-compatible forms, which reach nothing public.
+    'private',
+    list([
+      ['10.0.0.0', 8, 'ipv4'],
+      ['172.16.0.0', 12, 'ipv4'],
+      ['192.168.0.0', 16, 'ipv4'],
+      ['100.64.0.0', 10, 'ipv4'],
+      ['fc00::', 7, 'ipv6'],
+      ['fec0::', 10, 'ipv6'],
+      ['::', 96, 'ipv6'],
+    ]),
+  ],
+];
+
+/** Which kind of address `ip` (an IP address, IPv4-mapped forms included) is; `public` for anything else. */
+export function addressClass(ip: string): AddressClass {
+  const a = ip.replace(/^\[(.*)\]$/, '$1');
+  const type = isIPv6(a) ? 'ipv6' : 'ipv4';
+  if (isIP(a) === 0) return 'public';
+  for (const [c, blocks] of CLASSES) if (blocks.check(a, type)) return c;
+  return 'public';
+}
