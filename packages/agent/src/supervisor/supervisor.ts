@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import { buildCommand, type EngineCommand } from '../engines.js';
@@ -263,6 +264,7 @@ export class Supervisor {
         onSpawnError: (err) => this.onSpawnError(s, epoch, cmd.argv[0], err),
       },
       this.opts.engineUser,
+      cmd.keyOnFd === true && s.a.api_key ? { dir: path.join(this.opts.stateDir, 'keys'), secret: s.a.api_key } : undefined,
     );
     if (!proc) return; // onSpawnError follows
     s.proc = proc;
