@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ShardAssignment } from '@llmgw/shared';
-import { buildCommand, engineEnv, SGLANG_LAUNCHER, type EngineBins } from './engines.js';
+import { buildCommand, engineEnv, SGLANG_LAUNCHER, VLLM_LAUNCHER, type EngineBins } from './engines.js';
 import { openKeyFile } from './supervisor/spawn.js';
 
 const bins: EngineBins = {
@@ -352,6 +352,39 @@ describe('SGLANG_LAUNCHER', () => {
       "['--model-path', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '1', '--api-key', 'sk-rep'] None",
     );
     expect(cmdline).not.toContain('sk-rep');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('VLLM_LAUNCHER (--vllm-python)', () => {
+  const python = spawnSync('python3', ['--version']).status === 0;
+  (python ? it : it.skip)('hands vLLM the key from descriptor 3 in memory, in no environment or command line', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vllm-'));
+    fs.mkdirSync(path.join(dir, 'vllm', 'entrypoints', 'cli'), { recursive: true });
+    for (const d of ['vllm', 'vllm/entrypoints', 'vllm/entrypoints/cli']) fs.writeFileSync(path.join(dir, d, '__init__.py'), '');
+    // Stands in for the `vllm` console script's entry point.
+    fs.writeFileSync(
+      path.join(dir, 'vllm', 'entrypoints', 'cli', 'main.py'),
+      "import os, sys\ndef main():\n    print(repr(sys.argv), os.environ.get('VLLM_API_KEY'))\n    print(open('/proc/self/cmdline').read())\n    return 0\n",
+    );
+    const cmd = buildCommand(shard({ engine: 'vllm', gpus: [] }), { ...ctx, bins: { ...bins, vllmPython: 'python3' } });
+    expect(cmd.argv.slice(0, 4)).toEqual(['python3', '-c', VLLM_LAUNCHER, 'serve']);
+    expect(cmd.keyOnFd).toBe(true);
+    expect(Object.values(cmd.env)).not.toContain('sk-rep');
+    const keyFd = openKeyFile({ dir: path.join(dir, 'keys'), secret: 'sk-rep' });
+    const [bin = '', ...args] = cmd.argv;
+    const r = spawnSync(bin, args, { env: { ...process.env, ...cmd.env, PYTHONPATH: dir }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', keyFd] });
+    fs.closeSync(keyFd);
+    const [seen, cmdline] = r.stdout.split('\n');
+    expect(seen).toBe(
+      "['vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tensor-parallel-size', '1', '--api-key', 'sk-rep'] None",
+    );
+    expect(cmdline).not.toContain('sk-rep');
+    // Without --vllm-python: vllm itself, the key in VLLM_API_KEY (what remains).
+    const plain = buildCommand(shard({ engine: 'vllm', gpus: [] }), ctx);
+    expect(plain.argv[0]).toBe(bins.vllm);
+    expect(plain.env.VLLM_API_KEY).toBe('sk-rep');
+    expect(plain.keyOnFd).toBeUndefined();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });

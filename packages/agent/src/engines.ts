@@ -6,6 +6,12 @@ import { engineEnvRefusal, type ShardAssignment } from '@llmgw/shared';
  */
 export interface EngineBins {
   vllm: string;
+  /**
+   * A Python interpreter that has vllm installed (`--vllm-python`): vLLM is then started
+   * through {@link VLLM_LAUNCHER} with its key on descriptor 3. Absent: `vllm` with the
+   * key in VLLM_API_KEY.
+   */
+  vllmPython?: string;
   /** A Python interpreter that has sglang installed (`python3 -m sglang.launch_server`). */
   sglangPython: string;
   llamaServer: string;
@@ -57,11 +63,31 @@ export const API_KEY_ENV: Record<string, string> = {
 
 /**
  * The engines that read their key from descriptor 3 (a 0400 file the agent opened and
- * unlinked; `supervisor/spawn.ts`): llmgw's own through `--api-key-file /dev/fd/3`, and
- * SGLang through {@link SGLANG_LAUNCHER}. The key is then in neither their environment
+ * unlinked; `supervisor/spawn.ts`): llmgw's own through `--api-key-file /dev/fd/3`,
+ * SGLang through {@link SGLANG_LAUNCHER}, and vLLM with `--vllm-python` through
+ * {@link VLLM_LAUNCHER}. The key is then in neither their environment
  * nor their command line.
  */
 const KEY_ON_FD = new Set(['sglang', 'node-llama-cpp']);
+
+/**
+ * `python -c VLLM_LAUNCHER serve ARGS...` is `vllm serve ARGS... --api-key K` with K read
+ * from descriptor 3 (then closed), added to `sys.argv` in memory as for SGLang. The
+ * entry point is the one the `vllm` console script calls (`vllm.scripts` before 0.8).
+ */
+export const VLLM_LAUNCHER = [
+  'import os, sys',
+  'try:',
+  "    with os.fdopen(3, 'r') as f: k = f.read().strip()",
+  'except OSError:',
+  "    k = os.environ.pop('VLLM_API_KEY', '')",
+  "sys.argv = ['vllm'] + sys.argv[1:] + (['--api-key', k] if k else [])",
+  'try:',
+  '    from vllm.entrypoints.cli.main import main',
+  'except ImportError:',
+  '    from vllm.scripts import main',
+  'sys.exit(main())',
+].join('\n');
 
 /** What llmgw's engines are told: read the key from the descriptor the agent hands over. */
 const KEY_FILE_ARGS = ['--api-key-file', '/dev/fd/3'];
@@ -132,10 +158,10 @@ export function buildCommand(a: ShardAssignment, ctx: CommandContext): EngineCom
   const env = { ...engineEnv(a), ...(onFd ? {} : keyEnv(a)) };
   const key = onFd ? { keyOnFd: true } : {};
   // llmgw's engines read the descriptor through a flag, before the profile's args.
-  const keyArgs = onFd && a.engine !== 'sglang' ? KEY_FILE_ARGS : [];
+  const keyArgs = onFd && (a.engine === 'node-llama-cpp' || a.engine === 'command') ? KEY_FILE_ARGS : [];
   switch (a.engine) {
     case 'vllm':
-      return { argv: [...vllmArgv(a, ctx), ...a.args], env, http: a.rank === 0 };
+      return { argv: [...vllmArgv(a, ctx), ...a.args], env, http: a.rank === 0, ...key };
     case 'sglang':
       return { argv: [...sglangArgv(a, ctx), ...a.args], env, http: a.rank === 0, ...key };
     case 'llama.cpp':
@@ -153,6 +179,7 @@ export function buildCommand(a: ShardAssignment, ctx: CommandContext): EngineCom
 /** Whether the shard's engine reads its key from descriptor 3: SGLang, node-llama-cpp, and a `command` running one of llmgw's programs. */
 function takesKeyOnFd(a: ShardAssignment, ctx: CommandContext): boolean {
   if (KEY_ON_FD.has(a.engine)) return true;
+  if (a.engine === 'vllm') return ctx.bins.vllmPython !== undefined;
   return a.engine === 'command' && a.command !== undefined && a.command.length > 0 && ctx.bins.programs?.has(a.command[0] ?? '') === true;
 }
 
@@ -195,7 +222,7 @@ function singleNodeOnly(a: ShardAssignment, engine: string): void {
 
 function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   const argv = [
-    ctx.bins.vllm,
+    ...(ctx.bins.vllmPython !== undefined ? [ctx.bins.vllmPython, '-c', VLLM_LAUNCHER] : [ctx.bins.vllm]),
     'serve',
     a.source,
     '--served-model-name',
