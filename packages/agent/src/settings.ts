@@ -76,7 +76,7 @@ export const RUN_SETTINGS = {
     unit: 'text',
     flag: '--vllm-python',
     placeholder: 'path',
-    help: "python with vllm installed: vLLM then gets its key on a descriptor, not in VLLM_API_KEY, which every engine of the engine user can read (default: --vllm-bin and VLLM_API_KEY)",
+    help: 'python with vllm installed: vLLM then gets its key on a descriptor, not in VLLM_API_KEY, which every engine of the engine user can read (default: --vllm-bin and VLLM_API_KEY)',
   },
   sglangPython: { unit: 'text', flag: '--sglang-python', placeholder: 'path', default: 'python3', help: 'python with sglang installed' },
   llamaServerBin: { unit: 'text', flag: '--llama-server-bin', placeholder: 'path', default: 'llama-server', help: 'llama.cpp llama-server executable' },
