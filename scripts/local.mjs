@@ -136,6 +136,8 @@ server = launch('server', 'packages/server/dist/main.js', [
   clientAddr,
   '--data-dir',
   serverDir,
+  // One machine: the agent's engines are at 127.0.0.1, which a fleet server refuses.
+  '--allow-loopback-nodes',
 ]);
 
 // The server (re)writes the full join token before it listens, so once its admin API

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ShardAssignment } from '@llmgw/shared';
-import { buildCommand, engineEnv, SGLANG_LAUNCHER, type EngineBins } from './engines.js';
+import { buildCommand, engineEnv, SGLANG_LAUNCHER, VLLM_LAUNCHER, type EngineBins } from './engines.js';
+import { openKeyFile } from './supervisor/spawn.js';
 
 const bins: EngineBins = {
   vllm: '/opt/vllm/bin/vllm',
@@ -129,7 +130,9 @@ describe('sglang', () => {
       '--tp-size',
       '2',
     ]);
-    expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
+    // On descriptor 3 (issue 27, finding 7): not in the environment, where every engine of the user reads it.
+    expect(Object.values(cmd.env)).not.toContain('sk-rep');
+    expect(cmd.keyOnFd).toBe(true);
     expect(cmd.http).toBe(true);
   });
 
@@ -187,8 +190,15 @@ describe('node-llama-cpp', () => {
       '0.0.0.0',
       '--port',
       '40001',
+      '--api-key-file',
+      '/dev/fd/3',
     ]);
-    expect(cmd.env.LLMGW_ENGINE_API_KEY).toBe('sk-rep');
+    expect(Object.values(cmd.env)).not.toContain('sk-rep');
+    expect(cmd.keyOnFd).toBe(true);
+    // No key, no descriptor.
+    const keyless = buildCommand(shard({ engine: 'node-llama-cpp', gpus: [], source: '/m.gguf', api_key: undefined }), ctx);
+    expect(keyless.argv).not.toContain('--api-key-file');
+    expect(keyless.keyOnFd).toBeUndefined();
   });
 
   it('runs any other bin directly', () => {
@@ -244,7 +254,9 @@ describe('command', () => {
     for (const engine of ['vllm', 'sglang', 'llama.cpp', 'node-llama-cpp', 'command']) {
       const cmd = buildCommand(shard({ engine, gpus: [], command: ['e', '--key', '{api_key}'] }), ctx);
       expect(cmd.argv.join(' ')).not.toContain('sk-rep');
-      expect(Object.values(cmd.env)).toContain('sk-rep');
+      // Either on descriptor 3 or, for engines that read no descriptor, in the environment.
+      expect([engine, cmd.keyOnFd === true || Object.values(cmd.env).includes('sk-rep')]).toEqual([engine, true]);
+      expect([engine, cmd.keyOnFd === true && Object.values(cmd.env).includes('sk-rep')]).toEqual([engine, false]);
     }
   });
 
@@ -272,7 +284,9 @@ describe('command', () => {
 
   it('resolves llmgw-test-engine to the built test engine run by this Node', () => {
     const cmd = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine', '--port', '{port}'] }), ctx);
-    expect(cmd.argv).toEqual([process.execPath, '/opt/llmgw/test-engine.js', '--port', '40001']);
+    // llmgw's own program reads the key from descriptor 3; any other command from the environment.
+    expect(cmd.argv).toEqual([process.execPath, '/opt/llmgw/test-engine.js', '--port', '40001', '--api-key-file', '/dev/fd/3']);
+    expect(cmd.keyOnFd).toBe(true);
     const noBin = buildCommand(shard({ engine: 'command', command: ['llmgw-test-engine'] }), { ...ctx, bins });
     expect(noBin.argv).toEqual(['llmgw-test-engine']);
   });
@@ -316,7 +330,7 @@ describe('unknown engine', () => {
 
 describe('SGLANG_LAUNCHER', () => {
   const python = spawnSync('python3', ['--version']).status === 0;
-  (python ? it : it.skip)('hands SGLang the key from the environment in memory, not on any command line', () => {
+  (python ? it : it.skip)('hands SGLang the key from descriptor 3 in memory, on no command line and in no environment', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sglang-'));
     fs.mkdirSync(path.join(dir, 'sglang'));
     fs.writeFileSync(path.join(dir, 'sglang', '__init__.py'), '');
@@ -327,12 +341,50 @@ describe('SGLANG_LAUNCHER', () => {
     );
     const cmd = buildCommand(shard({ engine: 'sglang', gpus: [] }), { ...ctx, bins: { ...bins, sglangPython: 'python3' } });
     const [bin = '', ...args] = cmd.argv;
-    const r = spawnSync(bin, args, { env: { ...process.env, ...cmd.env, PYTHONPATH: dir }, encoding: 'utf8' });
+    expect(cmd.keyOnFd).toBe(true);
+    const keyFd = openKeyFile({ dir: path.join(dir, 'keys'), secret: 'sk-rep' });
+    // The file is gone once opened: the descriptor is the only way to it.
+    expect(fs.readdirSync(path.join(dir, 'keys'))).toEqual([]);
+    const r = spawnSync(bin, args, { env: { ...process.env, ...cmd.env, PYTHONPATH: dir }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', keyFd] });
+    fs.closeSync(keyFd);
     const [seen, cmdline] = r.stdout.split('\n');
     expect(seen).toBe(
       "['--model-path', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tp-size', '1', '--api-key', 'sk-rep'] None",
     );
     expect(cmdline).not.toContain('sk-rep');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('VLLM_LAUNCHER (--vllm-python)', () => {
+  const python = spawnSync('python3', ['--version']).status === 0;
+  (python ? it : it.skip)('hands vLLM the key from descriptor 3 in memory, in no environment or command line', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vllm-'));
+    fs.mkdirSync(path.join(dir, 'vllm', 'entrypoints', 'cli'), { recursive: true });
+    for (const d of ['vllm', 'vllm/entrypoints', 'vllm/entrypoints/cli']) fs.writeFileSync(path.join(dir, d, '__init__.py'), '');
+    // Stands in for the `vllm` console script's entry point.
+    fs.writeFileSync(
+      path.join(dir, 'vllm', 'entrypoints', 'cli', 'main.py'),
+      "import os, sys\ndef main():\n    print(repr(sys.argv), os.environ.get('VLLM_API_KEY'))\n    print(open('/proc/self/cmdline').read())\n    return 0\n",
+    );
+    const cmd = buildCommand(shard({ engine: 'vllm', gpus: [] }), { ...ctx, bins: { ...bins, vllmPython: 'python3' } });
+    expect(cmd.argv.slice(0, 4)).toEqual(['python3', '-c', VLLM_LAUNCHER, 'serve']);
+    expect(cmd.keyOnFd).toBe(true);
+    expect(Object.values(cmd.env)).not.toContain('sk-rep');
+    const keyFd = openKeyFile({ dir: path.join(dir, 'keys'), secret: 'sk-rep' });
+    const [bin = '', ...args] = cmd.argv;
+    const r = spawnSync(bin, args, { env: { ...process.env, ...cmd.env, PYTHONPATH: dir }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', keyFd] });
+    fs.closeSync(keyFd);
+    const [seen, cmdline] = r.stdout.split('\n');
+    expect(seen).toBe(
+      "['vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama-8b', '--host', '0.0.0.0', '--port', '40001', '--tensor-parallel-size', '1', '--api-key', 'sk-rep'] None",
+    );
+    expect(cmdline).not.toContain('sk-rep');
+    // Without --vllm-python: vllm itself, the key in VLLM_API_KEY (what remains).
+    const plain = buildCommand(shard({ engine: 'vllm', gpus: [] }), ctx);
+    expect(plain.argv[0]).toBe(bins.vllm);
+    expect(plain.env.VLLM_API_KEY).toBe('sk-rep');
+    expect(plain.keyOnFd).toBeUndefined();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });

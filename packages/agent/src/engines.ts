@@ -7,6 +7,12 @@ import { adapterArgs, adapterList } from './adapters.js';
  */
 export interface EngineBins {
   vllm: string;
+  /**
+   * A Python interpreter that has vllm installed (`--vllm-python`): vLLM is then started
+   * through {@link VLLM_LAUNCHER} with its key on descriptor 3. Absent: `vllm` with the
+   * key in VLLM_API_KEY.
+   */
+  vllmPython?: string;
   /** A Python interpreter that has sglang installed (`python3 -m sglang.launch_server`). */
   sglangPython: string;
   llamaServer: string;
@@ -42,11 +48,11 @@ export interface CommandContext {
 export const ENGINE_API_KEY_ENV = 'LLMGW_ENGINE_API_KEY';
 
 /**
- * Where each engine finds the per-replica key: always the environment, never argv,
- * because every local user can read a process's command line (`ps -eo args`,
- * /proc/PID/cmdline) but only its owner and root can read its environment.
- * SGLang has only `--api-key`, so it is started through {@link SGLANG_LAUNCHER},
- * which reads this variable and hands the flag to SGLang inside Python.
+ * Where each engine finds the per-replica key when it is not on descriptor 3
+ * ({@link KEY_ON_FD}): the environment, never argv, because every local user can read a
+ * process's command line (`ps -eo args`, /proc/PID/cmdline). The environment is
+ * readable by the process's owner, so by every engine of the same engine user: vLLM and
+ * llama.cpp, which take no descriptor, and `command` programs other than llmgw's.
  */
 export const API_KEY_ENV: Record<string, string> = {
   vllm: 'VLLM_API_KEY',
@@ -57,14 +63,48 @@ export const API_KEY_ENV: Record<string, string> = {
 };
 
 /**
+ * The engines that read their key from descriptor 3 (a 0400 file the agent opened and
+ * unlinked; `supervisor/spawn.ts`): llmgw's own through `--api-key-file /dev/fd/3`,
+ * SGLang through {@link SGLANG_LAUNCHER}, and vLLM with `--vllm-python` through
+ * {@link VLLM_LAUNCHER}. The key is then in neither their environment
+ * nor their command line.
+ */
+const KEY_ON_FD = new Set(['sglang', 'node-llama-cpp']);
+
+/**
+ * `python -c VLLM_LAUNCHER serve ARGS...` is `vllm serve ARGS... --api-key K` with K read
+ * from descriptor 3 (then closed), added to `sys.argv` in memory as for SGLang. The
+ * entry point is the one the `vllm` console script calls (`vllm.scripts` before 0.8).
+ */
+export const VLLM_LAUNCHER = [
+  'import os, sys',
+  'try:',
+  "    with os.fdopen(3, 'r') as f: k = f.read().strip()",
+  'except OSError:',
+  "    k = os.environ.pop('VLLM_API_KEY', '')",
+  "sys.argv = ['vllm'] + sys.argv[1:] + (['--api-key', k] if k else [])",
+  'try:',
+  '    from vllm.entrypoints.cli.main import main',
+  'except ImportError:',
+  '    from vllm.scripts import main',
+  'sys.exit(main())',
+].join('\n');
+
+/** What llmgw's engines are told: read the key from the descriptor the agent hands over. */
+const KEY_FILE_ARGS = ['--api-key-file', '/dev/fd/3'];
+
+/**
  * `python3 -c SGLANG_LAUNCHER ARGS...` runs `sglang.launch_server ARGS... --api-key K`
- * with K popped from the environment: the key reaches SGLang's argument parser through
- * `sys.argv` in memory, never through exec, so no process's command line holds it, and
- * SGLang's own worker processes do not inherit the variable either.
+ * with K read from descriptor 3 (then closed), or, from an older agent's set-up, popped
+ * from LLMGW_ENGINE_API_KEY: the key reaches SGLang's argument parser through `sys.argv`
+ * in memory, never through exec, so no process's command line or environment holds it.
  */
 export const SGLANG_LAUNCHER = [
   'import os, runpy, sys',
-  `k = os.environ.pop('${ENGINE_API_KEY_ENV}', '')`,
+  'try:',
+  "    with os.fdopen(3, 'r') as f: k = f.read().strip()",
+  'except OSError:',
+  `    k = os.environ.pop('${ENGINE_API_KEY_ENV}', '')`,
   "sys.argv = ['sglang.launch_server'] + sys.argv[1:] + (['--api-key', k] if k else [])",
   "runpy.run_module('sglang.launch_server', run_name='__main__', alter_sys=True)",
 ].join('\n');
@@ -75,6 +115,8 @@ export interface EngineCommand {
   env: Record<string, string>;
   /** False for followers of a multi-node replica: they serve no HTTP, alive = ready. */
   http: boolean;
+  /** The key goes to the engine as descriptor 3 (and is in `env` under no name). */
+  keyOnFd?: boolean;
 }
 
 /** A refused `engine: command` shard's failed reason, in `ctl replicas` and explain. */
@@ -113,22 +155,33 @@ export function buildCommand(a: ShardAssignment, ctx: CommandContext): EngineCom
       if (refused) throw new Error(`profile env ${name} ${refused}`);
     }
   }
-  const env = { ...engineEnv(a), ...keyEnv(a) };
+  const onFd = a.api_key !== undefined && a.api_key !== '' && takesKeyOnFd(a, ctx);
+  const env = { ...engineEnv(a), ...(onFd ? {} : keyEnv(a)) };
+  const key = onFd ? { keyOnFd: true } : {};
+  // llmgw's engines read the descriptor through a flag, before the profile's args.
+  const keyArgs = onFd && (a.engine === 'node-llama-cpp' || a.engine === 'command') ? KEY_FILE_ARGS : [];
   switch (a.engine) {
     case 'vllm':
-      return { argv: [...vllmArgv(a, ctx), ...a.args], env, http: a.rank === 0 };
+      return { argv: [...vllmArgv(a, ctx), ...a.args], env, http: a.rank === 0, ...key };
     case 'sglang':
-      return { argv: [...sglangArgv(a, ctx), ...a.args], env, http: a.rank === 0 };
+      return { argv: [...sglangArgv(a, ctx), ...a.args], env, http: a.rank === 0, ...key };
     case 'llama.cpp':
       return { argv: [...llamaServerArgv(a, ctx), ...a.args], env, http: true };
     case 'node-llama-cpp':
-      return { argv: [...nodeLlamaCppArgv(a, ctx), ...a.args], env, http: true };
+      return { argv: [...nodeLlamaCppArgv(a, ctx), ...keyArgs, ...a.args], env, http: true, ...key };
     case 'command':
       if (ctx.allowCommandEngine !== true) throw new Error(COMMAND_REFUSED);
-      return { argv: [...expandTemplate(a, ctx), ...a.args], env, http: a.rank === 0 };
+      return { argv: [...expandTemplate(a, ctx), ...keyArgs, ...a.args], env, http: a.rank === 0, ...key };
     default:
       throw new Error(`unknown engine "${a.engine}" (want vllm, sglang, llama.cpp, node-llama-cpp or command)`);
   }
+}
+
+/** Whether the shard's engine reads its key from descriptor 3: SGLang, node-llama-cpp, and a `command` running one of llmgw's programs. */
+function takesKeyOnFd(a: ShardAssignment, ctx: CommandContext): boolean {
+  if (KEY_ON_FD.has(a.engine)) return true;
+  if (a.engine === 'vllm') return ctx.bins.vllmPython !== undefined;
+  return a.engine === 'command' && a.command !== undefined && a.command.length > 0 && ctx.bins.programs?.has(a.command[0] ?? '') === true;
 }
 
 /**
@@ -170,7 +223,7 @@ function singleNodeOnly(a: ShardAssignment, engine: string): void {
 
 function vllmArgv(a: ShardAssignment, ctx: CommandContext): string[] {
   const argv = [
-    ctx.bins.vllm,
+    ...(ctx.bins.vllmPython !== undefined ? [ctx.bins.vllmPython, '-c', VLLM_LAUNCHER] : [ctx.bins.vllm]),
     'serve',
     a.source,
     '--served-model-name',

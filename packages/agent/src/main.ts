@@ -91,6 +91,7 @@ const run = addSettings(program.command('run', { isDefault: true }), RUN_SETTING
       bindHost: o.engineHost,
       bins: {
         vllm: o.vllmBin,
+        ...(o.vllmPython ? { vllmPython: o.vllmPython } : {}),
         sglangPython: o.sglangPython,
         llamaServer: o.llamaServerBin,
         // Without @llmgw/engine-llama installed, whatever PATH has under that name.

@@ -72,6 +72,12 @@ export const RUN_SETTINGS = {
   heartbeatIntervalMs: { unit: 'seconds', flag: '--heartbeat-interval', default: 5, above: 0, help: 'seconds between heartbeats' },
   portRange: { unit: 'text', flag: '--port-range', placeholder: 'lo-hi', default: '40000-40999', help: 'ports engines may listen on' },
   vllmBin: { unit: 'text', flag: '--vllm-bin', placeholder: 'path', default: 'vllm', help: 'vllm executable' },
+  vllmPython: {
+    unit: 'text',
+    flag: '--vllm-python',
+    placeholder: 'path',
+    help: 'python with vllm installed: vLLM then gets its key on a descriptor, not in VLLM_API_KEY, which every engine of the engine user can read (default: --vllm-bin and VLLM_API_KEY)',
+  },
   sglangPython: { unit: 'text', flag: '--sglang-python', placeholder: 'path', default: 'python3', help: 'python with sglang installed' },
   llamaServerBin: { unit: 'text', flag: '--llama-server-bin', placeholder: 'path', default: 'llama-server', help: 'llama.cpp llama-server executable' },
   maxRestarts: { unit: 'count', flag: '--max-restarts', default: 5, atLeast: 0, help: 'engine restarts within 10 minutes before a shard is reported failed' },

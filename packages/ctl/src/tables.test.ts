@@ -40,6 +40,12 @@ describe('nodesTable', () => {
     expect(out).toMatch(/b\s+lost\s/);
   });
 
+  it('marks a node whose credential was heard from two places suspect, and says why under the table (issue 27, finding 8)', () => {
+    const n = node({ id: 'gpu-1', suspect: 'node credential of gpu-1 heard from 10.0.0.5 and 10.0.0.66 at once' });
+    expect(nodesTable([n], plain)).toMatch(/gpu-1\s+ready,suspect\s/);
+    expect(nodeDetails([n])).toBe('gpu-1: suspect: node credential of gpu-1 heard from 10.0.0.5 and 10.0.0.66 at once');
+  });
+
   it('says how to join a machine when there is none', () => {
     expect(nodesTable([], plain)).toMatch(/Start llmgw-agent/);
   });

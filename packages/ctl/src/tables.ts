@@ -38,7 +38,7 @@ export function nodesTable(nodes: NodeView[], c: ChalkInstance): string {
 function nodeState(n: NodeView, c: ChalkInstance): string {
   // The words the dashboard shows too (nodeStateWords in @llmgw/shared).
   const text = nodeStateWords(n).join(',');
-  if (n.liveness !== 'ready') return c.red(text);
+  if (n.liveness !== 'ready' || n.suspect !== undefined) return c.red(text);
   if (n.state !== 'ready') return c.yellow(text);
   return c.green(text);
 }
@@ -57,6 +57,7 @@ export function nodeDetails(nodes: NodeView[]): string {
     if (n.state !== 'ready' && n.state_reason) lines.push(`${n.id}: ${n.state} (${n.state_reason})`);
     if (n.drain_status) lines.push(`${n.id}: ${n.drain_status}${n.drain_deadline ? ` (deadline ${n.drain_deadline})` : ''}`);
     if (n.replacement_paused) lines.push(`${n.id}: ${n.replacement_paused}`);
+    if (n.suspect) lines.push(`${n.id}: suspect: ${n.suspect}`);
   }
   return lines.join('\n');
 }

@@ -150,6 +150,8 @@ export async function startServer(
     [
       '--admin-addr',
       opts.adminAddr ?? '127.0.0.1:0',
+      // The journeys' agents run on this machine and advertise 127.0.0.1.
+      '--allow-loopback-nodes',
       '--client-addr',
       '127.0.0.1:0',
       '--data-dir',

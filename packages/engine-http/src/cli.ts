@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,17 +7,49 @@ import type { AddressInfo } from 'node:net';
 export const USAGE_EXIT_CODE = 2;
 
 /**
- * The environment variable an llmgw engine reads its API key from. The agent always
- * passes the key this way: a command line is visible to every local user (`ps`), the
- * environment only to the process's owner and root.
+ * The environment variable an llmgw engine reads its API key from when it has no
+ * `--api-key-file` (a person starting one by hand, a `command` program). The agent hands
+ * llmgw's own engines the key through `--api-key-file /dev/fd/3` instead: another
+ * process of the same user can read a process's environment (`/proc/PID/environ`).
  */
 export const ENGINE_API_KEY_ENV = 'LLMGW_ENGINE_API_KEY';
 
+/** `/dev/fd/N` or `/proc/self/fd/N`: a descriptor the engine inherited, read as it is. */
+const INHERITED_FD = /^\/(?:dev|proc\/self)\/fd\/(\d+)$/;
+
+/**
+ * The key in `file`, trimmed. A `/dev/fd/N` path is read from descriptor N itself and
+ * closed: the agent opens a 0400 key file that the engine's user may not open (and
+ * unlinks it), so re-opening the path would fail, and a closed descriptor leaves nothing
+ * for another process to open through `/proc/PID/fd`.
+ */
+export function readKeyFile(file: string): string {
+  const m = INHERITED_FD.exec(file);
+  let text: string;
+  try {
+    if (m) {
+      const fd = Number(m[1]);
+      try {
+        text = fs.readFileSync(fd, 'utf8');
+      } finally {
+        fs.closeSync(fd);
+      }
+    } else text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--api-key-file ${file}: ${(err as Error).message}`);
+  }
+  const key = text.trim();
+  if (key === '') throw new UsageError(`--api-key-file ${file} is empty`);
+  return key;
+}
+
 /**
  * The API key an engine requires: `--api-key` when given (for people who start an
- * engine by hand), else LLMGW_ENGINE_API_KEY, else none. An empty value is none.
+ * engine by hand), else the contents of `--api-key-file`, else LLMGW_ENGINE_API_KEY,
+ * else none. An empty value is none.
  */
-export function apiKeyFrom(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | null {
+export function apiKeyFrom(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, file?: string): string | null {
+  if (flag === undefined && file !== undefined) return readKeyFile(file);
   const key = flag ?? env[ENGINE_API_KEY_ENV];
   return key === undefined || key === '' ? null : key;
 }

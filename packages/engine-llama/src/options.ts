@@ -39,6 +39,8 @@ Options:
   --host HOST           address to bind (default 127.0.0.1)
   --api-key KEY         require "Authorization: Bearer KEY" on /v1/* (default: the
                         LLMGW_ENGINE_API_KEY variable, which keeps it out of ps)
+  --api-key-file FILE   read the key from FILE (trimmed); /dev/fd/N reads descriptor N,
+                        as the agent passes it (a 0400 file that only this engine holds)
   --threads N           llama.cpp threads (default: 1 per 256 MiB of weights, at least 1,
                         at most the cores this process may use; never more than cores)
   --parallel N          requests generated at once (default ${DEFAULT_PARALLEL}); more wait in a queue
@@ -55,7 +57,7 @@ Stdout gets "node-llama-cpp-engine: serving NAME on http://HOST:PORT" once the p
 bound (the model may still be loading: /health answers 503 until it is ready).
 `;
 
-const VALUE_FLAGS = new Set(['model', 'served-name', 'host', 'port', 'api-key', 'threads', 'parallel', 'context-size']);
+const VALUE_FLAGS = new Set(['model', 'served-name', 'host', 'port', 'api-key', 'api-key-file', 'threads', 'parallel', 'context-size']);
 
 /** Parses the engine's argv (without node and the script); the key may also come from `env`. Never throws. */
 export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
@@ -71,7 +73,7 @@ export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv 
       servedName: servedName === undefined || servedName === '' ? null : servedName,
       host: flags.get('host') ?? '127.0.0.1',
       port: intFlag('port', port, 0, 65535),
-      apiKey: apiKeyFrom(apiKey, env),
+      apiKey: apiKeyFrom(apiKey, env, flags.get('api-key-file')),
       threads: flags.int('threads', 1, 1024),
       parallel: flags.int('parallel', 1, 256) ?? DEFAULT_PARALLEL,
       contextSize: flags.int('context-size', 16, 1 << 24),

@@ -24,6 +24,11 @@ export interface InventoryNode {
   shards?: ShardStatus[];
   /** Its last heartbeat reached another instance; this one heard of it through the database. */
   remote?: boolean;
+  /**
+   * Its credential was heard from two places at once (credentials/sightings.ts): why,
+   * and until when it shows as suspect in `ctl nodes`. In memory, this instance's view.
+   */
+  suspect?: { reason: string; untilMs: number };
 }
 
 export interface InventoryOptions {
@@ -271,6 +276,17 @@ export class Inventory {
   /** This instance read the other instances' heartbeats from the database at `atMs` (cluster/sync.ts). */
   heardFromDatabase(atMs: number): void {
     this.heardAtMs = atMs;
+  }
+
+  /** Marks a node suspect until `untilMs` (a later mark extends it). */
+  markSuspect(id: string, reason: string, untilMs: number): void {
+    const node = this.nodes.get(id);
+    if (node) node.suspect = { reason, untilMs: Math.max(untilMs, node.suspect?.untilMs ?? 0) };
+  }
+
+  /** Why the node is suspect now, or undefined. */
+  suspectOf(node: InventoryNode, nowMs: number): string | undefined {
+    return node.suspect !== undefined && nowMs < node.suspect.untilMs ? node.suspect.reason : undefined;
   }
 
   liveness(node: InventoryNode, nowMs: number): Liveness {

@@ -107,6 +107,8 @@ const program = addServerOptions(
           // A secret from LLMGW_JOIN_TOKEN is changed there; only a generated one rotates.
           ...(process.env.LLMGW_JOIN_TOKEN ? {} : { joinTokenFile: join.file }),
           joinApproval: o.joinApproval,
+          allowLoopbackNodes: o.allowLoopbackNodes,
+          bindCredentials: o.bindCredentials,
           dataDir,
           ...(tls.admin ? { adminTls: tls.admin } : {}),
           ...(tls.client ? { clientTls: tls.client } : {}),

@@ -25,6 +25,7 @@ import { tokenFor } from './store/modes.js';
 import { membershipApi } from './api/membership-api.js';
 import { JoinToken } from './credentials/join-token.js';
 import { Membership, type JoinApproval } from './credentials/membership.js';
+import { CredentialSightings } from './credentials/sightings.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
 import { dashboard } from './dashboard/dashboard.js';
 import { fleetEvents } from './events/index.js';
@@ -61,6 +62,17 @@ export interface ServerSettings extends ServerTuning {
   /** `manual`: new nodes wait as pending-approval until `ctl nodes approve`. Default `auto`. */
   joinApproval?: JoinApproval;
   dataDir: string;
+  /**
+   * `--allow-loopback-nodes`: a node may report a loopback `mgmt_addr` (a single-machine
+   * fleet). Off, such a heartbeat is refused: the gateway would send prompts to this
+   * machine's own services. Link-local, unspecified and numeric forms are refused always.
+   */
+  allowLoopbackNodes?: boolean;
+  /**
+   * `--bind-credentials`: a node credential heard from a second address or hostname while
+   * the first is live is refused (403) rather than only marked suspect.
+   */
+  bindCredentials?: boolean;
   /** What engine keys are derived from; default: `<dataDir>/engine-key-secret`, made on first start. */
   engineKeySecret?: string;
   /**
@@ -222,7 +234,16 @@ export async function startServer(
     settings.joinTokenFile !== undefined ? pgStore : undefined,
   );
   const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log);
-  admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
+  admin.use(
+    '/agent/v1',
+    agentApi(controller, membership, {
+      ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}),
+      allowLoopbackNodes: settings.allowLoopbackNodes === true,
+      sightings: new CredentialSightings({ liveMs: settings.notReadyAfterMs, bind: settings.bindCredentials === true }),
+      suspectForMs: settings.lostAfterMs,
+      onCredential: events.onCredential,
+    }),
+  );
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = await AccessTokens.load(store, settings.adminToken);

@@ -190,6 +190,16 @@ export const SERVER_SETTINGS = {
     placeholder: 'dir',
     help: 'serve the model files in this directory to agents (node credential, resumable) as llmgw://FILE sources',
   },
+  allowLoopbackNodes: {
+    unit: 'switch',
+    flag: '--allow-loopback-nodes',
+    help: 'take nodes whose mgmt_addr is loopback (127.0.0.1, ::1, localhost): a single-machine fleet, engines on this very machine',
+  },
+  bindCredentials: {
+    unit: 'switch',
+    flag: '--bind-credentials',
+    help: 'refuse a node credential from a second address or hostname while the first is live (without it: an event and suspect in ctl nodes)',
+  },
   logLevel: { unit: 'text', flag: '--log-level', placeholder: 'level', default: 'info', help: 'debug, info, warn or error' },
 } as const satisfies SettingsTable;
 

@@ -108,7 +108,8 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-export async function liveServer(connections: Partial<ConnectionLimits> = {}): Promise<LiveServer> {
+/** `settings` overrides the server's; without `--allow-loopback-nodes` node-a reports `node-a.invalid`. */
+export async function liveServer(connections: Partial<ConnectionLimits> = {}, settings: Partial<ServerSettings> = {}): Promise<LiveServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-live-'));
   const log = pino({ level: 'silent' });
   // TLS as a real server starts: the CA and certificate made in the data directory.
@@ -118,13 +119,18 @@ export async function liveServer(connections: Partial<ConnectionLimits> = {}): P
   await seedCredential(seed, 'node-a');
   await seed.close();
   const running = await startServer(
-    makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, ...connections, adminTls: tls }),
+    makeServerSettings(dataDir, { adminToken: ADMIN, joinToken: JOIN, ...connections, adminTls: tls, ...settings }),
     parseCatalog(CATALOG, 'catalog.yaml'),
     log,
   );
   const admin = running.adminUrl;
   caByOrigin.set(new URL(admin).origin, tls.caPem);
-  const hb = await send(admin, { method: 'POST', path: '/agent/v1/heartbeat', headers: { ...nodeAuth, ...jsonHeaders }, body: JSON.stringify(heartbeat()) });
+  const hb = await send(admin, {
+    method: 'POST',
+    path: '/agent/v1/heartbeat',
+    headers: { ...nodeAuth, ...jsonHeaders },
+    body: JSON.stringify(heartbeat('node-a', settings.allowLoopbackNodes === false ? { mgmt_addr: 'node-a.invalid' } : {})),
+  });
   if (hb.status !== 200) throw new Error(`setup heartbeat: ${hb.status} ${hb.body}`);
   const key = await send(admin, { method: 'POST', path: '/api/v1/keys', headers: { ...adminAuth, ...jsonHeaders }, body: JSON.stringify({ name: 'k' }) });
   const apiKey = (JSON.parse(key.body) as { secret: string }).secret;
@@ -163,6 +169,8 @@ export function makeServerSettings(dataDir: string, overrides: Partial<ServerSet
     ...defaultTuning(),
     clientAddr: '127.0.0.1:0',
     adminAddr: '127.0.0.1:0',
+    // Test agents are on this machine: their engines are at 127.0.0.1.
+    allowLoopbackNodes: true,
     adminToken: 'admin',
     joinToken: 'join',
     dataDir,

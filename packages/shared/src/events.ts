@@ -14,6 +14,15 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const EVENT_SOURCES = ['admin', 'reconciler'] as const;
 export type EventSource = (typeof EVENT_SOURCES)[number];
 
+/**
+ * The reasons of events about who speaks for a node, a closed set (the server records
+ * only these): `credential-conflict`, one node credential heard from two addresses or
+ * hostnames at once; `credential-refused`, such a heartbeat refused under
+ * `--bind-credentials`.
+ */
+export const CREDENTIAL_EVENT_REASONS = ['credential-conflict', 'credential-refused'] as const;
+export type CredentialEventReason = (typeof CREDENTIAL_EVENT_REASONS)[number];
+
 export const EventViewSchema = Type.Object({
   /** Increasing: a watcher asks for the events after the last id it saw. */
   id: Type.Integer(),

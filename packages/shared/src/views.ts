@@ -48,6 +48,11 @@ export const NodeViewSchema = Type.Object({
   drain_deadline: Type.Optional(Type.String()),
   /** For a lost node whose replicas are not being replaced, why. */
   replacement_paused: Type.Optional(Type.String()),
+  /**
+   * Present while the node's credential was lately heard from two addresses or hostnames
+   * at once (a copy in use elsewhere): why. `ctl nodes` marks the node `suspect`.
+   */
+  suspect: Type.Optional(Type.String()),
 });
 export type NodeView = Static<typeof NodeViewSchema>;
 
@@ -66,10 +71,12 @@ export function lastSeenText(n: Pick<NodeView, 'last_seen_s' | 'hostname'>): str
  * `NotReady,SchedulingDisabled`): its liveness first when it is not ready, then its admin
  * state when it is not the default; `ready` alone when both are.
  */
-export function nodeStateWords(n: Pick<NodeView, 'liveness' | 'state'>): string[] {
+export function nodeStateWords(n: Pick<NodeView, 'liveness' | 'state' | 'suspect'>): string[] {
   const parts: string[] = [];
   if (n.liveness !== 'ready') parts.push(n.liveness);
   if (n.state !== 'ready' || parts.length === 0) parts.push(n.state);
+  // Last, so the state columns scripts match on keep their first word.
+  if (n.suspect !== undefined) parts.push('suspect');
   return parts;
 }
 

@@ -58,6 +58,8 @@ Options:
   --host HOST              address to bind (default 127.0.0.1)
   --api-key KEY            require "Authorization: Bearer KEY" on /v1/* (default: the
                            LLMGW_ENGINE_API_KEY variable, which keeps it out of ps)
+  --api-key-file FILE      read the key from FILE (trimmed); /dev/fd/N reads descriptor N,
+                           as the agent passes it (a 0400 file that only this engine holds)
   --load-delay-ms N        pretend loading the model takes N ms (default 0)
   --load-mode refuse|503   while loading: refuse = not listening yet (like vLLM, default);
                            503 = listening, /health and /v1/* answer 503 (like llama-server)
@@ -106,6 +108,7 @@ const VALUE_FLAGS = new Set([
   'port',
   'model',
   'api-key',
+  'api-key-file',
   'load-delay-ms',
   'load-mode',
   'token-delay-ms',
@@ -141,7 +144,7 @@ export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv 
       host,
       port: intFlag('port', port, 0, 65535),
       model,
-      apiKey: apiKeyFrom(apiKey, env),
+      apiKey: apiKeyFrom(apiKey, env, flags.get('api-key-file')),
       loadDelayMs: flags.int('load-delay-ms', 0, 2 ** 31 - 1) ?? 0,
       loadMode,
       tokenDelayMs: flags.int('token-delay-ms', 0, 2 ** 31 - 1) ?? 0,

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { HTTPError, type Agents, type Got, type Response } from 'got';
 import { redactUrl, redactUrls } from '@llmgw/shared';
+import { RedirectRefused, redirectGuard, type Lookup } from './redirects.js';
 
 /** How far a transfer got; `total` when the file server said (Content-Length, Content-Range). */
 export interface Progress {
@@ -35,6 +36,8 @@ export interface DownloadRequest {
    * after the pause.
    */
   moveOn?: (url: string, err: unknown) => string | undefined;
+  /** How a redirect's host name is resolved for `redirectGuard`; default the system's. */
+  lookup?: Lookup;
 }
 
 /** The bytes do not hash to what the catalog says: the file was deleted, and retrying will fetch the same bytes. */
@@ -101,11 +104,12 @@ async function transfer(r: DownloadRequest): Promise<boolean> {
     // got drops only authorization and cookie on a redirect to another origin: the
     // headers given for this URL's host (--source-header: X-Api-Key, Private-Token, …)
     // would go on to a CDN or wherever the file server points. They are for its host alone.
-    hooks: { beforeRedirect: [(o) => dropHeadersOffHost(o, new URL(r.url).host, r.headers)] },
+    hooks: { beforeRedirect: [(o) => dropHeadersOffHost(o, new URL(r.url).host, r.headers), redirectGuard(r.url, r.lookup)] },
   });
   const res = await new Promise<Response>((resolve, reject) => {
     stream.once('response', resolve);
-    stream.once('error', reject);
+    // got wraps what a hook throws; a refused redirect is final, not a try to repeat.
+    stream.once('error', (err: Error) => reject(err.cause instanceof RedirectRefused ? new FetchRefused(err.cause.message) : err));
   });
   const range = parseContentRange(res.headers['content-range']);
   if (res.statusCode === 416 && have > 0 && range?.total === have) {

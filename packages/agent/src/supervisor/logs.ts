@@ -3,6 +3,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets } from '@llmgw/shared';
+import { openPrivateAppend, privateDir } from './private-files.js';
 
 /** Starts the agent's line before each launch; the failed reason shows only what follows the last one. */
 export const LAUNCH_MARK = '=== llmgw-agent ';
@@ -19,11 +20,20 @@ function safeName(id: string): string {
   return id.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_');
 }
 
-/** Appends the launch mark with the command line, the shard's API key masked. */
+/**
+ * Appends the launch mark with the command line, the shard's API key masked. The log
+ * and its folder are the agent's alone (0600 in 0700), whatever the umask: engines log
+ * prompts (vLLM at debug level, llama.cpp's verbose mode) and their settings.
+ */
 export function writeLaunchMark(file: string, shardId: string, restarts: number, argv: readonly string[], secret: string | undefined): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  privateDir(path.dirname(file));
   const shown = redactSecrets(argv.join(' '), [secret]);
-  fs.appendFileSync(file, `\n${LAUNCH_MARK}${new Date().toISOString()} launch #${restarts} of shard ${shardId}: ${shown}\n`);
+  const fd = openPrivateAppend(file);
+  try {
+    fs.writeSync(fd, `\n${LAUNCH_MARK}${new Date().toISOString()} launch #${restarts} of shard ${shardId}: ${shown}\n`);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /**

@@ -1,8 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { asEngineUser, type EngineUser } from '../engine-user.js';
 import { readProcStat } from '../proc.js';
+import { openPrivateAppend, privateDir } from './private-files.js';
 
 /**
  * The agent's variables an engine inherits: the basics a program expects, and the
@@ -59,16 +62,21 @@ export function spawnEngine(
   logFile: string,
   on: SpawnCallbacks,
   user?: EngineUser,
+  key?: KeyOnFd,
 ): RunningProcess | undefined {
   const [bin = '', ...args] = asEngineUser(argv, user);
   // Opened by the agent and handed over: an engine running as another user writes its
   // log without being able to open (or read) anything in the agent's state directory.
-  const fd = fs.openSync(logFile, 'a');
+  const fd = openPrivateAppend(logFile);
+  let keyFd: number | undefined;
   let child: ChildProcess;
   try {
-    child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd], env: engineEnvironment(env, user) });
+    keyFd = key === undefined ? undefined : openKeyFile(key);
+    const stdio: StdioOptions = keyFd === undefined ? ['ignore', fd, fd] : ['ignore', fd, fd, keyFd];
+    child = spawn(bin, args, { detached: true, stdio, env: engineEnvironment(env, user) });
   } finally {
     fs.closeSync(fd);
+    if (keyFd !== undefined) fs.closeSync(keyFd);
   }
   child.once('error', (err) => {
     if (child.pid === undefined) on.onSpawnError(err);
@@ -78,6 +86,41 @@ export function spawnEngine(
   child.unref();
   const startTime = readProcStat(child.pid)?.startTime ?? 0;
   return { pid: child.pid, pgid: child.pid, startTime, child };
+}
+
+/** The engine's key, handed over as descriptor 3 ({@link KEY_FD}) instead of in its environment. */
+export interface KeyOnFd {
+  /** The agent's own folder for key files (`<state-dir>/keys`, 0700). */
+  dir: string;
+  secret: string;
+}
+
+/** The descriptor an engine finds its key on: `--api-key-file /dev/fd/3`. */
+export const KEY_FD = 3;
+
+/**
+ * A 0400 key file of the agent's, opened for reading and unlinked at once: the open
+ * descriptor, inherited by the engine as fd 3, is the only way to the key. The engine
+ * reads the descriptor itself and closes it; no other process can open it by path
+ * (gone), nor through `/proc/PID/fd/3` (that re-opens the inode, and a 0400 file of
+ * root's refuses the engine user; a closed descriptor is not there at all), nor read it
+ * in `/proc/PID/environ`, which every process of the same user can.
+ */
+export function openKeyFile(key: KeyOnFd): number {
+  privateDir(key.dir);
+  const file = path.join(key.dir, `${randomBytes(12).toString('hex')}.key`);
+  const w = fs.openSync(file, 'wx', 0o400);
+  try {
+    fs.fchmodSync(w, 0o400);
+    fs.writeSync(w, `${key.secret}\n`);
+  } finally {
+    fs.closeSync(w);
+  }
+  try {
+    return fs.openSync(file, 'r');
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, type ShardAssignment, type ShardStatus } from '@llmgw/shared';
 import { buildCommand, type EngineCommand } from '../engines.js';
@@ -10,6 +11,7 @@ import { boundLog, lastLogLines, logPath, readTail, writeLaunchMark } from './lo
 import { restartPolicy, withDefaults, type ResolvedOptions, type SupervisorOptions } from './options.js';
 import { PortPool } from './ports.js';
 import { downloadOf, newShard, shardFromRecord, withModelFile, type Shard } from './shard.js';
+import { privateStateDir } from './private-files.js';
 import { spawnEngine } from './spawn.js';
 import { adoptionOf, StateFileStore, toRecord, type ShardRecord } from './state-file.js';
 import { exitReason, step, type Decision, type RestartPolicy, type ShardEvent } from './state-machine.js';
@@ -48,6 +50,7 @@ export class Supervisor {
     this.policy = restartPolicy(this.opts);
     this.ports = new PortPool(options.portRange, options.bindHost);
     this.stateFile = new StateFileStore(options.stateDir, options.log);
+    privateStateDir(options.stateDir, options.engineUser !== undefined);
   }
 
   /**
@@ -261,6 +264,7 @@ export class Supervisor {
         onSpawnError: (err) => this.onSpawnError(s, epoch, cmd.argv[0], err),
       },
       this.opts.engineUser,
+      cmd.keyOnFd === true && s.a.api_key ? { dir: path.join(this.opts.stateDir, 'keys'), secret: s.a.api_key } : undefined,
     );
     if (!proc) return; // onSpawnError follows
     s.proc = proc;

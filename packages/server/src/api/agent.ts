@@ -1,14 +1,30 @@
 import express, { type Router } from 'express';
-import { HeartbeatSchema, JoinRequestSchema } from '@llmgw/shared';
+import { HeartbeatSchema, JoinRequestSchema, nodeAddrRefusal, type NodeReport } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials/auth.js';
 import type { Membership } from '../credentials/membership.js';
-import { badRequest } from '../errors.js';
+import type { CredentialSightings } from '../credentials/sightings.js';
+import { DomainError, badRequest, echo } from '../errors.js';
+import type { CredentialEvent } from '../events/index.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
+
+/** What the agent API takes from the server's settings. */
+export interface AgentApiOptions {
+  /** `--models-dir`: served as `llmgw://` files; absent = none. */
+  modelsDir?: string;
+  /** `--allow-loopback-nodes`: a loopback `mgmt_addr` is taken (a single-machine fleet). */
+  allowLoopbackNodes?: boolean;
+  /** Where each credential is heard from (and, with `--bind-credentials`, refused elsewhere). */
+  sightings?: CredentialSightings;
+  /** How long a node stays suspect after its credential was last heard from two places. */
+  suspectForMs?: number;
+  /** Records a credential event (`credential-conflict`, `credential-refused`). */
+  onCredential?: (e: CredentialEvent) => void;
+}
 
 /**
  * What agents call (packages/agent/README.md; credentials/README.md). The join token is good for `/join` only, which
@@ -16,7 +32,8 @@ const MAX_WAIT_MS = 30_000;
  * may speak for its own node only (403 otherwise). A heartbeat is validated in full
  * before anything in the inventory changes, so a bad report leaves no trace.
  */
-export function agentApi(ctl: Controller, membership: Membership, modelsDir?: string): Router {
+export function agentApi(ctl: Controller, membership: Membership, opts: AgentApiOptions = {}): Router {
+  const { modelsDir } = opts;
   const r = express.Router();
 
   r.route('/join')
@@ -34,6 +51,10 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
     .post(...jsonBody('4mb'), (req, res) => {
       const hb = parseBody(HeartbeatSchema, req.body);
       ownNode(res, hb.report.node_id, 'report.node_id');
+      // Where the gateway will send prompts: refused before anything is recorded.
+      const refused = nodeAddrRefusal(hb.report.mgmt_addr, opts.allowLoopbackNodes === true);
+      if (refused) throw badRequest(`report.mgmt_addr ${echo(hb.report.mgmt_addr)} ${refused}`, 'report.mgmt_addr');
+      watchCredential(ctl, opts, hb.report, req.socket.remoteAddress ?? '');
       sendJson(res, ctl.heartbeat(hb));
     })
     .all(methodNotAllowed);
@@ -61,4 +82,26 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
     .all(methodNotAllowed);
 
   return r;
+}
+
+/**
+ * Checks where this heartbeat's credential is heard from (credentials/sightings.ts): a
+ * conflict marks the node suspect and is recorded once per suspect stretch; a refusal
+ * (`--bind-credentials`) throws before the report is taken.
+ */
+function watchCredential(ctl: Controller, opts: AgentApiOptions, report: NodeReport, peer: string): void {
+  if (!opts.sightings) return;
+  const nowMs = ctl.now();
+  const nodeId = report.node_id;
+  const verdict = opts.sightings.seen(nodeId, { peer, mgmtAddr: report.mgmt_addr, hostname: report.hostname }, nowMs);
+  if (verdict.kind === 'ok') return;
+  const node = ctl.inventory.get(nodeId);
+  const announce = node === undefined || ctl.inventory.suspectOf(node, nowMs) === undefined;
+  const why =
+    verdict.kind === 'conflict'
+      ? verdict.conflict.reason
+      : `node credential of ${nodeId} heard from ${peer} (mgmt_addr ${report.mgmt_addr}, hostname ${report.hostname}) while in use from another place; refused (--bind-credentials)`;
+  ctl.inventory.markSuspect(nodeId, why, nowMs + (opts.suspectForMs ?? 300_000));
+  if (announce) opts.onCredential?.({ reason: verdict.kind === 'conflict' ? 'credential-conflict' : 'credential-refused', nodeId, message: why });
+  if (verdict.kind === 'refused') throw new DomainError('forbidden', verdict.message, { field: 'authorization' });
 }

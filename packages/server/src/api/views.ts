@@ -50,6 +50,8 @@ export function nodeViews(ctl: Controller): NodeView[] {
       ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drain_deadline: n.admin.drainDeadline } : {}),
       ...(liveness === 'lost' && ctl.paused ? { replacement_paused: ctl.paused } : {}),
     };
+    const suspect = ctl.inventory.suspectOf(n, nowMs);
+    if (suspect !== undefined) v.suspect = suspect;
     return v;
   });
 }

@@ -5,18 +5,20 @@ import type { Store } from '../store/store.js';
 import { adminAudit, nodeStateEvent, recordAdmin } from './admin-events.js';
 import type { Decision } from '../domain.js';
 import { decisionEvent, rolloutEvent } from './decisions.js';
+import { credentialEvent, type CredentialEvent } from './credentials.js';
 import { downloadEvent } from './downloads.js';
 import { EventLog } from './event-log.js';
 import { eventsApi } from './events-api.js';
 
-export { EventLog, type Decision };
+export { EventLog, type CredentialEvent, type Decision };
 
 /**
  * The fleet's events, wired to their sources: the controller's decisions (its
  * `decided` event, once per applied plan and per failed replica report), model files
  * that start, finish or fail to come to a node (its `downloads` event), the admin API's
  * writes (`adminAudit`, a middleware after the token check, through which their routes'
- * audits record), the dashboard's node buttons (`onNodeState`), and served as
+ * audits record), the dashboard's node buttons (`onNodeState`), a node credential heard
+ * from two places (`onCredential`, from the agent API), and served as
  * `GET /api/v1/events` (`api`).
  */
 export async function fleetEvents(store: Store, controller: Controller, log: Logger) {
@@ -41,5 +43,6 @@ export async function fleetEvents(store: Store, controller: Controller, log: Log
     adminAudit: adminAudit(events, admin),
     api: eventsApi(events, (m) => controller.catalogView.resolve(m)?.name),
     onNodeState: (who: string, id: string, state: NodeAdminState) => recordAdmin(events, who, nodeStateEvent(id, state, admin(id))),
+    onCredential: (e: CredentialEvent) => events.record(credentialEvent(e)),
   };
 }

@@ -1,7 +1,9 @@
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import express, { type Router } from 'express';
 import { DomainError, echo } from '../errors.js';
 import { methodNotAllowed } from '../http/http.js';
+import { fileInside } from './inside.js';
 import { badFileName } from './sources.js';
 
 /**
@@ -10,14 +12,15 @@ import { badFileName } from './sources.js';
  * Express's `sendFile` (the `send` package) streams the file and answers `Range`
  * requests with 206 and `Content-Range`, so an agent resumes an interrupted transfer;
  * it also refuses anything outside `root`. Names are checked first anyway, so a request
- * for `../x`, a hidden file or a subdirectory gets a clear 404 that says why.
+ * for `../x`, a hidden file or a subdirectory gets a clear 404 that says why, and a
+ * symlink leading out of the directory is not served ({@link fileInside}).
  * `modelsDir` undefined: the server serves no files, and says how to make it.
  */
 export function filesApi(modelsDir: string | undefined): Router {
   const r = express.Router();
   const root = modelsDir === undefined ? undefined : path.resolve(modelsDir);
   r.route('/files/:name')
-    .get((req, res, next) => {
+    .get(async (req, res, next) => {
       const name = String(req.params.name);
       if (root === undefined)
         throw new DomainError('not_found', 'this server serves no model files: start llmgw-server with --models-dir DIR for llmgw:// sources');
@@ -27,9 +30,12 @@ export function filesApi(modelsDir: string | undefined): Router {
         new DomainError('not_found', `no model file "${echo(name)}" in --models-dir (${root}): copy it there, or fix the catalog's llmgw:// source`, {
           field: 'name',
         });
+      const real = await fileInside(root, name);
+      if (real === undefined) throw missing();
+      const realRoot = await fs.realpath(root);
       res.sendFile(
-        name,
-        { root, dotfiles: 'deny', acceptRanges: true, lastModified: true, cacheControl: false },
+        path.relative(realRoot, real),
+        { root: realRoot, dotfiles: 'deny', acceptRanges: true, lastModified: true, cacheControl: false },
         (err?: Error & { status?: number; code?: string; headers?: Record<string, string> }) => {
           if (!err) return;
           // Once bytes went out the transfer is the agent's to resume; nothing can be said now.

@@ -1,7 +1,7 @@
-import path from 'node:path';
 import { estimateForHeader, estimateForSource, readGgufHeaderAt } from '@llmgw/gguf';
 import type { Logger } from 'pino';
 import { EnvHttpProxyAgent, fetch, type Dispatcher, type Response } from 'undici';
+import { fileInside } from './inside.js';
 import { llmgwName } from './sources.js';
 
 /** A GGUF source agents fetch, whose memory need the server reads from its header. */
@@ -146,7 +146,9 @@ export class HeaderEstimates {
     const name = llmgwName(source);
     if (name !== undefined) {
       if (this.opts.modelsDir === undefined) throw new Error('no --models-dir');
-      const e = await estimateForSource(path.join(this.opts.modelsDir, name));
+      // The same rule as serving: a link leading out of the directory is no model file.
+      const file = await fileInside(this.opts.modelsDir, name);
+      const e = file === undefined ? undefined : await estimateForSource(file);
       if (!e) throw new Error(`${name} in --models-dir is missing or not a complete GGUF`);
       return Math.ceil(e.totalMb);
     }
