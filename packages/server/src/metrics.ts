@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LIMIT_REASONS } from '@llmgw/shared';
 
 /** What the gauges read at scrape time, given at construction (absent: nothing in flight, the store up). */
 export interface MetricSources {
@@ -75,6 +76,13 @@ export class Metrics {
     name: 'llmgw_queue_refusals_total',
     help: 'Requests answered 429 by flow control, by model and reason (queue_full, queue_timeout)',
     labelNames: ['model', 'reason'] as const,
+    registers: [this.registry],
+  });
+  /** Every 429 of the gateway, by why: each reason's series exists from the start, at 0. */
+  readonly rateLimited = new Counter({
+    name: 'llmgw_rate_limited_total',
+    help: "Requests answered 429, by reason: a key's rpm, tpm or concurrency limit, or flow control's queue_timeout or queue_full",
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
   readonly fallbacks = new Counter({
@@ -158,6 +166,7 @@ export class Metrics {
     // prom-client's names already say what they are (process_cpu_…, nodejs_heap_…): the
     // prefix only says whose, so `llmgw_process_cpu_…`, never `llmgw_process_process_cpu_…`.
     collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_' });
+    for (const reason of LIMIT_REASONS) this.rateLimited.inc({ reason }, 0);
   }
 
   private readonly children = new Map<string, { inc(n?: number): void } & { observe?(v: number): void }>();

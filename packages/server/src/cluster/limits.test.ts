@@ -84,6 +84,26 @@ describePostgres('SharedLimits on a real PostgreSQL', () => {
     expect((await pool.query('SELECT instance, key_id FROM limit_counts')).rows).toEqual([{ instance: 'a', key_id: 'k' }]);
   });
 
+  it('shares the tokens each instance counted for a key in the last minute, as it shares requests', async () => {
+    const a = make('a');
+    const b = make('b');
+    a.setLocal('k', { requests: 0, inFlight: 0, tokens: 12_000 });
+    b.setLocal('k', { requests: 0, inFlight: 0, tokens: 20_500 });
+    await a.sync();
+    await b.sync();
+    await a.sync();
+    expect([a.othersTokens('k'), b.othersTokens('k')]).toEqual([20_500, 12_000]);
+    // Tokens alone keep a key's row: a key with a quota and no rpm is still shared.
+    expect((await pool.query('SELECT instance, tokens::int FROM limit_counts ORDER BY instance')).rows).toEqual([
+      { instance: 'a', tokens: 12_000 },
+      { instance: 'b', tokens: 20_500 },
+    ]);
+    b.setLocal('k', { requests: 0, inFlight: 0, tokens: 0 });
+    await b.sync();
+    await a.sync();
+    expect(a.othersTokens('k')).toBe(0);
+  });
+
   it('stops counting another instance whose rows are older than 3 s of DB time (it died)', async () => {
     await pool.query(`INSERT INTO limit_counts VALUES ('dead', 'k', 0, 50, 3, ${DB_MS} - 3001), ('slow', 'k', 0, 7, 1, ${DB_MS} - 2500)`);
     const a = make('a');

@@ -127,10 +127,9 @@ export class Gateway {
       // A body refused unread is still read, and dropped, so the client gets the answer
       // instead of a reset connection.
       req.resume();
-      sendError(
-        res,
-        asDomainError(err, (e) => this.log.error({ err: e }, 'gateway error')),
-      );
+      const e = asDomainError(err, (x) => this.log.error({ err: x }, 'gateway error'));
+      if (e.details.reason) this.metrics.rateLimited.inc({ reason: e.details.reason });
+      sendError(res, e);
     });
   };
 
