@@ -80,11 +80,3 @@ export const UsageRowSchema = Type.Object({
   completion_tokens: Type.Integer(),
 });
 export type UsageRow = Static<typeof UsageRowSchema>;
-
-/** `GET /usage?since=`: usage over a window, counted in whole minutes (`ctl usage --since`). */
-export const UsageWindowSchema = Type.Object({
-  /** The window's start as counted: the `since` asked for, down to its minute. */
-  since: Type.String(),
-  rows: Type.Array(UsageRowSchema),
-});
-export type UsageWindow = Static<typeof UsageWindowSchema>;

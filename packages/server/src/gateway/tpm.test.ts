@@ -1,9 +1,16 @@
-import { describe, expect, it } from '@jest/globals';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import { DomainError } from '../errors.js';
+import { SqliteStore } from '../store/sqlite.js';
 import type { StoredKey } from '../store/store.js';
 import { memoryStore } from '../store/testing.js';
 import { admitLimits } from './admission.js';
 import { KeyRing, type OtherInstances } from './keys.js';
+import { closeAll, json, post, reply, setup } from './testing.js';
+
+afterEach(closeAll);
 
 /** A ring on a clock the test moves, with one key of `tpm`. */
 async function ringWith(tpm: number, others?: OtherInstances) {
@@ -151,5 +158,47 @@ describe('KeyRing.update', () => {
     await ring.revoke(key.id);
     expect(await code(ring.update(key.id, { tpm: 1 }, (m) => m))).toEqual(['conflict', undefined]);
     await ring.close();
+  });
+});
+
+describe('a tpm quota through the gateway', () => {
+  it('serves the first request, answers the next 429 with Retry-After and reason tpm, and counts it in the metrics', async () => {
+    const { url, keys, metrics } = await setup(json(200, '{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}'));
+    const { secret } = await keys.create({ name: 'tiny', tpm: 5 }, (m) => m);
+    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
+    const r = await post(url, secret, { model: 'm', messages: [] });
+    expect(r.status).toBe(429);
+    expect(reply(r.text).error).toMatchObject({
+      code: 'rate_limit_exceeded',
+      message: expect.stringMatching(/^tpm: token quota of 5 tokens per minute reached/),
+    });
+    // The 7 tokens leave the window a minute after they were counted.
+    expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(59);
+    expect(Number(r.headers['retry-after'])).toBeLessThanOrEqual(61);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('llmgw_rate_limited_total{reason="tpm"} 1');
+    expect(text).toContain('llmgw_rate_limited_total{reason="rpm"} 0');
+  });
+});
+
+describe('KeyRing.usageSince', () => {
+  it('answers the minutes from the one `since` is in, its own pending usage included', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-usage-'));
+    const store = new SqliteStore(dir);
+    const clock = { now: 10 * 60_000 };
+    const ring = new KeyRing(store, () => clock.now);
+    const { key } = await ring.create({ name: 'k' }, (m) => m);
+    ring.recordUsage(key.id, 'm', { promptTokens: 100, completionTokens: 1 });
+    clock.now += 5 * 60_000;
+    ring.recordUsage(key.id, 'm', { promptTokens: 20, completionTokens: 2 });
+    clock.now += 30_000;
+    ring.recordUsage(key.id, 'm', { promptTokens: 3, completionTokens: 3, error: true });
+    const row = { key_id: key.id, key_name: 'k', model: 'm', cancelled: 0 };
+    expect(await ring.usageSince(clock.now - 60_000)).toEqual([{ ...row, requests: 2, errors: 1, prompt_tokens: 23, completion_tokens: 5 }]);
+    expect(await ring.usageSince(0)).toEqual([{ ...row, requests: 3, errors: 1, prompt_tokens: 123, completion_tokens: 6 }]);
+    expect(await ring.usageSince(clock.now + 60_000)).toEqual([]);
+    await ring.close();
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });
