@@ -9,6 +9,8 @@ export interface MetricSources {
   store?: () => { up: boolean; errors: ReadonlyMap<string, number> };
   /** Requests waiting in the gateway per model and band (`Gateway.queued`). */
   queued?: () => { model: string; band: string; value: number }[];
+  /** Each routed replica's saturation as flow control judges it (`Gateway.saturation`). */
+  saturation?: () => { model: string; replica: string; saturated: boolean; waitS?: number }[];
 }
 
 /**
@@ -64,6 +66,19 @@ export class Metrics {
       this.queued.reset();
       for (const x of this.sources.queued?.() ?? []) this.queued.set({ model: x.model, band: x.band }, x.value);
     },
+  });
+  readonly saturated = new Gauge({
+    name: 'llmgw_replica_saturated',
+    help: "1 while a replica is saturated (its estimated queue wait over the bound, or its requests in flight at the bound for an engine without usage): with every replica of a model at 1, the model's requests wait in the gateway",
+    labelNames: ['model', 'replica'] as const,
+    registers: [this.registry],
+    collect: () => this.collectSaturation(),
+  });
+  readonly estimatedWait = new Gauge({
+    name: 'llmgw_replica_estimated_queue_wait_seconds',
+    help: "A replica's estimated queue wait: uncached prompt tokens in flight over its measured prefill rate (absent for an engine that reports no usage)",
+    labelNames: ['model', 'replica'] as const,
+    registers: [this.registry],
   });
   readonly queueWait = new Histogram({
     name: 'llmgw_queue_wait_seconds',
@@ -167,6 +182,16 @@ export class Metrics {
     // prefix only says whose, so `llmgw_process_cpu_…`, never `llmgw_process_process_cpu_…`.
     collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_' });
     for (const reason of LIMIT_REASONS) this.rateLimited.inc({ reason }, 0);
+  }
+
+  /** Both saturation gauges from one reading, so a scrape sees them agree. */
+  private collectSaturation(): void {
+    this.saturated.reset();
+    this.estimatedWait.reset();
+    for (const x of this.sources.saturation?.() ?? []) {
+      this.saturated.set({ model: x.model, replica: x.replica }, x.saturated ? 1 : 0);
+      if (x.waitS !== undefined) this.estimatedWait.set({ model: x.model, replica: x.replica }, x.waitS);
+    }
   }
 
   private readonly children = new Map<string, { inc(n?: number): void } & { observe?(v: number): void }>();

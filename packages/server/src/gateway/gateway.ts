@@ -17,7 +17,7 @@ import { FlowControl, type FlowSettings } from './flow.js';
 import type { KeyRing } from './keys.js';
 import { BYTES_PER_TOKEN } from './prefix.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
-import type { LoadReader } from './saturation.js';
+import { DEFAULT_SATURATION, estimatedWaitS, isSaturated, pressures, type LoadReader, type SaturationSettings } from './saturation.js';
 import { SseRelay } from './sse.js';
 import type { Traffic } from './traffic.js';
 import { Upstream, type Exchange } from './upstream.js';
@@ -72,6 +72,30 @@ export class Gateway {
     return this.flow.depths();
   }
 
+  /** How each model's load is read (the flow control's view). */
+  private readonly loadOf: (m: Model) => LoadReader;
+  private readonly saturationSettings: SaturationSettings;
+
+  /**
+   * Each routed replica's pressure as flow control judges it, for the metrics at scrape
+   * time: whether it is saturated, and its estimated queue wait where its prefill rate is
+   * known (or, as for routing, the mean of its model's measured replicas).
+   */
+  saturation(): { model: string; replica: string; saturated: boolean; waitS?: number }[] {
+    const out: { model: string; replica: string; saturated: boolean; waitS?: number }[] = [];
+    for (const m of this.ctl.models) {
+      const ids = this.ctl.routes(m.name).map((t) => t.replicaId);
+      if (!ids.length) continue;
+      const load = this.loadOf(m);
+      const ps = pressures(ids, load.uncached, load.rate, load.inFlight);
+      ps.forEach((p, i) => {
+        const waitS = estimatedWaitS(p);
+        out.push({ model: m.name, replica: ids[i]!, saturated: isSaturated(p, this.saturationSettings), ...(waitS !== undefined ? { waitS } : {}) });
+      });
+    }
+    return out;
+  }
+
   constructor(
     private readonly ctl: GatewayController,
     private readonly keys: KeyRing,
@@ -98,12 +122,14 @@ export class Gateway {
     const cacheAwareLoad: LoadReader = { uncached: (id) => ca.uncachedInFlight(id), rate: (id) => ca.prefillRate(id), inFlight: this.upstream.inFlight };
     const inFlightLoad: LoadReader = { uncached: () => 0, rate: () => undefined, inFlight: this.upstream.inFlight };
     const balancerOf = (m: Model) => balancer ?? (routingOf(m) === 'least-loaded' ? leastLoaded : cacheAware);
+    // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
+    this.loadOf = (m) => (balancerOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad);
+    this.saturationSettings = { ...DEFAULT_SATURATION, ...settings.flow?.saturation };
     this.flow = new FlowControl(
       {
         routes: (m) => ctl.routes(m),
         eligible: (id) => !this.upstream.coolingDown(id, Date.now()),
-        // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
-        load: (m) => (balancerOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad),
+        load: this.loadOf,
       },
       settings.flow,
       Date.now,
