@@ -87,7 +87,12 @@ export class Gateway {
       const ids = this.ctl.routes(m.name).map((t) => t.replicaId);
       if (!ids.length) continue;
       const load = this.loadOf(m);
-      const ps = pressures(ids, load.uncached, load.rate, load.inFlight);
+      const ps = pressures(
+        ids,
+        (id) => load.uncached(id),
+        (id) => load.rate(id),
+        (id) => load.inFlight(id),
+      );
       ps.forEach((p, i) => {
         const waitS = estimatedWaitS(p);
         out.push({ model: m.name, replica: ids[i]!, saturated: isSaturated(p, this.saturationSettings), ...(waitS !== undefined ? { waitS } : {}) });
