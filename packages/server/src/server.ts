@@ -266,6 +266,7 @@ export async function startServer(
       insecureHttp: !settings.adminTls,
       catalogStatus: deps.catalogStatus,
       onNodeState: events.onNodeState,
+      queued: (model) => gateway.queuedFor(model),
     }),
   );
   admin.use((req, _res, next) => {

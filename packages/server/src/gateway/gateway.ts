@@ -14,6 +14,7 @@ import type { GatewayController } from './controller-view.js';
 import { asDomainError, sendError, sendJson } from './errors.js';
 import { Fallbacks, routingOf } from './fallbacks.js';
 import { FlowControl, type FlowSettings } from './flow.js';
+import { BANDS, type Band } from './fair-queue.js';
 import type { KeyRing } from './keys.js';
 import { BYTES_PER_TOKEN } from './prefix.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
@@ -70,6 +71,11 @@ export class Gateway {
   /** Requests waiting per model and band, for the metrics at scrape time. */
   queued(): { model: string; band: string; value: number }[] {
     return this.flow.depths();
+  }
+
+  /** Requests of one model waiting per band, for the dashboard's model page. */
+  queuedFor(model: string): Record<Band, number> {
+    return Object.fromEntries(BANDS.map((b) => [b, this.flow.waiting(model, b)])) as Record<Band, number>;
   }
 
   /** How each model's load is read (the flow control's view). */
