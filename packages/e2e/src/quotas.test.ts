@@ -55,7 +55,10 @@ describe('token quotas with ctl', () => {
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/since "yesterday" is not a duration or a time/);
     const none = await ctl(server.adminUrl, ['keys', 'update', 'tiny']);
-    expect([none.code, none.stderr.split('\n')[0]]).toEqual([2, 'error: nothing to change: give at least one of --rpm, --tpm, --max-concurrent, --priority, --models']);
+    expect([none.code, none.stderr.split('\n')[0]]).toEqual([
+      2,
+      'error: nothing to change: give at least one of --rpm, --tpm, --max-concurrent, --priority, --models',
+    ]);
 
     const metrics = await (await adminFetch(`${server.adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
     expect(metrics).toContain('llmgw_rate_limited_total{reason="tpm"} 1');
