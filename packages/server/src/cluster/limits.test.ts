@@ -5,6 +5,9 @@ import { createClusterTables, testPool } from '../../test/cluster-tables.js';
 import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { DB_MS } from './db-time.js';
 import { SharedLimits, type LocalCount } from './limits.js';
+import { KeyRing } from '../gateway/keys.js';
+import type { StoredKey } from '../store/store.js';
+import { memoryStore } from '../store/testing.js';
 
 const log = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -136,6 +139,33 @@ describePostgres('SharedLimits on a real PostgreSQL', () => {
     expect(a.othersRequests('k')).toBe(9);
     await sleep(450);
     expect(a.othersRequests('k')).toBe(0);
+  });
+
+  it('two gateways share a key’s tpm: the tokens served through one refuse the other’s next request after a sync', async () => {
+    const key: StoredKey = { id: 'key-t', name: 't', hash: 'h', prefix: 'p', models: [], tpm: 1000, createdAt: '2026-01-01T00:00:00.000Z' };
+    const shared: SharedLimits[] = [];
+    const rings = ['a', 'b'].map((id) => {
+      let ring: KeyRing | undefined;
+      const s = make(id, { source: () => ring!.localCounts() });
+      shared.push(s);
+      ring = new KeyRing(memoryStore(), Date.now, { keys: [key], usage: [] }, s);
+      return ring;
+    });
+    const [a, b] = rings as [KeyRing, KeyRing];
+    a.recordUsage(key.id, 'm', { promptTokens: 400, completionTokens: 300 });
+    b.recordUsage(key.id, 'm', { promptTokens: 200 });
+    expect(b.admit(key).ok).toBe(true); // b alone has seen 200 of 1000
+    await shared[0]!.sync();
+    await shared[1]!.sync();
+    await shared[0]!.sync();
+    expect([shared[0]!.othersTokens(key.id), shared[1]!.othersTokens(key.id)]).toEqual([200, 700]);
+    b.recordUsage(key.id, 'm', { completionTokens: 100 });
+    // 300 here + 700 at a = 1000, the quota: refused on both.
+    expect(b.admit(key)).toMatchObject({ ok: false, reason: 'tpm' });
+    await shared[1]!.sync();
+    await shared[0]!.sync();
+    expect(a.admit(key)).toMatchObject({ ok: false, reason: 'tpm' });
+    for (const r of rings) await r.close();
   });
 
   it('holds an rpm limit across two instances under 2× the offered load to within rpm + λ·D/2 (figure in the output)', async () => {
