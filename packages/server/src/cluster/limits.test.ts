@@ -145,11 +145,12 @@ describePostgres('SharedLimits on a real PostgreSQL', () => {
     const key: StoredKey = { id: 'key-t', name: 't', hash: 'h', prefix: 'p', models: [], tpm: 1000, createdAt: '2026-01-01T00:00:00.000Z' };
     const shared: SharedLimits[] = [];
     const rings = ['a', 'b'].map((id) => {
-      let ring: KeyRing | undefined;
-      const s = make(id, { source: () => ring!.localCounts() });
+      // The ring reads the others' counts from `s`, and `s` publishes the ring's.
+      const of: { ring?: KeyRing } = {};
+      const s = make(id, { source: () => of.ring!.localCounts() });
       shared.push(s);
-      ring = new KeyRing(memoryStore(), Date.now, { keys: [key], usage: [] }, s);
-      return ring;
+      of.ring = new KeyRing(memoryStore(), Date.now, { keys: [key], usage: [] }, s);
+      return of.ring;
     });
     const [a, b] = rings as [KeyRing, KeyRing];
     a.recordUsage(key.id, 'm', { promptTokens: 400, completionTokens: 300 });
