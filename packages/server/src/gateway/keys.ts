@@ -121,8 +121,9 @@ export class KeyRing {
 
   /**
    * Changes a key's models, limits or band (by id, or by the name of a live key); a field
-   * left out stays, `null` removes it. A revoked key is not changed (409). What the key
-   * counted so far counts on against its new limits.
+   * left out stays, `null` removes it. A revoked key is not changed (409). Counts kept
+   * for a limit the key already had go on against its new value; a limit it did not have
+   * counts from now (requests and tokens are only counted for keys with a limit).
    */
   async update(idOrName: string, req: KeyUpdateRequest, resolveModel: (name: string) => string | undefined): Promise<KeyView> {
     const found = this.keys.get(idOrName) ?? this.keys.all().find((k) => k.name === idOrName && !k.revokedAt);
