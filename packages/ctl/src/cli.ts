@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
-import { PRIORITIES, flagOrEnv, type Priority } from '@llmgw/shared';
-import type { CatalogStatusView, ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
+import { flagOrEnv } from '@llmgw/shared';
+import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
 import { catalogNotice } from './catalog-status.js';
@@ -15,7 +15,8 @@ import { addEventsCommand } from './events-cmd.js';
 import { addFilesCommand } from './files-cmd.js';
 import { addStatusCommand } from './status-cmd.js';
 import { addRolloutCommands } from './rollout-cmd.js';
-import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicaErrors, replicasTable, usageTable } from './tables.js';
+import { explainText, modelsTable, nodeDetails, nodesTable, replicaErrors, replicasTable } from './tables.js';
+import { addKeyCommands } from './keys-cmd.js';
 
 const program = new Command('ctl')
   .description("llmgw's operator CLI over the admin API")
@@ -145,95 +146,13 @@ program
     print(explainText(v, colours()));
   });
 
-const keys = program.command('keys').description('client API keys for the OpenAI-compatible endpoint');
-
-keys
-  .command('create')
-  .description('create a key; its secret is shown once')
-  .requiredOption('--name <name>', 'who or what the key is for')
-  .option('--models <a,b>', 'models (names or aliases) the key may use; default all')
-  .option('--rpm <n>', 'requests per minute')
-  .option('--max-concurrent <n>', 'requests in flight at once')
-  .option('--priority <band>', `who goes first while every replica is saturated: ${PRIORITIES.join(', ')} (default standard)`)
-  .option('--expires <when>', 'a duration (30d, 12h, 90m) or an ISO 8601 time')
-  .addHelpText(
-    'after',
-    examplesText(
-      'ctl keys create --name webapp --rpm 600 --expires 30d',
-      'ctl keys create --name ci --models coder,echo -o json   # the secret is in "secret"',
-    ),
-  )
-  .action(async (o: { name: string; models?: string; rpm?: string; maxConcurrent?: string; priority?: string; expires?: string }) => {
-    const { conn, json } = globals();
-    const int = (flag: string, v: string | undefined) => {
-      if (v === undefined) return undefined;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1) throw new CtlError(`invalid ${flag} "${v}": want a whole number >= 1`, 'usage');
-      return n;
-    };
-    if (o.priority !== undefined && !(PRIORITIES as readonly string[]).includes(o.priority))
-      throw new CtlError(`invalid --priority "${o.priority}": want one of ${PRIORITIES.join(', ')}`, 'usage');
-    const body = {
-      name: o.name,
-      ...(o.models
-        ? {
-            models: o.models
-              .split(',')
-              .map((m) => m.trim())
-              .filter(Boolean),
-          }
-        : {}),
-      ...(o.rpm ? { rpm: int('--rpm', o.rpm) } : {}),
-      ...(o.maxConcurrent ? { max_concurrent: int('--max-concurrent', o.maxConcurrent) } : {}),
-      ...(o.priority ? { priority: o.priority as Priority } : {}),
-      ...(o.expires ? { expires_at: parseExpiry(o.expires, new Date()) } : {}),
-    };
-    const created = await call<KeyCreated>(conn, 'POST', '/keys', body);
-    if (json) return printJson(created);
-    print(`key/${created.key.id} created for ${created.key.name}`);
-    print(`secret: ${created.secret}`);
-    print('Store it now: it is not shown again.');
-  });
-
-keys
-  .command('list')
-  .description('list keys (never their secrets)')
-  .addHelpText('after', examplesText('ctl keys list'))
-  .action(async () => {
-    const { conn, json } = globals();
-    const list = await call<KeyView[]>(conn, 'GET', '/keys');
-    if (json) return printJson(list);
-    print(keysTable(list, new Date()));
-  });
-
-keys
-  .command('revoke <id>')
-  .description('revoke a key by id (or by name); it stops working at once')
-  .addHelpText('after', examplesText('ctl keys revoke key-a033492a', 'ctl keys revoke webapp'))
-  .action(async (id: string) => {
-    const { conn, json } = globals();
-    const k = await call<KeyView>(conn, 'DELETE', `/keys/${encodeURIComponent(id)}`);
-    if (json) return printJson(k);
-    print(`key/${k.id} revoked`);
-  });
-
+addKeyCommands(program, io);
 addTokenCommands(program, io);
 addVersionCommand(program, io);
 addStatusCommand(program, io);
 addEventsCommand(program, io);
 addFilesCommand(program, io);
 addRolloutCommands(program, io);
-
-program
-  .command('usage')
-  .description('requests and tokens per key and model')
-  .addHelpText('after', examplesText('ctl usage'))
-  .action(async () => {
-    const { conn, json } = globals();
-    const rows = await call<UsageRow[]>(conn, 'GET', '/usage');
-    if (json) return printJson(rows);
-    print(usageTable(rows));
-  });
 
 // The command being run, for the hint under a usage error found in its action.
 let running: Command = program;

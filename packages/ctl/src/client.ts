@@ -149,10 +149,10 @@ export function sentNothing(err: unknown): boolean {
 /**
  * Calls the admin API and turns every failure into one actionable line. With several
  * addresses, a GET moves to the next one on a connection failure, a timeout or a
- * 502/503/504; a write (POST, DELETE) only when nothing of it was sent (`sentNothing`),
+ * 502/503/504; a write (POST, PATCH, DELETE) only when nothing of it was sent (`sentNothing`),
  * never after a timeout or an error answer, which may come after the write was applied.
  */
-export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'DELETE', p: string, body?: unknown): Promise<T> {
+export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', p: string, body?: unknown): Promise<T> {
   if (conn.noTokenFile) {
     const home = process.env.LLMGW_HOME ? ` (LLMGW_HOME=${process.env.LLMGW_HOME})` : '';
     throw new CtlError(

@@ -116,16 +116,18 @@ describe('keys and expiry', () => {
     expect(() => parseExpiry('soon', now)).toThrow(/invalid --expires "soon"/);
   });
 
-  it('shows keys without secrets, with their status', () => {
+  it('shows keys without secrets, with their limits, band and status', () => {
     const out = keysTable(
       [
         { id: 'key-1', name: 'app', prefix: 'sk-llmgw-abcd', models: [], created_at: 'x', expires_at: '2026-01-01T00:00:00.000Z' },
-        { id: 'key-2', name: 'jobs', prefix: 'sk-llmgw-ef01', models: [], priority: 'batch', created_at: 'x' },
+        { id: 'key-2', name: 'jobs', prefix: 'sk-llmgw-ef01', models: ['m'], rpm: 60, tpm: 30000, max_concurrent: 4, priority: 'batch', created_at: 'x' },
       ],
       now,
     );
-    expect(out.split('\n')[1]).toMatch(/^key-1\s+app\s+sk-llmgw-abcd…\s+all\s+-\s+-\s+standard\s+2026-01-01T00:00:00.000Z\s+expired$/);
-    expect(out.split('\n')[2]).toMatch(/^key-2\s+jobs\s+sk-llmgw-ef01…\s+all\s+-\s+-\s+batch\s+never\s+active$/);
+    const [head, one, two] = out.split('\n').map((l) => l.trim().split(/\s{2,}/));
+    expect(head).toEqual(['ID', 'NAME', 'PREFIX', 'MODELS', 'RPM', 'TPM', 'CONCURRENT', 'PRIORITY', 'EXPIRES', 'STATUS']);
+    expect(one).toEqual(['key-1', 'app', 'sk-llmgw-abcd…', 'all', '-', '-', '-', 'standard', '2026-01-01T00:00:00.000Z', 'expired']);
+    expect(two).toEqual(['key-2', 'jobs', 'sk-llmgw-ef01…', 'm', '60', '30000', '4', 'batch', 'never', 'active']);
   });
 });
 
@@ -152,6 +154,12 @@ describe('usageTable', () => {
     const [head, row] = out.split('\n').map((l) => l.trim().split(/\s{2,}/));
     expect(head).toEqual(['KEY', 'MODEL', 'REQUESTS', 'ERRORS', 'CANCELLED', 'PROMPT TOKENS', 'COMPLETION TOKENS']);
     expect(row).toEqual(['app (key-1)', 'm', '3', '1', '2', '10', '7']);
+  });
+
+  it('says which window was empty', () => {
+    expect(usageTable([])).toBe('No requests yet.');
+    expect(usageTable([], '1h')).toBe('No requests in the last 1h.');
+    expect(usageTable([], '2026-12-01T00:00:00Z')).toBe('No requests since 2026-12-01T00:00:00Z.');
   });
 });
 

@@ -178,13 +178,14 @@ export function explainText(v: ExplainView, c: ChalkInstance): string {
 export function keysTable(keys: KeyView[], now: Date): string {
   if (keys.length === 0) return 'No keys. Create one with: ctl keys create --name NAME';
   return table(
-    ['ID', 'NAME', 'PREFIX', 'MODELS', 'RPM', 'CONCURRENT', 'PRIORITY', 'EXPIRES', 'STATUS'],
+    ['ID', 'NAME', 'PREFIX', 'MODELS', 'RPM', 'TPM', 'CONCURRENT', 'PRIORITY', 'EXPIRES', 'STATUS'],
     keys.map((k) => [
       k.id,
       k.name,
       `${k.prefix}…`,
       k.models.join(',') || 'all',
       k.rpm ?? '-',
+      k.tpm ?? '-',
       k.max_concurrent ?? '-',
       k.priority ?? 'standard',
       k.expires_at ?? 'never',
@@ -193,8 +194,10 @@ export function keysTable(keys: KeyView[], now: Date): string {
   );
 }
 
-export function usageTable(rows: UsageRow[]): string {
-  if (rows.length === 0) return 'No requests yet.';
+/** Usage per key and model; with `since` (as given to `ctl usage --since`), of that window. */
+export function usageTable(rows: UsageRow[], since?: string): string {
+  if (rows.length === 0)
+    return since === undefined ? 'No requests yet.' : /^\d+[smhd]$/.test(since) ? `No requests in the last ${since}.` : `No requests since ${since}.`;
   return table(
     ['KEY', 'MODEL', 'REQUESTS', 'ERRORS', 'CANCELLED', 'PROMPT TOKENS', 'COMPLETION TOKENS'],
     rows.map((r) => [`${r.key_name} (${r.key_id})`, r.model, r.requests, r.errors, r.cancelled, r.prompt_tokens, r.completion_tokens]),

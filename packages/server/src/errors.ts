@@ -1,4 +1,4 @@
-import type { ErrorCode } from '@llmgw/shared';
+import type { ErrorCode, LimitReason } from '@llmgw/shared';
 
 /**
  * What went wrong, in the shared vocabulary (`ERROR_CODES`). Domain code throws this and
@@ -14,6 +14,8 @@ export class DomainError extends Error {
       field?: string;
       /** When the same request may succeed again, in seconds. */
       retryAfterS?: number;
+      /** Which limit a 429 is for, for the metrics (`llmgw_rate_limited_total`). */
+      reason?: LimitReason;
     } = {},
   ) {
     super(message);

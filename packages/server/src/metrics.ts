@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LIMIT_REASONS } from '@llmgw/shared';
 
 /** What the gauges read at scrape time, given at construction (absent: nothing in flight, the store up). */
 export interface MetricSources {
@@ -8,6 +9,8 @@ export interface MetricSources {
   store?: () => { up: boolean; errors: ReadonlyMap<string, number> };
   /** Requests waiting in the gateway per model and band (`Gateway.queued`). */
   queued?: () => { model: string; band: string; value: number }[];
+  /** Each routed replica's saturation as flow control judges it (`Gateway.saturation`). */
+  saturation?: () => { model: string; replica: string; saturated: boolean; waitS?: number }[];
 }
 
 /**
@@ -64,6 +67,19 @@ export class Metrics {
       for (const x of this.sources.queued?.() ?? []) this.queued.set({ model: x.model, band: x.band }, x.value);
     },
   });
+  readonly saturated = new Gauge({
+    name: 'llmgw_replica_saturated',
+    help: "1 while a replica is saturated (its estimated queue wait over the bound, or its requests in flight at the bound for an engine without usage): with every replica of a model at 1, the model's requests wait in the gateway",
+    labelNames: ['model', 'replica'] as const,
+    registers: [this.registry],
+    collect: () => this.collectSaturation(),
+  });
+  readonly estimatedWait = new Gauge({
+    name: 'llmgw_replica_estimated_queue_wait_seconds',
+    help: "A replica's estimated queue wait: uncached prompt tokens in flight over its measured prefill rate (absent for an engine that reports no usage)",
+    labelNames: ['model', 'replica'] as const,
+    registers: [this.registry],
+  });
   readonly queueWait = new Histogram({
     name: 'llmgw_queue_wait_seconds',
     help: 'Time a request waited in the gateway before it was sent to a replica (only requests that waited)',
@@ -75,6 +91,13 @@ export class Metrics {
     name: 'llmgw_queue_refusals_total',
     help: 'Requests answered 429 by flow control, by model and reason (queue_full, queue_timeout)',
     labelNames: ['model', 'reason'] as const,
+    registers: [this.registry],
+  });
+  /** Every 429 of the gateway, by why: each reason's series exists from the start, at 0. */
+  readonly rateLimited = new Counter({
+    name: 'llmgw_rate_limited_total',
+    help: "Requests answered 429, by reason: a key's rpm, tpm or concurrency limit, or flow control's queue_timeout or queue_full",
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
   readonly fallbacks = new Counter({
@@ -171,6 +194,17 @@ export class Metrics {
     // prom-client's names already say what they are (process_cpu_…, nodejs_heap_…): the
     // prefix only says whose, so `llmgw_process_cpu_…`, never `llmgw_process_process_cpu_…`.
     collectDefaultMetrics({ register: this.registry, prefix: 'llmgw_' });
+    for (const reason of LIMIT_REASONS) this.rateLimited.inc({ reason }, 0);
+  }
+
+  /** Both saturation gauges from one reading, so a scrape sees them agree. */
+  private collectSaturation(): void {
+    this.saturated.reset();
+    this.estimatedWait.reset();
+    for (const x of this.sources.saturation?.() ?? []) {
+      this.saturated.set({ model: x.model, replica: x.replica }, x.saturated ? 1 : 0);
+      if (x.waitS !== undefined) this.estimatedWait.set({ model: x.model, replica: x.replica }, x.waitS);
+    }
   }
 
   private readonly children = new Map<string, { inc(n?: number): void } & { observe?(v: number): void }>();

@@ -197,7 +197,12 @@ export async function startServer(
   const limits = pgStore ? new SharedLimits({ pool: pgStore.pool, log, instanceId, source: () => keys.localCounts() }) : undefined;
   const keys = await KeyRing.load(store, Date.now, limits);
   // `gateway` is made next; a scrape (after the listeners start) is the first to read it.
-  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), store: () => store.stats(), queued: () => gateway.queued() });
+  const metrics: Metrics = new Metrics({
+    inFlight: () => traffic.inFlightByReplica(),
+    store: () => store.stats(),
+    queued: () => gateway.queued(),
+    saturation: () => gateway.saturation(),
+  });
   const gateway = new Gateway(
     controller,
     keys,
@@ -282,6 +287,7 @@ export async function startServer(
       insecureHttp: !settings.adminTls,
       catalogStatus: deps.catalogStatus,
       onNodeState: events.onNodeState,
+      queued: (model) => gateway.queuedFor(model),
     }),
   );
   admin.use((req, _res, next) => {

@@ -7,6 +7,14 @@ import { Type, type Static } from '@sinclair/typebox';
  * `type`/`code` for the gateway, an exit code for ctl). A new kind of failure is a new
  * entry here, so every one of those maps has to say what it means.
  */
+/**
+ * Why the gateway answered 429, as a closed set: a key's request rate, token quota or
+ * concurrency limit, or flow control (a request waited its TTL, or its band's queue was
+ * full). The label of `llmgw_rate_limited_total`.
+ */
+export const LIMIT_REASONS = ['rpm', 'tpm', 'concurrency', 'queue_timeout', 'queue_full'] as const;
+export type LimitReason = (typeof LIMIT_REASONS)[number];
+
 export const ERROR_CODES = [
   /** A field is present but its value is not acceptable. */
   'invalid_request',

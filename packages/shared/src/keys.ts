@@ -19,12 +19,31 @@ export const KeyCreateRequestSchema = Type.Object({
   rpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e9 })),
   /** Requests in flight at once; absent = unlimited. */
   max_concurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e6 })),
+  /** Prompt + completion tokens per minute, from the engines' reported usage (sliding window); absent = unlimited. */
+  tpm: Type.Optional(Type.Integer({ minimum: 1, maximum: 1e12 })),
   /** Priority band under saturation; absent = `standard`. */
   priority: Type.Optional(PrioritySchema),
   /** ISO 8601 time after which the key stops working. */
   expires_at: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 });
 export type KeyCreateRequest = Static<typeof KeyCreateRequestSchema>;
+
+/**
+ * `POST /keys/:id` (`ctl keys update`): the limits and band to change; a field left out
+ * stays as it is, and `null` removes a limit (or the band, back to `standard`). An
+ * empty `models` list lets the key use every model.
+ */
+export const KeyUpdateRequestSchema = Type.Object(
+  {
+    models: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 1000 })),
+    rpm: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1e9 }), Type.Null()])),
+    max_concurrent: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1e6 }), Type.Null()])),
+    tpm: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1e12 }), Type.Null()])),
+    priority: Type.Optional(Type.Union([PrioritySchema, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type KeyUpdateRequest = Static<typeof KeyUpdateRequestSchema>;
 
 export const KeyViewSchema = Type.Object({
   id: Type.String(),
@@ -34,6 +53,7 @@ export const KeyViewSchema = Type.Object({
   models: Type.Array(Type.String()),
   rpm: Type.Optional(Type.Integer()),
   max_concurrent: Type.Optional(Type.Integer()),
+  tpm: Type.Optional(Type.Integer()),
   priority: Type.Optional(PrioritySchema),
   expires_at: Type.Optional(Type.String()),
   created_at: Type.String(),

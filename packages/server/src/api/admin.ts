@@ -1,5 +1,5 @@
 import express, { type Router } from 'express';
-import { KeyCreateRequestSchema, NodeStateAliases, NodeStateRequestSchema, type NodeStateReply, type VersionView } from '@llmgw/shared';
+import { KeyCreateRequestSchema, KeyUpdateRequestSchema, NodeStateAliases, NodeStateRequestSchema, type NodeStateReply, type VersionView } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { badRequest, echo, notFound } from '../errors.js';
 import { forbidden } from './access.js';
@@ -11,6 +11,32 @@ import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
 import { adminRoute } from './routes.js';
 import { ADMIN_EVENTS } from '../events/admin-events.js';
 import { SERVER_VERSION } from '../version.js';
+import { USAGE_MINUTES_KEEP_MS } from '../store/store.js';
+
+/** How far back `?since=` may reach: as long as usage per minute is kept. */
+const SINCE_DAYS = USAGE_MINUTES_KEEP_MS / 86_400_000;
+
+/**
+ * `GET /usage?since=`: a duration back from now (`90s`, `30m`, `1h`, `7d`) or an ISO 8601
+ * time, within the last `SINCE_DAYS` days and not in the future; epoch ms.
+ */
+export function parseSince(given: string | string[], now: number): number {
+  const text = (Array.isArray(given) ? given[0] : given)?.trim() ?? '';
+  const m = /^(\d+)([smhd])$/.exec(text);
+  const t = m
+    ? now - Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'] * 1000
+    : /^\d{4}-\d\d-\d\d/.test(text)
+      ? Date.parse(text)
+      : NaN;
+  if (Number.isNaN(t)) throw badRequest(`since "${echo(text)}" is not a duration or a time (want e.g. 30m, 1h, 7d, or 2026-12-01T00:00:00Z)`, 'since');
+  if (t > now) throw badRequest(`since ${echo(text)} is in the future`, 'since');
+  if (t < now - USAGE_MINUTES_KEEP_MS)
+    throw badRequest(
+      `since ${echo(text)} is more than ${SINCE_DAYS} days ago: usage per minute is kept ${SINCE_DAYS} days (without since: the totals)`,
+      'since',
+    );
+  return t;
+}
 
 /**
  * The management surface `ctl` and the dashboard use, mounted on the admin listener
@@ -126,6 +152,16 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
   });
 
   adminRoute(r, '/keys/:id', {
+    patch: {
+      audit: ADMIN_EVENTS.keyUpdate,
+      handle: [
+        ...jsonBody('64kb'),
+        async (req, res) => {
+          const body = parseBody(KeyUpdateRequestSchema, req.body);
+          res.json(await keys.update(String(req.params.id), body, (m) => keyModel(ctl, m)));
+        },
+      ],
+    },
     delete: {
       audit: ADMIN_EVENTS.keyRevoke,
       handle: async (req, res) => {
@@ -135,8 +171,10 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
   });
 
   r.route('/usage')
-    .get((_req, res) => {
-      res.json(keys.usageRows());
+    .get(async (req, res) => {
+      const since = req.query.since as string | string[] | undefined;
+      if (since === undefined) return void res.json(keys.usageRows());
+      res.json(await keys.usageSince(parseSince(since, Date.now())));
     })
     .all(methodNotAllowed);
 

@@ -5,6 +5,9 @@ import { createClusterTables, testPool } from '../../test/cluster-tables.js';
 import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { DB_MS } from './db-time.js';
 import { SharedLimits, type LocalCount } from './limits.js';
+import { KeyRing } from '../gateway/keys.js';
+import type { StoredKey } from '../store/store.js';
+import { memoryStore } from '../store/testing.js';
 
 const log = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -84,6 +87,26 @@ describePostgres('SharedLimits on a real PostgreSQL', () => {
     expect((await pool.query('SELECT instance, key_id FROM limit_counts')).rows).toEqual([{ instance: 'a', key_id: 'k' }]);
   });
 
+  it('shares the tokens each instance counted for a key in the last minute, as it shares requests', async () => {
+    const a = make('a');
+    const b = make('b');
+    a.setLocal('k', { requests: 0, inFlight: 0, tokens: 12_000 });
+    b.setLocal('k', { requests: 0, inFlight: 0, tokens: 20_500 });
+    await a.sync();
+    await b.sync();
+    await a.sync();
+    expect([a.othersTokens('k'), b.othersTokens('k')]).toEqual([20_500, 12_000]);
+    // Tokens alone keep a key's row: a key with a quota and no rpm is still shared.
+    expect((await pool.query('SELECT instance, tokens::int FROM limit_counts ORDER BY instance')).rows).toEqual([
+      { instance: 'a', tokens: 12_000 },
+      { instance: 'b', tokens: 20_500 },
+    ]);
+    b.setLocal('k', { requests: 0, inFlight: 0, tokens: 0 });
+    await b.sync();
+    await a.sync();
+    expect(a.othersTokens('k')).toBe(0);
+  });
+
   it('stops counting another instance whose rows are older than 3 s of DB time (it died)', async () => {
     await pool.query(`INSERT INTO limit_counts VALUES ('dead', 'k', 0, 50, 3, ${DB_MS} - 3001), ('slow', 'k', 0, 7, 1, ${DB_MS} - 2500)`);
     const a = make('a');
@@ -116,6 +139,34 @@ describePostgres('SharedLimits on a real PostgreSQL', () => {
     expect(a.othersRequests('k')).toBe(9);
     await sleep(450);
     expect(a.othersRequests('k')).toBe(0);
+  });
+
+  it('two gateways share a key’s tpm: the tokens served through one refuse the other’s next request after a sync', async () => {
+    const key: StoredKey = { id: 'key-t', name: 't', hash: 'h', prefix: 'p', models: [], tpm: 1000, createdAt: '2026-01-01T00:00:00.000Z' };
+    const shared: SharedLimits[] = [];
+    const rings = ['a', 'b'].map((id) => {
+      // The ring reads the others' counts from `s`, and `s` publishes the ring's.
+      const of: { ring?: KeyRing } = {};
+      const s = make(id, { source: () => of.ring!.localCounts() });
+      shared.push(s);
+      of.ring = new KeyRing(memoryStore(), Date.now, { keys: [key], usage: [] }, s);
+      return of.ring;
+    });
+    const [a, b] = rings as [KeyRing, KeyRing];
+    a.recordUsage(key.id, 'm', { promptTokens: 400, completionTokens: 300 });
+    b.recordUsage(key.id, 'm', { promptTokens: 200 });
+    expect(b.admit(key).ok).toBe(true); // b alone has seen 200 of 1000
+    await shared[0]!.sync();
+    await shared[1]!.sync();
+    await shared[0]!.sync();
+    expect([shared[0]!.othersTokens(key.id), shared[1]!.othersTokens(key.id)]).toEqual([200, 700]);
+    b.recordUsage(key.id, 'm', { completionTokens: 100 });
+    // 300 here + 700 at a = 1000, the quota: refused on both.
+    expect(b.admit(key)).toMatchObject({ ok: false, reason: 'tpm' });
+    await shared[1]!.sync();
+    await shared[0]!.sync();
+    expect(a.admit(key)).toMatchObject({ ok: false, reason: 'tpm' });
+    for (const r of rings) await r.close();
   });
 
   it('holds an rpm limit across two instances under 2× the offered load to within rpm + λ·D/2 (figure in the output)', async () => {

@@ -9,6 +9,8 @@ export interface LocalCount {
   requests: number;
   /** Requests being served now. */
   inFlight: number;
+  /** Prompt + completion tokens served in the last minute (for keys with a tpm; absent = 0). */
+  tokens?: number;
 }
 
 export interface SharedLimitsOptions {
@@ -37,14 +39,15 @@ export interface SharedLimitsOptions {
  * statement's snapshot (without this sync's own writes), which is exactly "the others".
  */
 const SYNC = `
-WITH input AS (SELECT * FROM unnest($2::text[], $3::int[], $4::int[]) AS t(key_id, requests, in_flight)),
+WITH input AS (SELECT * FROM unnest($2::text[], $3::int[], $4::int[], $7::bigint[]) AS t(key_id, requests, in_flight, tokens)),
 gone AS (DELETE FROM limit_counts WHERE instance = $1 AND NOT (key_id = ANY($2::text[]))),
 up AS (
-  INSERT INTO limit_counts AS c (instance, key_id, window_ms, requests, in_flight, seen_ms)
-  SELECT $1, key_id, ${DB_MS} - $5, requests, in_flight, ${DB_MS} FROM input
-  ON CONFLICT (instance, key_id) DO UPDATE SET window_ms = excluded.window_ms, requests = excluded.requests, in_flight = excluded.in_flight, seen_ms = excluded.seen_ms
+  INSERT INTO limit_counts AS c (instance, key_id, window_ms, requests, in_flight, tokens, seen_ms)
+  SELECT $1, key_id, ${DB_MS} - $5, requests, in_flight, tokens, ${DB_MS} FROM input
+  ON CONFLICT (instance, key_id) DO UPDATE SET window_ms = excluded.window_ms, requests = excluded.requests, in_flight = excluded.in_flight,
+    tokens = excluded.tokens, seen_ms = excluded.seen_ms
 )
-SELECT key_id, sum(requests)::int AS requests, sum(in_flight)::int AS in_flight
+SELECT key_id, sum(requests)::int AS requests, sum(in_flight)::int AS in_flight, sum(tokens)::float8 AS tokens
   FROM limit_counts WHERE instance <> $1 AND seen_ms > ${DB_MS} - $6 GROUP BY key_id`;
 
 /**
@@ -94,9 +97,14 @@ export class SharedLimits {
     return this.held()?.get(keyId)?.inFlight ?? 0;
   }
 
-  /** Sets this instance's count for a key (when no `source` is given); 0 and 0 removes it. */
+  /** Tokens the other instances counted for `keyId` in the last minute, as last synced. */
+  othersTokens(keyId: string): number {
+    return this.held()?.get(keyId)?.tokens ?? 0;
+  }
+
+  /** Sets this instance's count for a key (when no `source` is given); all zero removes it. */
   setLocal(keyId: string, count: LocalCount): void {
-    if (count.requests === 0 && count.inFlight === 0) this.local.delete(keyId);
+    if (count.requests === 0 && count.inFlight === 0 && !count.tokens) this.local.delete(keyId);
     else this.local.set(keyId, { ...count });
   }
 
@@ -129,23 +137,26 @@ export class SharedLimits {
     const ids: string[] = [];
     const requests: number[] = [];
     const inFlight: number[] = [];
+    const tokens: number[] = [];
     for (const [id, c] of this.source ? this.source() : this.local) {
-      if (c.requests === 0 && c.inFlight === 0) continue;
+      if (c.requests === 0 && c.inFlight === 0 && !c.tokens) continue;
       ids.push(id);
       requests.push(c.requests);
       inFlight.push(c.inFlight);
+      tokens.push(Math.round(c.tokens ?? 0));
     }
     const startedAt = this.now();
     try {
-      const { rows } = await this.pool.query<{ key_id: string; requests: number; in_flight: number }>(SYNC, [
+      const { rows } = await this.pool.query<{ key_id: string; requests: number; in_flight: number; tokens: number }>(SYNC, [
         this.instanceId,
         ids,
         requests,
         inFlight,
         this.windowMs,
         this.freshMs,
+        tokens,
       ]);
-      this.others = new Map(rows.map((r) => [r.key_id, { requests: r.requests, inFlight: r.in_flight }]));
+      this.others = new Map(rows.map((r) => [r.key_id, { requests: r.requests, inFlight: r.in_flight, tokens: r.tokens }]));
       this.lastSyncAt = startedAt;
       if (this.failing) this.log.info('shared limits: synced again');
       this.failing = false;

@@ -72,6 +72,7 @@ async function sqliteInstall(dir: string) {
     models: ['qwen-coder-14b'],
     rpm: 60,
     maxConcurrent: 2,
+    tpm: 60_000,
     priority: 'interactive',
     createdAt: '2026-01-01T00:00:00.000Z',
   });
@@ -229,8 +230,10 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     await s.close();
     // The store as the server before events left it.
     const raw = new Database(path.join(old, 'llmgw.db'));
-    raw.exec('DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority');
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 3}`);
+    raw.exec(
+      'DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes',
+    );
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 4}`);
     raw.pragma('wal_checkpoint(TRUNCATE)');
     raw.close();
     const bytes = fs.readFileSync(path.join(old, 'llmgw.db'));

@@ -166,9 +166,9 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
     snap.replicas.map(({ apiKey: _derived, ...r }) => r),
   );
   await insert(
-    `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, priority, expires_at, created_at, revoked_at)
-     SELECT id, name, hash, prefix, models, rpm, max_concurrent, priority, expires_at, created_at, revoked_at FROM jsonb_to_recordset($1::jsonb)
-       AS x(id text, name text, hash text, prefix text, models jsonb, rpm integer, max_concurrent integer, priority text, expires_at text, created_at text, revoked_at text)`,
+    `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, tpm, priority, expires_at, created_at, revoked_at)
+     SELECT id, name, hash, prefix, models, rpm, max_concurrent, tpm, priority, expires_at, created_at, revoked_at FROM jsonb_to_recordset($1::jsonb)
+       AS x(id text, name text, hash text, prefix text, models jsonb, rpm integer, max_concurrent integer, tpm bigint, priority text, expires_at text, created_at text, revoked_at text)`,
     snap.keys.map((k) => ({
       id: k.id,
       name: k.name,
@@ -177,6 +177,7 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
       models: k.models,
       rpm: k.rpm ?? null,
       max_concurrent: k.maxConcurrent ?? null,
+      tpm: k.tpm ?? null,
       priority: k.priority ?? null,
       expires_at: k.expiresAt ?? null,
       created_at: k.createdAt,

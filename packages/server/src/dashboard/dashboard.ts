@@ -8,13 +8,13 @@ import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../http/http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { catalogStatusView, explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
-import type { CatalogStatusSource } from '../catalog/watch.js';
 import { rolloutView } from '../api/rollouts-api.js';
 import { drainPage, fleetPage } from './fleet-page.js';
 import { keysPage } from './keys-page.js';
 import { layout, messagePage, type Page } from './layout.js';
 import { loginPage } from './login-page.js';
 import { modelPage, modelsPage } from './models-page.js';
+import type { DashboardOptions } from './options.js';
 import { LoginLimiter, SESSION_COOKIE, SESSION_TTL_S, Sessions, cookieValue, type Session } from './session.js';
 import { CSP } from './style.js';
 
@@ -29,13 +29,7 @@ import { CSP } from './style.js';
  * session, its CSRF token in a hidden field, and, when the browser sends them, an
  * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
  */
-export function dashboard(
-  ctl: Controller,
-  keys: KeyRing,
-  adminToken: string,
-  tokens: AccessTokens,
-  opts: { insecureHttp?: boolean; catalogStatus?: CatalogStatusSource; onNodeState?: (who: string, id: string, state: NodeAdminState) => void } = {},
-): Router {
+export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: DashboardOptions = {}): Router {
   const r = express.Router();
   // Every page of an --insecure-http server carries the warning; `send` reads it here.
   r.use((_req, res, next) => {
@@ -238,7 +232,15 @@ export function dashboard(
         }
         const model = modelViews(ctl, whoOf(s).role === 'admin').find((x) => x.name === m.name)!;
         const rollout = rolloutView(ctl, m, ctl.rollouts.get(m.name));
-        send(req, res, modelPage({ model, replicas: replicaViews(ctl, m.name), explain: explainView(ctl, m.name), rollout, now: new Date(ctl.now()) }), s);
+        const page = {
+          model,
+          replicas: replicaViews(ctl, m.name),
+          explain: explainView(ctl, m.name),
+          rollout,
+          queued: opts.queued?.(m.name),
+          now: new Date(ctl.now()),
+        };
+        send(req, res, modelPage(page), s);
       }),
     )
     .all(methodNotAllowed);

@@ -12,4 +12,11 @@ describe('dashboard: the keys page', () => {
     expect(main).toMatch(/<th scope="row">chat<\/th>.*?<td>interactive<\/td>/s);
     expect(main).toMatch(/<th scope="row">app<\/th>.*?<td>standard<\/td>/s);
   });
+
+  it('shows each key’s token quota beside its request rate', () => {
+    const keys = [{ id: 'key-1', name: 'chat', prefix: 'sk-llmgw-a', models: [], rpm: 60, tpm: 30000, created_at: 'x' }];
+    const main = keysPage(keys, [], new Date()).main.toString();
+    expect(main).toContain('<th scope="col" class="num">RPM</th><th scope="col" class="num">TPM</th>');
+    expect(main).toContain('<td class="num">60</td><td class="num">30000</td>');
+  });
 });

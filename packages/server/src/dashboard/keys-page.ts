@@ -8,10 +8,10 @@ export function keysPage(keys: KeyView[], usage: UsageRow[], now: Date): Page {
   const keyTable = keys.length
     ? table(
         'Keys',
-        html`<tr><th scope="col">Name</th><th scope="col">ID</th><th scope="col">Prefix</th><th scope="col">Status</th><th scope="col">Models</th><th scope="col" class="num">RPM</th><th scope="col" class="num">Concurrent</th><th scope="col">Priority</th><th scope="col">Expires</th><th scope="col">Created</th></tr>`,
+        html`<tr><th scope="col">Name</th><th scope="col">ID</th><th scope="col">Prefix</th><th scope="col">Status</th><th scope="col">Models</th><th scope="col" class="num">RPM</th><th scope="col" class="num">TPM</th><th scope="col" class="num">Concurrent</th><th scope="col">Priority</th><th scope="col">Expires</th><th scope="col">Created</th></tr>`,
         html`<tbody>${keys.map(
           (k) => html`<tr><th scope="row">${k.name}</th><td><code>${k.id}</code></td><td><code>${k.prefix}…</code></td><td>${status(k)}</td>
-<td>${k.models.length ? chips(k.models) : 'all'}</td><td class="num">${k.rpm ?? '-'}</td><td class="num">${k.max_concurrent ?? '-'}</td><td>${k.priority ?? 'standard'}</td>
+<td>${k.models.length ? chips(k.models) : 'all'}</td><td class="num">${k.rpm ?? '-'}</td><td class="num">${k.tpm ?? '-'}</td><td class="num">${k.max_concurrent ?? '-'}</td><td>${k.priority ?? 'standard'}</td>
 <td class="nowrap">${k.expires_at ?? 'never'}</td><td class="nowrap">${k.created_at}</td></tr>`,
         )}</tbody>`,
       )

@@ -1,4 +1,14 @@
-import { downloadText, type CatalogStatusView, type ExplainView, type ModelView, type RejectionView, type ReplicaView, type RolloutView } from '@llmgw/shared';
+import {
+  PRIORITIES,
+  downloadText,
+  type CatalogStatusView,
+  type Priority,
+  type ExplainView,
+  type ModelView,
+  type RejectionView,
+  type ReplicaView,
+  type RolloutView,
+} from '@llmgw/shared';
 import { html, seg, type Html } from './html.js';
 import { table, updated, badge, chips, type Page } from './layout.js';
 
@@ -53,6 +63,8 @@ export interface ModelInput {
   explain: ExplainView;
   /** Its rollout, shown while one is in progress, paused, waiting or halted. */
   rollout?: RolloutView;
+  /** Its requests waiting in the gateway per band (every replica saturated); absent: not shown. */
+  queued?: Record<Priority, number> | undefined;
   now: Date;
 }
 
@@ -70,12 +82,28 @@ export function modelPage(v: ModelInput): Page {
 </ul>
 <p>Source <code>${m.source}</code>${m.aliases.length ? html`; also called ${m.aliases.map((a, i) => html`${i ? ', ' : ''}<code>${a}</code>`)}` : ''}${m.fallbacks.length ? html`; falls back to ${m.fallbacks.map((f, i) => html`${i ? ', ' : ''}<a href="/models/${seg(f)}">${f}</a>`)}` : ''}.</p>
 ${v.rollout ? rolloutSection(v.rollout) : ''}
+${v.queued ? queuedSection(v.queued) : ''}
 <h2>Replicas</h2>
 ${replicasTable(v.replicas)}
 <h2>Placement</h2>
 ${explanation(v.explain)}
 ${updated(v.now)}`,
   };
+}
+
+/**
+ * Requests waiting in the gateway by band, highest first: only while every replica is
+ * saturated are there any, and then the band says who goes next.
+ */
+function queuedSection(q: Record<Priority, number>): Html {
+  const total = PRIORITIES.reduce((n, b) => n + q[b], 0);
+  return html`<h2>Queued in the gateway</h2>
+${table(
+  'Requests waiting per priority band',
+  html`<tr><th scope="col">Band</th><th scope="col" class="num">Waiting</th></tr>`,
+  html`<tbody>${PRIORITIES.map((b) => html`<tr><th scope="row">${b}</th><td class="num">${q[b]}</td></tr>`)}</tbody>`,
+)}
+<p class="muted">${total ? 'Every replica is saturated: requests wait here, the highest band first, up to 30 s each.' : 'Nothing waits: some replica has room.'}</p>`;
 }
 
 /** A rollout that is not complete, as `ctl rollout status` words it, with the revision each replica runs in the table below. */

@@ -62,6 +62,18 @@ export const ADMIN_EVENTS = {
     const k = sub(d.reply.key);
     return { reason: 'key-create', object: `key/${String(k.id)}`, what: 'created', detail: `for "${String(k.name)}"` };
   },
+  /** `PATCH /keys/:id`: what changed, as asked (`null` removes a limit). */
+  keyUpdate: (d) => {
+    const changes = Object.entries(d.body)
+      .map(([f, v]) => `${f} ${v === null ? 'removed' : Array.isArray(v) ? v.map(String).join(',') || '(all)' : JSON.stringify(v).replace(/^"|"$/g, '')}`)
+      .join(', ');
+    return {
+      reason: 'key-update',
+      object: `key/${str(d.reply.id) ?? param(d, 'id')}`,
+      what: 'updated',
+      detail: `"${String(d.reply.name)}": ${changes || 'nothing'}`,
+    };
+  },
   /** `POST /models/:name/rollout/pause`. */
   rolloutPause: (d) => ({ reason: 'rollout-pause', object: `model/${String(d.reply.model)}`, model: String(d.reply.model), what: 'rollout paused' }),
   /** `POST /models/:name/rollout/resume`. */

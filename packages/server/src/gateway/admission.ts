@@ -42,16 +42,25 @@ export function checkModel(key: StoredKey, name: string): void {
 }
 
 /**
- * Counts a request against the key's per-minute and concurrency limits, before its body
- * is read. Returns what gives the concurrency slot back.
+ * Counts a request against the key's per-minute (requests and tokens) and concurrency
+ * limits, before its body is read. Returns what gives the concurrency slot back.
  */
 export function admitLimits(keys: KeyRing, key: StoredKey): () => void {
   const a = keys.admit(key);
   if (a.ok) return a.release;
   if (a.reason === 'rpm') {
-    throw new DomainError('rate_limited', `rate limit of ${key.rpm} requests per minute reached for this key`, { retryAfterS: a.retryAfterS });
+    throw new DomainError('rate_limited', `rate limit of ${key.rpm} requests per minute reached for this key`, { retryAfterS: a.retryAfterS, reason: 'rpm' });
   }
-  throw new DomainError('concurrency_limited', `limit of ${key.maxConcurrent} concurrent requests reached for this key`, { retryAfterS: a.retryAfterS });
+  if (a.reason === 'tpm') {
+    throw new DomainError('rate_limited', `tpm: token quota of ${key.tpm} tokens per minute reached for this key; retry after ${a.retryAfterS} s`, {
+      retryAfterS: a.retryAfterS,
+      reason: 'tpm',
+    });
+  }
+  throw new DomainError('concurrency_limited', `limit of ${key.maxConcurrent} concurrent requests reached for this key`, {
+    retryAfterS: a.retryAfterS,
+    reason: 'concurrency',
+  });
 }
 
 /** The request header with which a client lowers its own priority. */

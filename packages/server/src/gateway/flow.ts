@@ -152,7 +152,7 @@ export class FlowControl {
           new DomainError(
             'rate_limited',
             `queue_full: every replica of \`${model}\` is saturated and ${mq.q.size(band)} requests of priority ${band} already wait; retry after ${retry} s`,
-            { retryAfterS: retry },
+            { retryAfterS: retry, reason: 'queue_full' },
           ),
         );
         return;
@@ -205,7 +205,7 @@ export class FlowControl {
         new DomainError(
           'rate_limited',
           `queue_timeout: every replica of \`${model}\` stayed saturated for the ${this.queueSettings.ttlMs / 1000} s a request may wait; retry after ${retry} s`,
-          { retryAfterS: retry },
+          { retryAfterS: retry, reason: 'queue_timeout' },
         ),
       );
       this.events.emit('left', model);

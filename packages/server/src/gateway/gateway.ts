@@ -15,10 +15,11 @@ import type { GatewayController } from './controller-view.js';
 import { asDomainError, sendError, sendJson } from './errors.js';
 import { Fallbacks, routingOf } from './fallbacks.js';
 import { FlowControl, type FlowSettings } from './flow.js';
+import { BANDS, type Band } from './fair-queue.js';
 import type { KeyRing } from './keys.js';
 import { BYTES_PER_TOKEN } from './prefix.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
-import type { LoadReader } from './saturation.js';
+import { DEFAULT_SATURATION, estimatedWaitS, isSaturated, pressures, type LoadReader, type SaturationSettings } from './saturation.js';
 import { SseRelay } from './sse.js';
 import type { Traffic } from './traffic.js';
 import { Upstream, type Exchange } from './upstream.js';
@@ -75,6 +76,40 @@ export class Gateway {
     return this.flow.depths();
   }
 
+  /** Requests of one model waiting per band, for the dashboard's model page. */
+  queuedFor(model: string): Record<Band, number> {
+    return Object.fromEntries(BANDS.map((b) => [b, this.flow.waiting(model, b)])) as Record<Band, number>;
+  }
+
+  /** How each model's load is read (the flow control's view). */
+  private readonly loadOf: (m: Model) => LoadReader;
+  private readonly saturationSettings: SaturationSettings;
+
+  /**
+   * Each routed replica's pressure as flow control judges it, for the metrics at scrape
+   * time: whether it is saturated, and its estimated queue wait where its prefill rate is
+   * known (or, as for routing, the mean of its model's measured replicas).
+   */
+  saturation(): { model: string; replica: string; saturated: boolean; waitS?: number }[] {
+    const out: { model: string; replica: string; saturated: boolean; waitS?: number }[] = [];
+    for (const m of this.ctl.models) {
+      const ids = this.ctl.routes(m.name).map((t) => t.replicaId);
+      if (!ids.length) continue;
+      const load = this.loadOf(m);
+      const ps = pressures(
+        ids,
+        (id) => load.uncached(id),
+        (id) => load.rate(id),
+        (id) => load.inFlight(id),
+      );
+      ps.forEach((p, i) => {
+        const waitS = estimatedWaitS(p);
+        out.push({ model: m.name, replica: ids[i]!, saturated: isSaturated(p, this.saturationSettings), ...(waitS !== undefined ? { waitS } : {}) });
+      });
+    }
+    return out;
+  }
+
   constructor(
     private readonly ctl: GatewayController,
     private readonly keys: KeyRing,
@@ -121,12 +156,14 @@ export class Gateway {
       }
       return [];
     };
+    // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
+    this.loadOf = (m) => (policyOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad);
+    this.saturationSettings = { ...DEFAULT_SATURATION, ...settings.flow?.saturation };
     this.flow = new FlowControl(
       {
         routes: (m) => ctl.routes(m),
         eligible: (id) => !this.upstream.coolingDown(id, Date.now()),
-        // Only cache-aware routing keeps uncached tokens and prefill rates; other policies are judged by requests in flight.
-        load: (m) => (policyOf(m) instanceof CacheAware ? cacheAwareLoad : inFlightLoad),
+        load: this.loadOf,
       },
       settings.flow,
       Date.now,
@@ -153,10 +190,9 @@ export class Gateway {
       // A body refused unread is still read, and dropped, so the client gets the answer
       // instead of a reset connection.
       req.resume();
-      sendError(
-        res,
-        asDomainError(err, (e) => this.log.error({ err: e }, 'gateway error')),
-      );
+      const e = asDomainError(err, (x) => this.log.error({ err: x }, 'gateway error'));
+      if (e.details.reason) this.metrics.rateLimited.inc({ reason: e.details.reason });
+      sendError(res, e);
     });
   };
 

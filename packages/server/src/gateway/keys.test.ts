@@ -44,7 +44,7 @@ describe('KeyRing and a store that refuses writes', () => {
       if (full) throw new Error('ENOSPC');
       await add(ds);
     };
-    const ring = new KeyRing(store);
+    const ring = new KeyRing(store, () => 90_000);
     ring.recordUsage('key-1', 'm', { promptTokens: 2, completionTokens: 1 });
     full = true;
     expect(await ring.flushUsage()).toBe(false);
@@ -53,19 +53,20 @@ describe('KeyRing and a store that refuses writes', () => {
     expect(ring.usageRows()).toEqual([expect.objectContaining({ requests: 2, errors: 1, prompt_tokens: 5, completion_tokens: 2 })]);
     full = false;
     expect(await ring.close()).toBe(0);
-    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, cancelled: 0, promptTokens: 5, completionTokens: 2 }]);
+    // Counted in the minute the requests ended in, for `usage_minutes`.
+    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, cancelled: 0, promptTokens: 5, completionTokens: 2, minuteMs: 60_000 }]);
   });
 
   it('counts a request the client left mid-stream as cancelled, its tokens with the rest', async () => {
     const store = memoryStore();
-    const ring = new KeyRing(store);
+    const ring = new KeyRing(store, () => 90_000);
     ring.recordUsage('key-1', 'm', { promptTokens: 4, completionTokens: 2 });
     ring.recordUsage('key-1', 'm', { completionTokens: 3, cancelled: true });
     expect(ring.usageRows()).toEqual([
       { key_id: 'key-1', key_name: 'key-1', model: 'm', requests: 2, errors: 0, cancelled: 1, prompt_tokens: 4, completion_tokens: 5 },
     ]);
     expect(await ring.close()).toBe(0);
-    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 0, cancelled: 1, promptTokens: 4, completionTokens: 5 }]);
+    expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 0, cancelled: 1, promptTokens: 4, completionTokens: 5, minuteMs: 60_000 }]);
   });
 
   it('leaves the keys as they were when a create or revoke is refused', async () => {
@@ -84,7 +85,11 @@ describe('KeyRing and a store that refuses writes', () => {
 describe('KeyRing with other instances counting the same key', () => {
   it('adds what the others counted to its own, for the per-minute and the concurrency limit', async () => {
     const others = { requests: 2, inFlight: 0 };
-    const ring = new KeyRing(memoryStore(), () => 0, undefined, { othersRequests: () => others.requests, othersInFlight: () => others.inFlight });
+    const ring = new KeyRing(memoryStore(), () => 0, undefined, {
+      othersRequests: () => others.requests,
+      othersInFlight: () => others.inFlight,
+      othersTokens: () => 0,
+    });
     const { secret } = await ring.create({ name: 'k', rpm: 3, max_concurrent: 2 }, (m) => m);
     const auth = ring.authenticate(secret);
     if (!auth.ok) throw new Error('key not found');
@@ -96,7 +101,7 @@ describe('KeyRing with other instances counting the same key', () => {
     others.inFlight = 1;
     // 1 in flight here + 1 elsewhere = the 2 allowed at once.
     expect(ring.admit(auth.key)).toMatchObject({ ok: false, reason: 'concurrency' });
-    expect([...ring.localCounts()]).toEqual([[auth.key.id, { requests: 1, inFlight: 1 }]]);
+    expect([...ring.localCounts()]).toEqual([[auth.key.id, { requests: 1, inFlight: 1, tokens: 0 }]]);
     await ring.close();
   });
 });

@@ -1,18 +1,28 @@
 import { randomBytes } from 'node:crypto';
-import { newHashedSecret, type KeyCreateRequest, type KeyView, type UsageRow } from '@llmgw/shared';
+import { newHashedSecret, type KeyCreateRequest, type KeyUpdateRequest, type KeyView, type UsageRow } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import { IssuedSecrets } from '../store/issued.js';
 import { latestRead, serialWrites } from '../store/serial.js';
-import type { Store, StoredKey, StoredUsage, UsageDelta } from '../store/store.js';
+import { minuteOf, type Store, type StoredKey, type StoredUsage, type UsageDelta } from '../store/store.js';
+import { TokenWindow } from './token-window.js';
 
 export type AuthResult = { ok: true; key: StoredKey } | { ok: false; reason: 'missing' | 'invalid' | 'revoked' | 'expired' };
 
-export type Admission = { ok: true; release: () => void } | { ok: false; reason: 'rpm' | 'concurrency'; retryAfterS: number };
+export type Admission = { ok: true; release: () => void } | { ok: false; reason: 'rpm' | 'tpm' | 'concurrency'; retryAfterS: number };
 
 /** The other instances' counts per key (`SharedLimits`), which a ring adds to its own. */
 export interface OtherInstances {
   othersRequests(keyId: string): number;
   othersInFlight(keyId: string): number;
+  /** Tokens the others counted for the key in the last minute. */
+  othersTokens(keyId: string): number;
+}
+
+/** What one instance counted for a key, for the others (`SharedLimits`). */
+export interface LocalKeyCount {
+  requests: number;
+  inFlight: number;
+  tokens: number;
 }
 
 /**
@@ -34,6 +44,8 @@ export class KeyRing {
   /** Start times of recent requests per key, oldest first (only for keys with an rpm). */
   private readonly recent = new Map<string, number[]>();
   private readonly inFlight = new Map<string, number>();
+  /** Tokens of the last minute per key, from the engines' reported usage (only for keys with a tpm). */
+  private readonly tokens = new Map<string, TokenWindow>();
   /** Usage not yet written to the store, per key and model. */
   private usage = new Map<string, UsageDelta>();
   /** Every request's usage since the store was created: what is stored plus `usage`. */
@@ -98,12 +110,48 @@ export class KeyRing {
       models: [...new Set(models)],
       ...(req.rpm ? { rpm: req.rpm } : {}),
       ...(req.max_concurrent ? { maxConcurrent: req.max_concurrent } : {}),
+      ...(req.tpm ? { tpm: req.tpm } : {}),
       ...(req.priority ? { priority: req.priority } : {}),
       ...(expiresAt ? { expiresAt } : {}),
       createdAt: new Date(this.now()).toISOString(),
     };
     await this.keys.put(key, this.save);
     return { key: keyView(key), secret };
+  }
+
+  /**
+   * Changes a key's models, limits or band (by id, or by the name of a live key); a field
+   * left out stays, `null` removes it. A revoked key is not changed (409). Counts kept
+   * for a limit the key already had go on against its new value; a limit it did not have
+   * counts from now (requests and tokens are only counted for keys with a limit).
+   */
+  async update(idOrName: string, req: KeyUpdateRequest, resolveModel: (name: string) => string | undefined): Promise<KeyView> {
+    const found = this.keys.get(idOrName) ?? this.keys.all().find((k) => k.name === idOrName && !k.revokedAt);
+    if (!found) throw new DomainError('not_found', `no key "${idOrName}" (see ctl keys list)`);
+    if (found.revokedAt) throw new DomainError('conflict', `key ${found.id} ("${found.name}") is revoked; create a new one (ctl keys create)`);
+    const next: StoredKey = { ...found };
+    if (req.models) {
+      next.models = [
+        ...new Set(
+          req.models.map((m, i) => {
+            const name = resolveModel(m);
+            if (!name) throw new DomainError('invalid_request', `models[${i}] "${m}" is not a model in the catalog`, { field: `models[${i}]` });
+            return name;
+          }),
+        ),
+      ];
+    }
+    const set = <F extends 'rpm' | 'maxConcurrent' | 'tpm' | 'priority'>(field: F, v: StoredKey[F] | null | undefined) => {
+      if (v === undefined) return;
+      if (v === null) delete next[field];
+      else next[field] = v;
+    };
+    set('rpm', req.rpm);
+    set('maxConcurrent', req.max_concurrent);
+    set('tpm', req.tpm);
+    set('priority', req.priority);
+    await this.keys.put(next, this.save);
+    return keyView(next);
   }
 
   list(): KeyView[] {
@@ -141,6 +189,10 @@ export class KeyRing {
       // The others' counts change at every sync, so their part of a refusal is short-lived.
       if (this.others && times.length + this.others.othersRequests(key.id) >= key.rpm) return { ok: false, reason: 'rpm', retryAfterS: 1 };
     }
+    if (key.tpm) {
+      const refused = this.overTpm(key, key.tpm, now);
+      if (refused) return refused;
+    }
     const n = this.inFlight.get(key.id) ?? 0;
     if (key.maxConcurrent && n + (this.others?.othersInFlight(key.id) ?? 0) >= key.maxConcurrent) return { ok: false, reason: 'concurrency', retryAfterS: 1 };
     times?.push(now);
@@ -159,26 +211,63 @@ export class KeyRing {
     return { ok: true, release: () => {} };
   }
 
+  /**
+   * A key at or over its tokens per minute: this instance's window plus the others'. The
+   * quota is checked when a request arrives and counted when it ends (the engine reports
+   * usage last), so requests let in under the quota may end above it, by what they were
+   * still to be served. Retry-After is when enough of this instance's tokens leave the
+   * window; where the others' share alone fills it, 1 s, as theirs changes at every sync.
+   */
+  private overTpm(key: StoredKey, tpm: number, now: number): Admission | undefined {
+    const w = this.tokens.get(key.id);
+    const others = this.others?.othersTokens(key.id) ?? 0;
+    const own = w?.total(now) ?? 0;
+    if (own + others < tpm) return undefined;
+    const room = tpm - others;
+    const retryAfterS = room > 0 && w ? w.retryAfterS(room, now) : 1;
+    return { ok: false, reason: 'tpm', retryAfterS: Math.max(1, retryAfterS) };
+  }
+
+  /** Tokens a key was served in the last minute on this instance (0 for a key without a tpm). */
+  tokensInWindow(keyId: string): number {
+    return this.tokens.get(keyId)?.total(this.now()) ?? 0;
+  }
+
   /** This instance's counts of each key with a limit, for the other instances (SharedLimits' source). */
-  *localCounts(): Iterable<readonly [string, { requests: number; inFlight: number }]> {
+  *localCounts(): Iterable<readonly [string, LocalKeyCount]> {
     const now = this.now();
-    const ids = new Set([...this.recent.keys(), ...this.inFlight.keys()]);
+    const ids = new Set([...this.recent.keys(), ...this.inFlight.keys(), ...this.tokens.keys()]);
     for (const id of ids) {
       const times = this.recent.get(id);
       while (times?.length && times[0]! <= now - 60_000) times.shift();
       const requests = times?.length ?? 0;
       const inFlight = this.inFlight.get(id) ?? 0;
-      if (requests || inFlight) yield [id, { requests, inFlight }] as const;
+      const w = this.tokens.get(id);
+      const tokens = w?.total(now) ?? 0;
+      // A window with nothing left in it is dropped, so a key idle for a minute costs nothing.
+      if (w && !tokens) this.tokens.delete(id);
+      if (requests || inFlight || tokens) yield [id, { requests, inFlight, tokens }] as const;
     }
   }
 
   /** Adds to a key's usage; written to the store in batches, off the request path. */
   recordUsage(keyId: string, model: string, u: { promptTokens?: number; completionTokens?: number; error?: boolean; cancelled?: boolean }): void {
-    const id = usageId(keyId, model);
-    for (const map of [this.usage, this.totals]) {
+    const now = this.now();
+    const minuteMs = minuteOf(now);
+    const tokens = (u.promptTokens ?? 0) + (u.completionTokens ?? 0);
+    if (tokens > 0 && this.keys.get(keyId)?.tpm) {
+      let w = this.tokens.get(keyId);
+      if (!w) this.tokens.set(keyId, (w = new TokenWindow()));
+      w.add(tokens, now);
+    }
+    // Pending usage is kept per minute too, for `usage_minutes` (ctl usage --since).
+    for (const [map, id] of [
+      [this.usage, `${usageId(keyId, model)}\u0000${minuteMs}`],
+      [this.totals, usageId(keyId, model)],
+    ] as const) {
       let d = map.get(id);
       if (!d) {
-        d = { keyId, model, requests: 0, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0 };
+        d = { keyId, model, requests: 0, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0, ...(map === this.usage ? { minuteMs } : {}) };
         map.set(id, d);
       }
       d.requests++;
@@ -235,6 +324,27 @@ export class KeyRing {
     return rows.sort((a, b) => cmp(a.key_name, b.key_name) || cmp(a.model, b.model));
   }
 
+  /**
+   * Usage per key and model over the minutes from the one `sinceMs` is in, from the store
+   * (on PostgreSQL: every instance's, as flushed; each flushes every 2 s). This instance's
+   * pending usage is written first, so its own requests are all in. Needs the store: 503
+   * `store_unavailable` while it is down.
+   */
+  async usageSince(sinceMs: number): Promise<UsageRow[]> {
+    await this.flushUsage();
+    const rows = await this.store.loadUsage(sinceMs);
+    return rows.map((u) => ({
+      key_id: u.keyId,
+      key_name: this.keys.get(u.keyId)?.name ?? u.keyName,
+      model: u.model,
+      requests: u.requests,
+      errors: u.errors,
+      cancelled: u.cancelled,
+      prompt_tokens: u.promptTokens,
+      completion_tokens: u.completionTokens,
+    }));
+  }
+
   /** Stops the flush timer and writes what is pending; returns the requests it could not write. */
   async close(): Promise<number> {
     if (this.flushTimer) clearInterval(this.flushTimer);
@@ -253,6 +363,7 @@ function keyView(k: StoredKey): KeyView {
     models: k.models,
     ...(k.rpm ? { rpm: k.rpm } : {}),
     ...(k.maxConcurrent ? { max_concurrent: k.maxConcurrent } : {}),
+    ...(k.tpm ? { tpm: k.tpm } : {}),
     ...(k.priority ? { priority: k.priority } : {}),
     ...(k.expiresAt ? { expires_at: k.expiresAt } : {}),
     created_at: k.createdAt,

@@ -61,7 +61,7 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
   const { secret } = await keys.create({ name: 'test' }, (n) => n);
   const traffic = new Traffic();
   // `gw` is made next; only a scrape reads it.
-  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), queued: () => gw.queued() });
+  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), queued: () => gw.queued(), saturation: () => gw.saturation() });
   const gw: Gateway = new Gateway(
     ctl,
     keys,
@@ -119,7 +119,7 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
   const { secret } = await keys.create({ name: 'test' }, (n) => n);
   const traffic = new Traffic();
   // `gw` is made next; only a scrape reads it.
-  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), queued: () => gw.queued() });
+  const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), queued: () => gw.queued(), saturation: () => gw.saturation() });
   const gw: Gateway = new Gateway(
     ctl,
     keys,

@@ -1,6 +1,6 @@
 /**
  * Tokens counted over a sliding window, for a key's tokens-per-minute quota (`tpm`,
- * issue 26; not wired into admission yet). Pure: the clock is passed in. Fixed memory:
+ * issue 26; one per key with a quota in `KeyRing`). Pure: the clock is passed in. Fixed memory:
  * the window is cut into buckets (60 of 1 s for a minute), a ring indexed by time, so a
  * key costs the same whatever it sends. A bucket leaves the window whole, so the total
  * is the window's tokens to within one bucket's age: a token counted at 10.9 s is

@@ -134,6 +134,7 @@ describeEach('the store contract', (open, kind) => {
         models: ['a', 'b'],
         rpm: undefined,
         maxConcurrent: 2,
+        tpm: 50_000,
         priority: 'batch',
         revokedAt: '2026-02-01T00:00:00.000Z',
       });
@@ -146,6 +147,7 @@ describeEach('the store contract', (open, kind) => {
         models: ['a', 'b'],
         rpm: undefined,
         maxConcurrent: 2,
+        tpm: 50_000,
         priority: 'batch',
         revokedAt: '2026-02-01T00:00:00.000Z',
       });
@@ -162,6 +164,39 @@ describeEach('the store contract', (open, kind) => {
         { ...d, keyName: 'gone', model: 'a' },
         { ...d, keyName: 'gone', requests: 2, promptTokens: 4, completionTokens: 6 },
       ]);
+    }),
+  );
+
+  it(
+    'usage per minute: a window sums the minutes from the one its start is in, the totals all; minutes past 31 days are pruned',
+    withStore(open, async ({ store }) => {
+      await store.saveKey(key);
+      const d = { keyId: key.id, model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 10, completionTokens: 5 };
+      const min = 60_000;
+      const t = 1_000 * 24 * 3600_000; // a whole minute
+      await store.addUsage([
+        { ...d, minuteMs: t - 40 * 24 * 3600_000 },
+        { ...d, minuteMs: t - 10 * min },
+        { ...d, minuteMs: t - 2 * min, errors: 1 },
+        { ...d, minuteMs: t - 2 * min, model: 'a' },
+      ]);
+      await store.addUsage([{ ...d, minuteMs: t, promptTokens: 100 }, { ...d }]);
+      const row = (model: string, n: number, p: number, c: number, errors = 0) => ({
+        keyId: key.id,
+        keyName: key.name,
+        model,
+        requests: n,
+        errors,
+        cancelled: 0,
+        promptTokens: p,
+        completionTokens: c,
+      });
+      // From inside the minute two before t: that minute whole, and t's.
+      expect(await store.loadUsage(t - 2 * min + 59_999)).toEqual([row('a', 1, 10, 5), row('m', 2, 110, 10, 1)]);
+      expect(await store.loadUsage(t - 10 * min)).toEqual([row('a', 1, 10, 5), row('m', 3, 120, 15, 1)]);
+      // The minute 40 days back was pruned when t was written; the totals keep it (and the delta without a minute).
+      expect(await store.loadUsage(0)).toEqual([row('a', 1, 10, 5), row('m', 3, 120, 15, 1)]);
+      expect(await store.loadUsage()).toEqual([row('a', 1, 10, 5), row('m', 5, 140, 25, 1)]);
     }),
   );
 

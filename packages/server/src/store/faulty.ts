@@ -69,8 +69,8 @@ export class FaultyStore implements Store {
   loadKeys(): Promise<StoredKey[]> {
     return this.read(() => this.inner.loadKeys());
   }
-  loadUsage(): Promise<StoredUsage[]> {
-    return this.read(() => this.inner.loadUsage());
+  loadUsage(sinceMs?: number): Promise<StoredUsage[]> {
+    return this.read(() => this.inner.loadUsage(sinceMs));
   }
   loadTokens(): Promise<StoredToken[]> {
     return this.read(() => this.inner.loadTokens());

@@ -81,8 +81,8 @@ export class GuardedStore implements Store {
   loadKeys(): Promise<StoredKey[]> {
     return this.read('loadKeys', () => this.inner.loadKeys());
   }
-  loadUsage(): Promise<StoredUsage[]> {
-    return this.read('loadUsage', () => this.inner.loadUsage());
+  loadUsage(sinceMs?: number): Promise<StoredUsage[]> {
+    return this.read('loadUsage', () => this.inner.loadUsage(sinceMs));
   }
   loadTokens(): Promise<StoredToken[]> {
     return this.read('loadTokens', () => this.inner.loadTokens());

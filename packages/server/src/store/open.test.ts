@@ -45,7 +45,7 @@ describe('opening the store', () => {
     // Roll back to version 3, before the cancelled column (step 4) and what came after it.
     const db = new Database(path.join(dir, 'llmgw.db'));
     db.exec(
-      'ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority',
+      'ALTER TABLE usage DROP COLUMN cancelled; DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes',
     );
     db.prepare("INSERT INTO usage (key_id, model, requests, errors, prompt_tokens, completion_tokens) VALUES ('key-1', 'm', 3, 1, 10, 4)").run();
     db.pragma('user_version = 3');
@@ -67,7 +67,7 @@ describe('opening the store', () => {
     await new SqliteStore(dir).close();
     const db = new Database(path.join(dir, 'llmgw.db'));
     db.exec(
-      "DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')",
+      "DROP TABLE node_credentials; DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes; INSERT INTO nodes (id, admin_state) VALUES ('old-node', 'cordoned')",
     );
     db.pragma('user_version = 4');
     db.close();

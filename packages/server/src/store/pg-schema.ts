@@ -112,6 +112,23 @@ const MIGRATIONS = [
    );`,
   // Issue 26: a key's priority band when requests wait in the gateway (schema.ts has the same step).
   `ALTER TABLE api_keys ADD COLUMN priority text;`,
+  // Issue 26: a key's tokens-per-minute quota and usage per minute (schema.ts has the same
+  // step), and the tokens each instance counted for a key in the last minute, shared like
+  // `requests` (cluster/limits.ts).
+  `ALTER TABLE api_keys ADD COLUMN tpm bigint;
+   CREATE TABLE usage_minutes (
+     key_id text NOT NULL,
+     model text NOT NULL,
+     minute_ms bigint NOT NULL,
+     requests bigint NOT NULL DEFAULT 0,
+     errors bigint NOT NULL DEFAULT 0,
+     cancelled bigint NOT NULL DEFAULT 0,
+     prompt_tokens bigint NOT NULL DEFAULT 0,
+     completion_tokens bigint NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_id, model, minute_ms)
+   );
+   CREATE INDEX usage_minutes_time ON usage_minutes (minute_ms);
+   ALTER TABLE limit_counts ADD COLUMN tokens bigint NOT NULL DEFAULT 0;`,
 ];
 
 /** The newest schema version this server knows (the number of steps). */

@@ -253,10 +253,10 @@ export class PostgresStore implements Store {
   async saveKey(k: StoredKey): Promise<void> {
     await this.tx(async (c) => {
       await c.query(
-        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at, priority)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at, priority, tpm)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
-           max_concurrent = excluded.max_concurrent, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+           max_concurrent = excluded.max_concurrent, tpm = excluded.tpm, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
         [
           k.id,
           k.name,
@@ -269,6 +269,7 @@ export class PostgresStore implements Store {
           k.createdAt,
           k.revokedAt ?? null,
           k.priority ?? null,
+          k.tpm ?? null,
         ],
       );
       await PostgresStore.notify(c, 'keys');
@@ -311,8 +312,8 @@ export class PostgresStore implements Store {
     await addUsageRows(this.pool, deltas);
   }
 
-  async loadUsage(): Promise<StoredUsage[]> {
-    return loadUsageRows(this.pool);
+  async loadUsage(sinceMs?: number): Promise<StoredUsage[]> {
+    return loadUsageRows(this.pool, sinceMs);
   }
 
   async addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {

@@ -13,6 +13,8 @@ export interface KeyRow {
   max_concurrent: number | null;
   /** Absent in a database from before the column (read by `migrate --from-sqlite`). */
   priority?: string | null;
+  /** Absent in a database from before the column; a string from PostgreSQL's bigint. */
+  tpm?: number | string | null;
   expires_at: string | null;
   created_at: string;
   revoked_at: string | null;
@@ -28,6 +30,7 @@ export function keyFromRow(r: KeyRow): StoredKey {
     models: r.models,
     ...(r.rpm != null ? { rpm: r.rpm } : {}),
     ...(r.max_concurrent != null ? { maxConcurrent: r.max_concurrent } : {}),
+    ...(r.tpm != null ? { tpm: Number(r.tpm) } : {}),
     // A value this server does not know (a newer one wrote it) reads as the default.
     ...((PRIORITIES as readonly string[]).includes(r.priority ?? '') ? { priority: r.priority as Priority } : {}),
     ...(r.expires_at ? { expiresAt: r.expires_at } : {}),

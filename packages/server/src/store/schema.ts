@@ -78,6 +78,21 @@ const MIGRATIONS = [
    );`,
   // Issue 26: a key's priority band when requests wait in the gateway; NULL = standard.
   `ALTER TABLE api_keys ADD COLUMN priority TEXT;`,
+  // Issue 26: a key's tokens-per-minute quota (NULL = none), and usage per minute so that
+  // `ctl usage --since` answers for a window (`usage` keeps the totals since creation).
+  `ALTER TABLE api_keys ADD COLUMN tpm INTEGER;
+   CREATE TABLE usage_minutes (
+     key_id TEXT NOT NULL,
+     model TEXT NOT NULL,
+     minute_ms INTEGER NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     errors INTEGER NOT NULL DEFAULT 0,
+     cancelled INTEGER NOT NULL DEFAULT 0,
+     prompt_tokens INTEGER NOT NULL DEFAULT 0,
+     completion_tokens INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_id, model, minute_ms)
+   );
+   CREATE INDEX usage_minutes_time ON usage_minutes (minute_ms);`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
@@ -87,6 +102,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 const ADMIN_TOKENS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE admin_tokens')) + 1;
 /** The version from which `rollouts` exists. */
 const ROLLOUTS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE rollouts')) + 1;
+/** The version from which `usage_minutes` exists. */
+const USAGE_MINUTES_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE usage_minutes')) + 1;
 /** The version from which `events` exists. */
 const EVENTS_SINCE = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE events')) + 1;
 
@@ -101,6 +118,7 @@ export function tablesAt(version: number): string[] {
     ...(version >= ADMIN_TOKENS_SINCE ? ['admin_tokens'] : []),
     ...(version >= EVENTS_SINCE ? ['events'] : []),
     ...(version >= ROLLOUTS_SINCE ? ['rollouts'] : []),
+    ...(version >= USAGE_MINUTES_SINCE ? ['usage_minutes'] : []),
   ];
 }
 

@@ -19,6 +19,7 @@ import type {
   UsageDelta,
 } from './store.js';
 import { keyFromRow, rolloutFromRow, type KeyRow } from './rows.js';
+import { USAGE_MINUTES_KEEP_MS, minuteOf } from './store.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -138,10 +139,10 @@ export class SqliteStore implements Store {
   async saveKey(k: StoredKey): Promise<void> {
     this.db
       .prepare(
-        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, priority, expires_at, created_at, revoked_at)
-         VALUES (@id, @name, @hash, @prefix, @models, @rpm, @max_concurrent, @priority, @expires_at, @created_at, @revoked_at)
+        `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, tpm, priority, expires_at, created_at, revoked_at)
+         VALUES (@id, @name, @hash, @prefix, @models, @rpm, @max_concurrent, @tpm, @priority, @expires_at, @created_at, @revoked_at)
          ON CONFLICT(id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
-           max_concurrent = excluded.max_concurrent, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+           max_concurrent = excluded.max_concurrent, tpm = excluded.tpm, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
       )
       .run({
         id: k.id,
@@ -151,6 +152,7 @@ export class SqliteStore implements Store {
         models: JSON.stringify(k.models),
         rpm: k.rpm ?? null,
         max_concurrent: k.maxConcurrent ?? null,
+        tpm: k.tpm ?? null,
         priority: k.priority ?? null,
         expires_at: k.expiresAt ?? null,
         created_at: k.createdAt,
@@ -189,25 +191,49 @@ export class SqliteStore implements Store {
   }
 
   async addUsage(deltas: readonly UsageDelta[]): Promise<void> {
-    const stmt = this.db.prepare(
+    const total = this.db.prepare(
       `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
        VALUES (@keyId, @model, @requests, @errors, @cancelled, @promptTokens, @completionTokens)
        ON CONFLICT(key_id, model) DO UPDATE SET requests = requests + excluded.requests,
          errors = errors + excluded.errors, cancelled = cancelled + excluded.cancelled, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
          completion_tokens = completion_tokens + excluded.completion_tokens`,
     );
+    const minute = this.db.prepare(
+      `INSERT INTO usage_minutes (key_id, model, minute_ms, requests, errors, cancelled, prompt_tokens, completion_tokens)
+       VALUES (@keyId, @model, @minuteMs, @requests, @errors, @cancelled, @promptTokens, @completionTokens)
+       ON CONFLICT(key_id, model, minute_ms) DO UPDATE SET requests = requests + excluded.requests,
+         errors = errors + excluded.errors, cancelled = cancelled + excluded.cancelled, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = completion_tokens + excluded.completion_tokens`,
+    );
+    const prune = this.db.prepare('DELETE FROM usage_minutes WHERE minute_ms < ?');
     this.db.transaction((ds: readonly UsageDelta[]) => {
-      for (const d of ds) stmt.run(d);
+      let newest = -Infinity;
+      for (const d of ds) {
+        const { minuteMs, ...row } = d;
+        total.run(row);
+        if (minuteMs === undefined) continue;
+        minute.run({ ...row, minuteMs });
+        newest = Math.max(newest, minuteMs);
+      }
+      // Pruned by the batch's own time, not a clock: what is kept is the last 31 days written.
+      if (newest > -Infinity) prune.run(newest - USAGE_MINUTES_KEEP_MS);
     })(deltas);
   }
 
-  async loadUsage(): Promise<StoredUsage[]> {
-    const rows = this.db
-      .prepare(
-        `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
-         FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY key_name, u.model`,
-      )
-      .all() as {
+  async loadUsage(sinceMs?: number): Promise<StoredUsage[]> {
+    const sums =
+      'sum(u.requests) AS requests, sum(u.errors) AS errors, sum(u.cancelled) AS cancelled, sum(u.prompt_tokens) AS prompt_tokens, sum(u.completion_tokens) AS completion_tokens';
+    const stmt =
+      sinceMs === undefined
+        ? this.db.prepare(
+            `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
+             FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ORDER BY key_name, u.model`,
+          )
+        : this.db.prepare(
+            `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, ${sums}
+             FROM usage_minutes u LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.minute_ms >= ? GROUP BY u.key_id, u.model ORDER BY key_name, u.model`,
+          );
+    const rows = (sinceMs === undefined ? stmt.all() : stmt.all(minuteOf(sinceMs))) as {
       key_id: string;
       key_name: string;
       model: string;

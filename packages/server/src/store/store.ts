@@ -10,6 +10,8 @@ export interface StoredKey {
   models: string[];
   rpm?: number;
   maxConcurrent?: number;
+  /** Prompt + completion tokens per minute (sliding window); absent = unlimited. */
+  tpm?: number;
   /** Its band when requests wait in the gateway; absent = standard. */
   priority?: Priority;
   expiresAt?: string;
@@ -27,7 +29,18 @@ export interface UsageDelta {
   cancelled: number;
   promptTokens: number;
   completionTokens: number;
+  /**
+   * The minute (epoch ms, a multiple of 60 000) the requests ended in: also added to that
+   * minute's row of `usage_minutes`, which `loadUsage(sinceMs)` sums. Absent: the totals only.
+   */
+  minuteMs?: number;
 }
+
+/** How long per-minute usage is kept (`ctl usage --since` reaches back this far); pruned on write. */
+export const USAGE_MINUTES_KEEP_MS = 31 * 24 * 3600_000;
+
+/** The minute `ms` is in, as `usage_minutes` counts it. */
+export const minuteOf = (ms: number): number => Math.floor(ms / 60_000) * 60_000;
 
 export interface StoredUsage extends UsageDelta {
   keyName: string;
@@ -127,7 +140,11 @@ export interface Store {
   loadKeys(): Promise<StoredKey[]>;
   saveKey(key: StoredKey): Promise<void>;
   addUsage(deltas: readonly UsageDelta[]): Promise<void>;
-  loadUsage(): Promise<StoredUsage[]>;
+  /**
+   * Usage per key and model: the totals since the store was created, or with `sinceMs`
+   * the sum of the minutes from the one `sinceMs` is in (the last `USAGE_MINUTES_KEEP_MS`).
+   */
+  loadUsage(sinceMs?: number): Promise<StoredUsage[]>;
   loadTokens(): Promise<StoredToken[]>;
   saveToken(token: StoredToken): Promise<void>;
   /**
