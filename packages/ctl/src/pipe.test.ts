@@ -1,0 +1,34 @@
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+
+/** The built ctl (turbo builds it before `test`), run as an operator runs it. */
+const CLI = new URL('../dist/cli.js', import.meta.url).pathname;
+
+// A reply far larger than a pipe's buffer, so ctl is still writing when its reader leaves.
+const rows = JSON.stringify(Array.from({ length: 20_000 }, (_, i) => ({ key_name: `k-${i}`, model: 'm', requests: i })));
+const server = http.createServer((_req, res) => res.setHeader('content-type', 'application/json').end(rows));
+let url = '';
+
+beforeAll(async () => {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+describe('ctl piped into a reader that stops early (ctl usage | head -1)', () => {
+  it('exits 0 without a word on stderr', async () => {
+    const child = spawn(process.execPath, [CLI, 'usage', '-o', 'json', '--server', url, '--token', 't'], {
+      env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    // The first line read, the reader goes, as `head -1` does.
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+});
