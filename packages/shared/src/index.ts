@@ -20,3 +20,4 @@ export * from './switches.js';
 export * from './settings.js';
 export * from './engine-env.js';
 export * from './loopback.js';
+export * from './suggest.js';
