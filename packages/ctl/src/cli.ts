@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { PRIORITIES, flagOrEnv, type Priority } from '@llmgw/shared';
-import type { CatalogStatusView, ExplainView, KeyCreated, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
+import type { CatalogStatusView, ExplainView, KeyCreated, KeyRevokeReply, KeyView, ModelView, NodeView, ReplicaView, UsageRow } from '@llmgw/shared';
 import { call, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
 import { catalogNotice } from './catalog-status.js';
@@ -221,9 +221,9 @@ keys
   .addHelpText('after', examplesText('ctl keys revoke key-a033492a', 'ctl keys revoke webapp'))
   .action(async (id: string) => {
     const { conn, json } = globals();
-    const k = await call<KeyView>(conn, 'DELETE', `/keys/${encodeURIComponent(id)}`);
+    const k = await call<KeyRevokeReply>(conn, 'DELETE', `/keys/${encodeURIComponent(id)}`);
     if (json) return printJson(k);
-    print(`key/${k.id} revoked`);
+    print(k.already ? `key/${k.id} already revoked${k.revoked_at ? ` (at ${k.revoked_at})` : ''}` : `key/${k.id} revoked`);
   });
 
 addTokenCommands(program, io);
