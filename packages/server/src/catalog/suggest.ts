@@ -62,11 +62,31 @@ function knownKeys(path: string): string[] {
  * Follows a validator path through parsed data. Paths of required fields hold no dotted
  * keys; an enum's may (`node_selector` values are not enums), and then nothing is found.
  */
+/**
+ * For a field that must be a string but YAML read as a number or boolean (`sha256:`
+ * of digits only, `name: 2024`, `label: true`), that quoting it is the fix.
+ */
+export function quoteHint(data: unknown, field: string): string {
+  const value = valueAt(data, field);
+  if (typeof value !== 'number' && typeof value !== 'boolean') return '';
+  return ` (YAML reads an unquoted ${typeof value === 'number' ? 'number' : 'true or false'} as a ${typeof value}: put the value in quotes, e.g. "…")`;
+}
+
+/** The value at a validator's field path; a key may hold dots (`node_selector.nvidia.com/gpu.count`). */
 function valueAt(data: unknown, path: string): unknown {
   let value = data;
-  for (const part of path.match(/[^.[\]]+/g) ?? []) {
+  let rest = path;
+  while (rest !== '') {
     if (typeof value !== 'object' || value === null) return undefined;
-    value = (value as Record<string, unknown>)[part];
+    const index = /^\[(\d+)\]\.?/.exec(rest);
+    const key = index
+      ? index[1]!
+      : Object.keys(value)
+          .filter((k) => rest === k || rest.startsWith(`${k}.`) || rest.startsWith(`${k}[`))
+          .sort((a, b) => b.length - a.length)[0];
+    if (key === undefined) return undefined;
+    value = (value as Record<string, unknown>)[key];
+    rest = (index ? rest.slice(index[0].length) : rest.slice(key.length)).replace(/^\./, '');
   }
   return value;
 }
