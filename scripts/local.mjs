@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquire, refusal, release, update } from './local/lock.mjs';
 import { describeLeftovers, leftovers, stopLeftovers } from './local/leftovers.mjs';
+import { listenerOn } from './local/ports.mjs';
 import { killRecordedEngines, lastLoggedError, startChild, stopChildren } from './local/children.mjs';
 import { get, listening, sleep, unreadyModels } from './local/ready.mjs';
 
@@ -141,6 +142,21 @@ const catalog = process.env.LLMGW_CATALOG ?? path.join(home, 'catalog.yaml');
 if (!process.env.LLMGW_CATALOG && !fs.existsSync(catalog)) {
   const template = fs.readFileSync(path.join(root, 'examples/local-catalog.yaml'), 'utf8');
   fs.writeFileSync(catalog, template.replaceAll('${MODEL_PATH}', model));
+}
+
+// A port another process holds would fail the server with a bare EADDRINUSE: name the
+// process (a leftover of another LLMGW_HOME, another llmgw, anything) and the variable.
+for (const [addr, variable] of [
+  [clientAddr, 'LLMGW_CLIENT_ADDR'],
+  [adminAddr, 'LLMGW_ADMIN_ADDR'],
+]) {
+  const port = Number(/:(\d+)$/.exec(addr)?.[1]);
+  const holder = port > 0 ? listenerOn(port) : undefined;
+  if (!holder) continue;
+  const who = holder.pid === undefined ? "another user's process" : `pid ${holder.pid}${holder.command ? ` (${holder.command.slice(0, 200)})` : ''}`;
+  console.error(`llmgw: port ${port} (${variable}=${addr}) is in use by ${who}: stop it, or set ${variable} to another address`);
+  release(home);
+  process.exit(1);
 }
 
 const serverDir = path.join(home, 'server');

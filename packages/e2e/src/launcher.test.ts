@@ -95,6 +95,26 @@ describe('what a killed launcher left running', () => {
   }, 30_000);
 });
 
+describe('a port another process holds', () => {
+  it('pnpm start names the process and the variable instead of failing on EADDRINUSE', async () => {
+    const home = tmpDir('llmgw-port-');
+    const holder = spawn(process.execPath, ['-e', "require('net').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    spawned.push(holder);
+    const port = await new Promise<number>((r) => holder.stdout.once('data', (d: Buffer) => r(Number(String(d).trim()))));
+    const r = await runScript('local.mjs', { LLMGW_HOME: home, LLMGW_CLIENT_ADDR: `127.0.0.1:${await freePort()}`, LLMGW_ADMIN_ADDR: `127.0.0.1:${port}` });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^llmgw: port ${port} \\(LLMGW_ADMIN_ADDR=127\\.0\\.0\\.1:${port}\\) is in use by pid ${holder.pid} \\(.*node.*\\): stop it, or set LLMGW_ADMIN_ADDR to another address\n$`,
+      ),
+    );
+    expect(fs.existsSync(path.join(home, 'local.lock'))).toBe(false);
+  }, 30_000);
+});
+
 describe('the quick start banner', () => {
   it('waits for tiny alone, saying every few seconds what it waits for', async () => {
     const home = tmpDir('llmgw-banner-');
