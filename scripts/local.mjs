@@ -9,13 +9,17 @@
 // One process tree: one instance per LLMGW_HOME (scripts/local/lock.mjs); the server and
 // the agent in process groups of their own, stopped by this launcher on SIGINT, SIGTERM
 // and SIGHUP, engines included; a child that fails has its error in this terminal and the
-// launcher exits 1. `pnpm stop` (scripts/stop.mjs) stops an instance from elsewhere.
+// launcher exits 1. `pnpm stop` (scripts/stop.mjs) stops an instance from elsewhere. The
+// lock names the children, so what a killed launcher left running is stopped by the next
+// start or stop (scripts/local/leftovers.mjs).
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquire, refusal, release, update } from './local/lock.mjs';
+import { describeLeftovers, leftovers, stopLeftovers } from './local/leftovers.mjs';
+import { listenerOn } from './local/ports.mjs';
 import { killRecordedEngines, lastLoggedError, startChild, stopChildren } from './local/children.mjs';
 import { get, listening, sleep, unreadyModels } from './local/ready.mjs';
 
@@ -26,6 +30,13 @@ const STOP_GRACE_MS = 7_000;
 const SERVER_START_MS = 30_000;
 /** The engine's own startup_timeout_s in the quick start's catalog is 120 s. */
 const MODEL_READY_MS = 150_000;
+/**
+ * The models the banner waits for: the quick start's own (README: "once both ports answer
+ * and `tiny` is ready"). Models added to the catalog come up after the banner, in `ctl models`.
+ */
+const QUICK_START_MODELS = ['tiny'];
+/** How often the wait for them says what it waits for. */
+const PROGRESS_MS = 5_000;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const defaultHome = path.join(os.homedir(), '.llmgw');
@@ -43,6 +54,13 @@ const lock = acquire(home, lockInfo);
 if (!lock.ok) {
   console.error(refusal(home, lock.held));
   process.exit(1);
+}
+// A launcher that was killed (SIGKILL, OOM) could not stop its children: they still hold
+// the ports and the store, and this start would fail on EADDRINUSE.
+const left = leftovers(home, lock.stale);
+if (left.length > 0) {
+  console.log(`llmgw: the last launcher (pid ${lock.stale.pid}) is gone but its ${describeLeftovers(left)} still ran; stopping them`);
+  await stopLeftovers(home, left, STOP_GRACE_MS);
 }
 
 // `pnpm start` builds after the lock, so a refused second start prints its one line and
@@ -126,6 +144,21 @@ if (!process.env.LLMGW_CATALOG && !fs.existsSync(catalog)) {
   fs.writeFileSync(catalog, template.replaceAll('${MODEL_PATH}', model));
 }
 
+// A port another process holds would fail the server with a bare EADDRINUSE: name the
+// process (a leftover of another LLMGW_HOME, another llmgw, anything) and the variable.
+for (const [addr, variable] of [
+  [clientAddr, 'LLMGW_CLIENT_ADDR'],
+  [adminAddr, 'LLMGW_ADMIN_ADDR'],
+]) {
+  const port = Number(/:(\d+)$/.exec(addr)?.[1]);
+  const holder = port > 0 ? listenerOn(port) : undefined;
+  if (!holder) continue;
+  const who = holder.pid === undefined ? "another user's process" : `pid ${holder.pid}${holder.command ? ` (${holder.command.slice(0, 200)})` : ''}`;
+  console.error(`llmgw: port ${port} (${variable}=${addr}) is in use by ${who}: stop it, or set ${variable} to another address`);
+  release(home);
+  process.exit(1);
+}
+
 const serverDir = path.join(home, 'server');
 server = launch('server', 'packages/server/dist/main.js', [
   '--catalog',
@@ -139,6 +172,8 @@ server = launch('server', 'packages/server/dist/main.js', [
   // One machine: the agent's engines are at 127.0.0.1, which a fleet server refuses.
   '--allow-loopback-nodes',
 ]);
+// Recorded at once: a launcher killed before the server answers must not leave it unnamed.
+update(home, { ...lockInfo, server_pid: server.child.pid });
 
 // The server (re)writes the full join token before it listens, so once its admin API
 // answers, the file pins the CA the agent will meet.
@@ -182,16 +217,21 @@ update(home, { ...lockInfo, agent_pid: agent.child.pid });
 const ca = fs.readFileSync(caFile);
 const adminToken = process.env.LLMGW_ADMIN_TOKEN || fs.readFileSync(path.join(serverDir, 'admin-token'), 'utf8').trim();
 await until(async () => (await get(`${urls.client}/v1/models`)) !== undefined, SERVER_START_MS);
-let unready = [];
+let unready = QUICK_START_MODELS.map((name) => ({ name, summary: 'the admin API does not answer yet' }));
+const waitingSince = Date.now();
+let progressAt = waitingSince + PROGRESS_MS;
+const describeUnready = () => unready.map((m) => `${m.name} (${m.summary})`).join('; ');
 const ready = await until(async () => {
-  unready = (await unreadyModels(urls.admin, ca, adminToken)) ?? unready;
+  unready = (await unreadyModels(urls.admin, ca, adminToken, QUICK_START_MODELS)) ?? unready;
+  if (unready.length > 0 && Date.now() >= progressAt) {
+    progressAt = Date.now() + PROGRESS_MS;
+    console.log(`llmgw: waiting for ${describeUnready()}, ${Math.round((Date.now() - waitingSince) / 1000)} s so far`);
+  }
   return unready.length === 0;
 }, MODEL_READY_MS);
 
 const env = [home !== defaultHome && `LLMGW_HOME=${home}`, hostPort(urls.admin) !== DEFAULT_ADMIN && `LLMGW_SERVER=${urls.admin}`].filter(Boolean);
-const notReady = ready
-  ? ''
-  : `\nNot ready yet: ${unready.map((m) => `${m.name}${m.summary ? ` (${m.summary})` : ''}`).join('; ')}; see ctl models and ${logs}\n`;
+const notReady = ready ? '' : `\nNot ready yet: ${describeUnready()}; see ctl models and ${logs}\n`;
 console.log(`llmgw is running on this machine (pid ${process.pid}).
   client API (OpenAI-compatible)  ${urls.client}/v1
   admin API, dashboard, agents    ${urls.admin}  (CA: ${caFile})

@@ -10,6 +10,16 @@ export function lockFile(home) {
   return path.join(home, 'local.lock');
 }
 
+/** The lock's record, whoever holds it (undefined when there is none or it is torn). */
+export function readRecord(file) {
+  try {
+    const rec = JSON.parse(fs.readFileSync(file, 'utf8'));
+    return rec !== null && typeof rec === 'object' ? rec : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether pid is a live process (EPERM: alive, but another user's). */
 export function alive(pid) {
   try {
@@ -52,6 +62,8 @@ export function refusal(home, held) {
  * racing for a free lock cannot both win, because only one exclusive create succeeds. A
  * stale file is removed and the create tried again; two launchers that find the same
  * stale file at once can still both win (the second removes the first's fresh lock).
+ * `stale` is the record of a dead launcher's lock that was taken over: it names the
+ * children that launcher may have left running (leftovers.mjs).
  */
 export function acquire(home, info) {
   const file = lockFile(home);
@@ -59,17 +71,19 @@ export function acquire(home, info) {
   // when the name exists, as O_EXCL does. A file created with O_EXCL and then written is
   // empty for a moment, and a launcher reading it then took it for stale and removed it.
   const tmp = `${file}.${process.pid}.new`;
+  let stale;
   fs.writeFileSync(tmp, JSON.stringify({ pid: process.pid, ...info }) + '\n');
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         fs.linkSync(tmp, file);
-        return { ok: true };
+        return { ok: true, stale };
       } catch (err) {
         if (err.code !== 'EEXIST') throw err;
       }
       const held = holder(home);
       if (held) return { ok: false, held };
+      stale = readRecord(file) ?? stale;
       fs.rmSync(file, { force: true });
     }
   } finally {

@@ -1,5 +1,5 @@
-// What "running" means before the banner says so: both listeners answer and every model
-// the catalog wants running has a ready replica.
+// What "running" means before the banner says so: both listeners answer and the quick
+// start's model (`tiny`) has a ready replica; models added to the catalog are not waited for.
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -46,13 +46,14 @@ export function get(url, { ca, token } = {}) {
 }
 
 /**
- * The models that should have a replica (scaling.min >= 1) and have none that answers,
- * with the placement summary when the server has one; [] when all are ready, undefined
+ * The models that should have a replica (scaling.min >= 1) and have none that answers
+ * (of `names` only, when given), each with the placement summary when the server has one,
+ * else its replicas' states; [] when all are ready, undefined
  * when the admin API does not answer. "Ready" is checked at the engine itself (its
  * `/v1/models`, with its key): right after a restart the store still says `ready` for
  * the replicas of the last run until the agent reports.
  */
-export async function unreadyModels(adminUrl, ca, token) {
+export async function unreadyModels(adminUrl, ca, token, names) {
   const [m, r] = await Promise.all([get(`${adminUrl}/api/v1/models`, { ca, token }), get(`${adminUrl}/api/v1/replicas?show_keys=true`, { ca, token })]);
   if (m?.status !== 200 || r?.status !== 200) return undefined;
   let models;
@@ -73,6 +74,10 @@ export async function unreadyModels(adminUrl, ca, token) {
       }),
   );
   return models
-    .filter((x) => x.min_replicas >= 1 && !answering.has(x.name))
-    .map((x) => ({ name: x.name, ...(x.placement_summary ? { summary: x.placement_summary } : {}) }));
+    .filter((x) => x.min_replicas >= 1 && !answering.has(x.name) && (names === undefined || names.includes(x.name)))
+    .map((x) => {
+      const states = replicas.filter((r) => r.model === x.name).map((r) => r.state);
+      const summary = x.placement_summary ?? (states.length > 0 ? `replica ${states.join(', ')}` : 'no replica yet');
+      return { name: x.name, summary };
+    });
 }

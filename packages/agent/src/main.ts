@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { pino } from 'pino';
-import { LOG_REDACT, addSettings, readSettings, splitServerList } from '@llmgw/shared';
+import { LOG_REDACT, addSettings, nearest, readSettings, splitServerList } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
 import { probeMachine } from './probe/index.js';
@@ -252,4 +252,14 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+// `run` is the default command, so commander takes a mistyped command (`llmgw-agent rn`)
+// for an argument of run and says "too many arguments for 'run'": name the command instead.
+const first = process.argv[2];
+const commands = [...program.commands.map((c) => c.name()), 'help'];
+if (first !== undefined && !first.startsWith('-') && !commands.includes(first)) {
+  const near = nearest(first, commands);
+  fail(`unknown command '${first}'${near !== undefined ? ` (did you mean ${near}?)` : ''}; the commands are ${commands.join(', ')}`);
+}
+// Every usage error exits 2, as `fail` does (commander's own would exit 1); help and --version stay 0.
+for (const cmd of [program, ...program.commands]) cmd.exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 await program.parseAsync();

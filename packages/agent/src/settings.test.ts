@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Command } from 'commander';
 import { addSettings, envOf, readSettings } from '@llmgw/shared';
-import { RUN_SETTINGS, parseSize } from './settings.js';
+import { RUN_SETTINGS, defaultStateDir, parseSize } from './settings.js';
 
 /** `run`'s settings as the agent reads them from `argv` (no variables: Commander reads process.env, which the test leaves alone). */
 function read(argv: string[]) {
@@ -55,4 +55,16 @@ describe('parseSize (--model-cache-max)', () => {
   it.each(['', 'lots', '0', '-5G', '5X'])('refuses "%s"', (v) =>
     expect(() => parseSize('--model-cache-max', v)).toThrow(/invalid --model-cache-max .*want a size such as 50G/),
   );
+});
+
+describe('the default state directory', () => {
+  it("is absolute whatever the working directory: /var/lib/llmgw-agent as root (the unit's StateDirectory=), else the XDG state directory", () => {
+    expect(defaultStateDir({}, 0, '/root')).toBe('/var/lib/llmgw-agent');
+    expect(defaultStateDir({ XDG_STATE_HOME: '/home/me/.state' }, 1000, '/home/me')).toBe('/home/me/.state/llmgw-agent');
+    expect(defaultStateDir({}, 1000, '/home/me')).toBe('/home/me/.local/state/llmgw-agent');
+    // A relative XDG_STATE_HOME is invalid by the spec, and would be the cwd again.
+    expect(defaultStateDir({ XDG_STATE_HOME: 'state' }, 1000, '/home/me')).toBe('/home/me/.local/state/llmgw-agent');
+    expect(read([]).stateDir).toBe(defaultStateDir());
+    expect(read([]).stateDir.startsWith('/')).toBe(true);
+  });
 });

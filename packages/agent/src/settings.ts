@@ -1,7 +1,23 @@
 import os from 'node:os';
+import path from 'node:path';
 import bytes from 'bytes';
 import { isLoopbackHost, type MeasuredOf, type SettingsOf, type SettingsTable } from '@llmgw/shared';
 import { DEFAULT_ENGINE_USER } from './engine-user.js';
+import { STATE_DIR } from './service.js';
+
+/**
+ * The state directory when --state-dir is not given, absolute so that an agent started
+ * from another directory finds its engines and credential again: as root, where
+ * `install-service` (and its unit's StateDirectory=) keeps it; otherwise the XDG state
+ * directory, `$XDG_STATE_HOME/llmgw-agent`, else `~/.local/state/llmgw-agent`.
+ */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, uid: number = process.getuid?.() ?? -1, home: string = os.homedir()): string {
+  if (uid === 0) return STATE_DIR;
+  const xdg = env.XDG_STATE_HOME;
+  // The XDG spec: a relative value is invalid and is to be ignored.
+  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(home, '.local', 'state');
+  return path.join(base, 'llmgw-agent');
+}
 
 const SERVER_HELP =
   "the server's admin address, or several separated by commas (instances of one control plane, e.g. https://a:8081,https://b:8081): " +
@@ -45,8 +61,8 @@ export const RUN_SETTINGS = {
     unit: 'text',
     flag: '--state-dir',
     placeholder: 'dir',
-    default: '.llmgw/agent',
-    help: 'where the agent keeps what must survive its restart (engine pids, logs, the node credential)',
+    default: defaultStateDir(),
+    help: 'where the agent keeps what must survive its restart (engine pids, logs, the node credential); default: /var/lib/llmgw-agent as root, else $XDG_STATE_HOME/llmgw-agent or ~/.local/state/llmgw-agent',
   },
   modelCache: {
     unit: 'text',

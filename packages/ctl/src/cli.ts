@@ -18,6 +18,15 @@ import { addRolloutCommands } from './rollout-cmd.js';
 import { explainText, modelsTable, nodeDetails, nodesTable, replicaErrors, replicasTable } from './tables.js';
 import { addKeyCommands } from './keys-cmd.js';
 
+// `ctl events | head`: once the reader has gone, a write fails with EPIPE; stop quietly,
+// as Unix tools do, instead of dying with a stack trace. Anything else is a real error.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
 const program = new Command('ctl')
   .description("llmgw's operator CLI over the admin API")
   .version(CTL_VERSION)

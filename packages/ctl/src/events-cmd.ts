@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { EventList, EventView } from '@llmgw/shared';
+import type { EventList, EventView, NodeView } from '@llmgw/shared';
 import { call, type Connection } from './client.js';
 import { CtlError } from './failure.js';
 import { safeJson } from './render.js';
@@ -77,6 +77,12 @@ export function addEventsCommand(program: Command, io: Io): void {
       if (o.limit !== undefined && !/^[1-9]\d*$/.test(o.limit)) throw new CtlError(`invalid --limit "${o.limit}": want a whole number >= 1`, 'usage');
       const { conn, json } = io.globals();
       const first = await call<EventList>(conn, 'GET', `/events${query(o)}`);
+      // A mistyped node has no events either: say so, as ctl files --node does, rather
+      // than "No events." (a deleted node's events are still listed; a watch may wait for one to join).
+      if (!o.watch && o.node && first.events.length === 0) {
+        const nodes = await call<NodeView[]>(conn, 'GET', '/nodes');
+        if (!nodes.some((n) => n.id === o.node)) throw new CtlError(`no node "${o.node}" and no events about it (see ctl nodes)`);
+      }
       if (!o.watch) return json ? io.printJson(first.events) : io.print(eventsTable(first.events, new Date()));
       await watch(conn, o, first, json, io);
     });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { PRIORITIES, type KeyCreated, type KeyUpdateRequest, type KeyView, type Priority, type UsageRow } from '@llmgw/shared';
+import { PRIORITIES, type KeyCreated, type KeyRevokeReply, type KeyUpdateRequest, type KeyView, type Priority, type UsageRow } from '@llmgw/shared';
 import { call } from './client.js';
 import { CtlError } from './failure.js';
 import { keysTable, parseExpiry, usageTable } from './tables.js';
@@ -115,9 +115,9 @@ export function addKeyCommands(program: Command, io: Io): void {
     .addHelpText('after', examplesText('ctl keys revoke key-a033492a', 'ctl keys revoke webapp'))
     .action(async (id: string) => {
       const { conn, json } = io.globals();
-      const k = await call<KeyView>(conn, 'DELETE', `/keys/${encodeURIComponent(id)}`);
+      const k = await call<KeyRevokeReply>(conn, 'DELETE', `/keys/${encodeURIComponent(id)}`);
       if (json) return io.printJson(k);
-      io.print(`key/${k.id} revoked`);
+      io.print(k.already ? `key/${k.id} already revoked${k.revoked_at ? ` (at ${k.revoked_at})` : ''}` : `key/${k.id} revoked`);
     });
 
   program

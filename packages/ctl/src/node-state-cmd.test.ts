@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { NodeView } from '@llmgw/shared';
-import { elapsed, waitForDrain, type DrainWatch } from './node-state-cmd.js';
+import { durationText, elapsed, waitForDrain, type DrainWatch } from './node-state-cmd.js';
 
 const node = (over: Partial<NodeView> = {}): NodeView => ({
   id: 'roomy',
@@ -77,5 +77,14 @@ describe('waitForDrain', () => {
 
   it('says elapsed time as an operator reads it', () => {
     expect([elapsed(9_999), elapsed(125_000), elapsed(3_720_000)]).toEqual(['9s', '2m05s', '1h02m']);
+  });
+});
+
+describe('durationText', () => {
+  it('gives plain seconds their unit (ctl drain --timeout 5 fails "after 5s:", not "after 5:")', () => {
+    expect(durationText('5')).toBe('5s');
+    expect(durationText(' 2.5 ')).toBe('2.5s');
+    expect(durationText('10m')).toBe('10m');
+    expect(durationText('90s')).toBe('90s');
   });
 });

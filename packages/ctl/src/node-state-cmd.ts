@@ -14,6 +14,12 @@ export function parseDuration(text: string, flag: string): number {
   return Number(m[1]) * { s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 's' | 'm' | 'h'];
 }
 
+/** A duration as the operator wrote it, with its unit: plain seconds (`--timeout 5`) read `5s`. */
+export function durationText(text: string): string {
+  const t = text.trim();
+  return /^\d+(?:\.\d+)?$/.test(t) ? `${t}s` : t;
+}
+
 export { elapsed };
 
 export interface DrainWatch extends WaitIo {
@@ -109,7 +115,7 @@ export function addNodeStateCommands(program: Command, io: Io): void {
         const n = await waitForDrain({
           node: res.id,
           timeoutMs,
-          timeoutText: o.timeout,
+          timeoutText: durationText(o.timeout),
           progressEveryMs,
           pollMs: 1000,
           fetchNode: async () => (await call<NodeView[]>(conn, 'GET', '/nodes')).find((x) => x.id === res.id),

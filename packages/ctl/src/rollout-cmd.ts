@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { RolloutView } from '@llmgw/shared';
 import { call, type Connection } from './client.js';
 import { CtlError } from './failure.js';
-import { parseDuration } from './node-state-cmd.js';
+import { durationText, parseDuration } from './node-state-cmd.js';
 import { waitUntil, type Look, type WaitIo } from './wait.js';
 import { table } from './render.js';
 import type { Io } from './tokens-cmd.js';
@@ -88,7 +88,7 @@ export function addRolloutCommands(program: Command, io: Io): void {
       const v = await waitForRollout({
         model,
         timeoutMs,
-        timeoutText: o.timeout,
+        timeoutText: durationText(o.timeout),
         progressEveryMs: PROGRESS_EVERY_MS,
         pollMs: POLL_MS,
         fetch: () => get(conn, model),

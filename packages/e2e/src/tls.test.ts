@@ -98,7 +98,7 @@ describe('TLS pinned by the join token', () => {
     const before = await ctl(other, ['nodes'], { LLMGW_CA: server.caFile! });
     expect(before.code).toBe(1);
     expect(before.stderr).toBe(
-      `error: the server's certificate does not name 127.0.0.2: restart llmgw-server with --tls-san 127.0.0.2, or use an address the certificate names\n`,
+      `error: the certificate of https://127.0.0.2:${port} does not name 127.0.0.2: restart llmgw-server with --tls-san 127.0.0.2, or use an address the certificate names\n`,
     );
 
     await server.stop();

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -59,67 +58,21 @@ export class UsageError extends Error {}
 
 export type ParseResult<T> = { kind: 'options'; options: T } | { kind: 'help' } | { kind: 'error'; message: string };
 
-/** The `--name value` / `--name=value` flags of a command line; a flag given twice takes its last value. */
-export class Flags {
-  constructor(private readonly values: ReadonlyMap<string, string>) {}
-
-  get(name: string): string | undefined {
-    return this.values.get(name);
-  }
-
-  /** An integer flag in [min, max]; null when not given. */
-  int(name: string, min: number, max: number): number | null {
-    const raw = this.values.get(name);
-    return raw === undefined ? null : intFlag(name, raw, min, max);
-  }
-}
-
-export function intFlag(name: string, raw: string, min: number, max: number): number {
-  // Number('') is 0 and Number('1e3') is 1000; only plain digits are meant here.
-  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} needs an integer, got '${raw}'`);
-  const value = Number(raw);
-  if (value < min || value > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${raw}`);
-  return value;
-}
-
 /**
- * An engine's argv (without node and the script) into its options: every flag takes a
- * value and must be one of `valueFlags`; `-h`/`--help` anywhere before an error asks for
- * help; `build` reads the flags and throws {@link UsageError} for what it refuses.
- * Never throws a UsageError itself.
+ * Parsed options with the engine's key settled as {@link apiKeyFrom} says and
+ * `apiKeyFile` gone; a key file that cannot be read is the command line's one-line error.
  */
-export function parseCommandLine<T>(argv: readonly string[], valueFlags: ReadonlySet<string>, build: (flags: Flags) => T): ParseResult<T> {
-  const values = new Map<string, string>();
+export function withApiKey<T extends { apiKey?: string | null; apiKeyFile?: string | null }>(
+  options: T,
+  env: NodeJS.ProcessEnv,
+): ParseResult<Omit<T, 'apiKey' | 'apiKeyFile'> & { apiKey: string | null }> {
+  const { apiKey, apiKeyFile, ...rest } = options;
   try {
-    for (const token of tokensOf(argv, valueFlags)) {
-      if (token.kind === 'positional') throw new UsageError(`unexpected argument '${token.value}'`);
-      // `--` ends the options for parseArgs; an engine has no positionals, so it is just not a flag.
-      if (token.kind === 'option-terminator') throw new UsageError('unknown flag --');
-      // What was typed: `-hx` is one token per letter, all of the same argument.
-      const typed = argv[token.index] ?? '';
-      if (typed === '-h' || typed === '--help') return { kind: 'help' };
-      if (!typed.startsWith('--')) throw new UsageError(`unexpected argument '${typed}'`);
-      if (!valueFlags.has(token.name)) throw new UsageError(`unknown flag --${token.name}`);
-      if (token.value === undefined) throw new UsageError(`--${token.name} needs a value`);
-      values.set(token.name, token.value);
-    }
-    return { kind: 'options', options: build(new Flags(values)) };
-  } catch (e) {
-    if (e instanceof UsageError) return { kind: 'error', message: e.message };
-    throw e;
+    return { kind: 'options', options: { ...rest, apiKey: apiKeyFrom(apiKey ?? undefined, env, apiKeyFile ?? undefined) } };
+  } catch (err) {
+    if (err instanceof UsageError) return { kind: 'error', message: err.message };
+    throw err;
   }
-}
-
-/**
- * `argv` in node:util's tokens, in order. Not strict: strict parseArgs refuses a value
- * that starts with a dash (`--api-key -k`, `--port -1`), where `--name value` takes the
- * next argument whatever it looks like, and its errors are not the engines' one-line
- * vocabulary; the checks are made on the tokens instead.
- */
-function tokensOf(argv: readonly string[], valueFlags: ReadonlySet<string>) {
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = Object.fromEntries([...valueFlags].map((name) => [name, { type: 'string' }]));
-  options.help = { type: 'boolean', short: 'h' };
-  return parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true }).tokens;
 }
 
 /** An engine's lines on stdout and stderr, each after the program's name. */

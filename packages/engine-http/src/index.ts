@@ -5,6 +5,7 @@ export * as params from './params.js';
 export * from './backend.js';
 export * from './cli.js';
 export * from './errors.js';
+export * from './flags.js';
 export * from './json.js';
 export * from './request.js';
 export * from './server.js';

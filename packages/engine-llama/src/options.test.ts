@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { DEFAULT_PARALLEL, parseEngineArgs, sizingFromArgs } from './options.js';
+import { refusedValues } from '@llmgw/engine-http';
+import { DEFAULT_PARALLEL, HELP_TEXT, LLAMA_ENGINE_FLAGS, parseEngineArgs, sizingFromArgs } from './options.js';
 
 describe('parseEngineArgs', () => {
   it('takes the key from LLMGW_ENGINE_API_KEY when --api-key is not given', () => {
@@ -50,5 +51,22 @@ describe('sizingFromArgs', () => {
     expect(sizingFromArgs(['--context-size', '4096', '--threads', '2', '--parallel=4', '--context-size=8192'])).toEqual({ contextSize: 8192, parallel: 4 });
     expect(sizingFromArgs(['--parallel', 'lots', '--context-size'])).toEqual({});
     expect(sizingFromArgs([])).toEqual({});
+  });
+});
+
+describe('LLAMA_ENGINE_FLAGS', () => {
+  const flags = Object.values(LLAMA_ENGINE_FLAGS);
+
+  it.each(flags)('lists $flag in --help', (f) => {
+    expect(HELP_TEXT).toContain(`\n  ${f.flag} ${f.placeholder} `);
+  });
+
+  it.each(flags.filter((f) => refusedValues(f).length > 0))('validates $flag, naming it', (f) => {
+    for (const v of refusedValues(f)) {
+      expect(parseEngineArgs(['--model', 'm.gguf', '--port', '0', f.flag, v])).toEqual({
+        kind: 'error',
+        message: expect.stringMatching(new RegExp(`^${f.flag} `)),
+      });
+    }
   });
 });

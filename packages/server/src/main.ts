@@ -7,7 +7,7 @@ import { CatalogError, CatalogWatcher, LoadedCatalog, describeDiff, diffCatalogs
 import { startServer } from './server.js';
 import { addServerOptions, readServerSettings, settingOptionOf, tuningOf, type ServerConfig } from './settings.js';
 import { DIR_MODE, octal, secureDataDir, tokenFor } from './store/modes.js';
-import { listenersTls } from './tls/index.js';
+import { listenersTls, parseAddr } from './tls/index.js';
 import { prepareJoinToken, readJoinToken } from './credentials/join-token.js';
 import { MIGRATE_HELP, migrateSqliteToPostgres } from './cluster/migrate.js';
 import { PostgresStore } from './store/postgres.js';
@@ -32,6 +32,7 @@ const program = addServerOptions(
       '\n\nWith --database-url several instances share one PostgreSQL: each serves clients, operators and agents; one, elected through the database,' +
       "\nreconciles. They share the admin token, join token, engine-key secret and CA through the database (the first instance's win)." +
       '\nGive every instance the same catalog file; `llmgw-server migrate --from-sqlite FILE` moves a SQLite install there.' +
+      '\n\nA command line it refuses (an unknown flag, a bad value or address, TLS flags that contradict) exits 2 before anything is written.' +
       '\n\nA catalog source may be an http(s):// URL or llmgw://FILE (a file in --models-dir) with its sha256: agents fetch, verify and cache it.',
   )
   .action(async () => {
@@ -121,7 +122,7 @@ const program = addServerOptions(
         { catalogStatus: watcher },
       );
     } catch (err) {
-      fail(`cannot start: ${(err as Error).message}`);
+      fail(`cannot start: ${(err as Error).message}${inUseHint(err, o)}`);
     }
     // A reload between the first load and the listeners reached no controller yet.
     if (watcher && watcher.current !== catalog) running.controller.setCatalog(watcher.current);
@@ -176,9 +177,20 @@ program
     }
   });
 
+/** For a port in use: which flag (or variable) moves that listener. */
+function inUseHint(err: unknown, o: ServerConfig): string {
+  const e = err as NodeJS.ErrnoException & { port?: number };
+  if (e.code !== 'EADDRINUSE') return '';
+  const which = parseAddr(o.adminAddr).port === e.port ? '--admin-addr (LLMGW_ADMIN_ADDR)' : '--client-addr (LLMGW_CLIENT_ADDR)';
+  return ` (another process listens there, perhaps another llmgw-server: stop it, or give ${which} another port)`;
+}
+
 function fail(message: string | string[]): never {
   for (const line of [message].flat()) process.stderr.write(`llmgw-server: ${line}\n`);
   process.exit(2);
 }
 
+// Every usage error exits 2, as `fail` and ctl do (commander's own, an unknown option or a
+// missing value, would exit 1); help and --version stay 0.
+for (const cmd of [program, ...program.commands]) cmd.exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 await program.parseAsync();

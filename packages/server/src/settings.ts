@@ -1,9 +1,20 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Command, Option } from 'commander';
-import { addSettings, measuredDefaults, measuredOf, readSettings, settingOption, type MeasuredOf, type SettingsOf, type SettingsTable } from '@llmgw/shared';
+import {
+  addSettings,
+  envOf,
+  measuredDefaults,
+  measuredOf,
+  readSettings,
+  settingOption,
+  type MeasuredOf,
+  type SettingsOf,
+  type SettingsTable,
+} from '@llmgw/shared';
 import { JOIN_APPROVALS } from './credentials/membership.js';
 import { DEFAULT_PREFIX_CACHE_TOKENS } from './gateway/prefix-index.js';
+import { parseAddr, tlsFlagsProblem } from './tls/index.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 
@@ -200,7 +211,14 @@ export const SERVER_SETTINGS = {
     flag: '--bind-credentials',
     help: 'refuse a node credential from a second address or hostname while the first is live (without it: an event and suspect in ctl nodes)',
   },
-  logLevel: { unit: 'text', flag: '--log-level', placeholder: 'level', default: 'info', help: 'debug, info, warn or error' },
+  logLevel: {
+    unit: 'text',
+    flag: '--log-level',
+    placeholder: 'level',
+    default: 'info',
+    choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'],
+    help: 'debug, info, warn or error (also trace, fatal, silent)',
+  },
 } as const satisfies SettingsTable;
 
 type Table = typeof SERVER_SETTINGS;
@@ -223,9 +241,27 @@ export function addServerOptions(cmd: Command): Command {
   return addSettings(cmd, SERVER_SETTINGS);
 }
 
-/** Every setting of a parsed `cmd` (see {@link addServerOptions}), validated; throws the first refused one's message. */
+/**
+ * Every setting of a parsed `cmd` (see {@link addServerOptions}), validated; throws the
+ * first refused one's message. Everything a command line can get wrong is refused here,
+ * before `main` touches the data directory: addresses, and TLS flags that contradict.
+ */
 export function readServerSettings(cmd: Command, env: Record<string, string | undefined> = process.env): ServerConfig {
-  return readSettings(cmd, SERVER_SETTINGS, env);
+  const config = readSettings(cmd, SERVER_SETTINGS, env);
+  for (const name of ['clientAddr', 'adminAddr'] as const) {
+    const addr = config[name];
+    try {
+      parseAddr(addr);
+    } catch {
+      const from = cmd.getOptionValueSource(name) === 'env' ? envOf(SERVER_SETTINGS[name].flag) : SERVER_SETTINGS[name].flag;
+      // `--admin-addr 9081`: a port alone, meant on this machine.
+      const like = /^\d+$/.test(addr.trim()) ? `127.0.0.1:${addr.trim()}` : SERVER_SETTINGS[name].default;
+      throw new Error(`${from} must be HOST:PORT (e.g. ${like}, or :PORT for every address), got '${addr}'`);
+    }
+  }
+  const problem = tlsFlagsProblem(config);
+  if (problem !== undefined) throw new Error(problem);
+  return config;
 }
 
 /** The measured settings of `config`, which `startServer` takes as they are. */

@@ -21,3 +21,4 @@ export * from './settings.js';
 export * from './engine-env.js';
 export * from './loopback.js';
 export * from './node-addr.js';
+export * from './suggest.js';

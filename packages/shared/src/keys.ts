@@ -61,6 +61,9 @@ export const KeyViewSchema = Type.Object({
 });
 export type KeyView = Static<typeof KeyViewSchema>;
 
+/** `DELETE /keys/:id`'s reply: the key as it now is; `already` when it was revoked before. */
+export type KeyRevokeReply = KeyView & { already?: true };
+
 export const KeyCreatedSchema = Type.Object({
   key: KeyViewSchema,
   /** Shown once, at creation. */

@@ -7,4 +7,11 @@ describe('tlsFailureHint', () => {
     expect(tlsFailureHint('UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'https://h:1', '--ca FILE')).toContain('--ca FILE');
     expect(tlsFailureHint('ECONNREFUSED', 'https://h:1', '--ca')).toBeUndefined();
   });
+
+  it.each(['ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'CERT_HAS_EXPIRED', 'EPROTO'])(
+    '%s names the URL it was refused by',
+    (code) => {
+      expect(tlsFailureHint(code, 'https://other.invalid:8081', '--ca FILE')).toContain('https://other.invalid:8081');
+    },
+  );
 });

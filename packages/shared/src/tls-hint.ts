@@ -1,7 +1,7 @@
 /**
  * What to do about a TLS failure, by Node's error code, for the one line an agent or
- * ctl prints; undefined when the code is not about TLS. `caFlag` is how that program
- * is given a CA.
+ * ctl prints, naming the `server` URL (a machine may reach another llmgw than it meant);
+ * undefined when the code is not about TLS. `caFlag` is how that program is given a CA.
  */
 export function tlsFailureHint(code: string | undefined, server: string, caFlag: string): string | undefined {
   let host = server;
@@ -12,16 +12,16 @@ export function tlsFailureHint(code: string | undefined, server: string, caFlag:
   }
   switch (code) {
     case 'ERR_TLS_CERT_ALTNAME_INVALID':
-      return `the server's certificate does not name ${host}: restart llmgw-server with --tls-san ${host}, or use an address the certificate names`;
+      return `the certificate of ${server} does not name ${host}: restart llmgw-server with --tls-san ${host}, or use an address the certificate names`;
     case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
     case 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY':
     case 'SELF_SIGNED_CERT_IN_CHAIN':
     case 'DEPTH_ZERO_SELF_SIGNED_CERT':
     case 'CERT_SIGNATURE_FAILURE':
-      return `the server's certificate is not signed by the trusted CA (${code}): give the server's CA with ${caFlag} (<data-dir>/tls/ca.pem on the server)`;
+      return `the certificate of ${server} is not signed by the trusted CA (${code}): if that is the llmgw server you mean, give its CA with ${caFlag} (<data-dir>/tls/ca.pem on the server)`;
     case 'CERT_HAS_EXPIRED':
     case 'CERT_NOT_YET_VALID':
-      return `the server's certificate is not valid now (${code}): check both clocks; restarting llmgw-server reissues its generated certificate`;
+      return `the certificate of ${server} is not valid now (${code}): check both clocks; restarting llmgw-server reissues its generated certificate`;
     case 'ECONNRESET':
       // A TLS listener drops a plain HTTP request without an answer.
       return server.startsWith('http:')

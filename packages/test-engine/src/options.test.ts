@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseEngineArgs } from './options.js';
+import { refusedValues } from '@llmgw/engine-http';
+import { HELP_TEXT, TEST_ENGINE_FLAGS, parseEngineArgs } from './options.js';
 
 const base = ['--port', '0', '--model', 'tiny'];
 
@@ -104,5 +105,19 @@ describe('parseEngineArgs', () => {
     [[...base, '--prefill-tokens-per-s', '-5'], "--prefill-tokens-per-s needs an integer, got '-5'"],
   ])('rejects %j', (argv, message) => {
     expect(parseEngineArgs(argv)).toEqual({ kind: 'error', message });
+  });
+});
+
+describe('TEST_ENGINE_FLAGS', () => {
+  const flags = Object.values(TEST_ENGINE_FLAGS);
+
+  it.each(flags)('lists $flag in --help', (f) => {
+    expect(HELP_TEXT).toContain(`\n  ${f.flag} ${f.placeholder} `);
+  });
+
+  it.each(flags.filter((f) => refusedValues(f).length > 0))('validates $flag, naming it', (f) => {
+    for (const v of refusedValues(f)) {
+      expect(parseEngineArgs([...base, f.flag, v])).toEqual({ kind: 'error', message: expect.stringMatching(new RegExp(`^${f.flag} `)) });
+    }
   });
 });

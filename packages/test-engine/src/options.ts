@@ -1,4 +1,4 @@
-import { USAGE_EXIT_CODE, UsageError, apiKeyFrom, intFlag, parseCommandLine } from '@llmgw/engine-http';
+import { USAGE_EXIT_CODE, flagsHelp, parseFlags, withApiKey, type FlagTable } from '@llmgw/engine-http';
 import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
 import { FAULTS, type Fault } from './faults.js';
 
@@ -43,6 +43,132 @@ export type ParseResult = EngineParseResult<EngineOptions>;
 /** Exit code for --crash-after; distinct from 1 so tests can tell a planned crash from a bug. */
 export const CRASH_EXIT_CODE = 3;
 
+const CACHE = "Simulated prefix cache (a stand-in for a GPU engine's, for routing tests and benchmarks):";
+
+/** Every flag of `llmgw-test-engine`, declared once; parsing, refusals and `--help` come from here. */
+export const TEST_ENGINE_FLAGS = {
+  port: { type: 'int', flag: '--port', placeholder: 'N', min: 0, max: 65535, required: true, help: 'port to listen on; 0 picks a free one' },
+  model: { type: 'text', flag: '--model', placeholder: 'NAME', required: true, help: 'served model name; requests for any other name get 404' },
+  host: { type: 'text', flag: '--host', placeholder: 'HOST', default: '127.0.0.1', nonEmpty: true, help: 'address to bind' },
+  apiKey: {
+    type: 'text',
+    flag: '--api-key',
+    placeholder: 'KEY',
+    nonEmpty: true,
+    help: 'require "Authorization: Bearer KEY" on /v1/* (default: the LLMGW_ENGINE_API_KEY variable, which keeps it out of ps)',
+  },
+  apiKeyFile: {
+    type: 'text',
+    flag: '--api-key-file',
+    placeholder: 'FILE',
+    nonEmpty: true,
+    help: 'read the key from FILE (trimmed); /dev/fd/N reads descriptor N, as the agent passes it (a 0400 file that only this engine holds)',
+  },
+  loadDelayMs: { type: 'int', flag: '--load-delay-ms', placeholder: 'N', min: 0, max: 2 ** 31 - 1, default: 0, help: 'pretend loading the model takes N ms' },
+  loadMode: {
+    type: 'choice',
+    flag: '--load-mode',
+    placeholder: 'refuse|503',
+    choices: ['refuse', '503'],
+    default: 'refuse',
+    help: 'while loading: refuse = not listening yet (like vLLM); 503 = listening, /health and /v1/* answer 503 (like llama-server)',
+  },
+  tokenDelayMs: {
+    type: 'int',
+    flag: '--token-delay-ms',
+    placeholder: 'N',
+    min: 0,
+    max: 2 ** 31 - 1,
+    default: 0,
+    help: 'ms per generated token: between streamed chunks, and tokens x N before a non-streamed reply',
+  },
+  crashAfter: {
+    type: 'int',
+    flag: '--crash-after',
+    placeholder: 'N',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    help: `serve N inference requests (POST /v1/chat/completions, /v1/completions, /v1/embeddings); when request N+1 arrives, exit with code ${CRASH_EXIT_CODE} without answering it. Requests refused with 401 or 503 (loading) do not count`,
+  },
+  failStatus: {
+    type: 'int',
+    flag: '--fail-status',
+    placeholder: 'S',
+    min: 400,
+    max: 599,
+    help: 'answer every inference request with HTTP S and an OpenAI error body',
+  },
+  exitImmediately: {
+    type: 'int',
+    flag: '--exit-immediately',
+    placeholder: 'CODE',
+    min: 0,
+    max: 255,
+    help: 'print "fatal: cannot load model" to stderr and exit with CODE',
+  },
+  maxTokensDefault: {
+    type: 'int',
+    flag: '--max-tokens-default',
+    placeholder: 'N',
+    min: 1,
+    max: 1_000_000,
+    default: 16,
+    help: 'max_tokens when the request has none',
+  },
+  fault: {
+    type: 'choice',
+    flag: '--fault',
+    placeholder: 'KIND',
+    choices: FAULTS,
+    help: [
+      'fault mode, for chat completions (streamed and not):',
+      '  usage-negative|usage-string|usage-huge|usage-nonfinite: usage counts of -1, "0abc", 1e20 or 1e999;',
+      '  oversized-event: one content of --fault-bytes;',
+      '  stall: headers (streamed) or nothing (not), then silence until the client leaves;',
+      '  garbage: malformed SSE before the tokens, or a 200 that is not JSON',
+    ].join('\n'),
+  },
+  faultBytes: {
+    type: 'int',
+    flag: '--fault-bytes',
+    placeholder: 'N',
+    min: 1,
+    max: 2 ** 30,
+    default: 4 * 1024 * 1024,
+    help: 'size for --fault oversized-event',
+  },
+  prefixCacheTokens: {
+    type: 'int',
+    flag: '--prefix-cache-tokens',
+    placeholder: 'N',
+    min: 0,
+    max: 2 ** 31 - 1,
+    default: DEFAULT_PREFIX_CACHE_TOKENS,
+    section: CACHE,
+    help: 'capacity in tokens (0 = no cache), an LRU of --cache-block-tokens blocks keyed by chained hashes of the prompt; sent as the x-llmgw-prefix-cache-tokens header on completions, and usage.prompt_tokens_details.cached_tokens says how much of each prompt was found there',
+  },
+  prefillTokensPerS: {
+    type: 'int',
+    flag: '--prefill-tokens-per-s',
+    placeholder: 'R',
+    min: 0,
+    max: 2 ** 31 - 1,
+    default: 0,
+    section: CACHE,
+    help: 'simulated prefill (0 = instant, no queue): uncached prompt tokens / R seconds before the first token, one prefill at a time, so time to first token = queue wait + own prefill',
+  },
+  cacheBlockTokens: {
+    type: 'int',
+    flag: '--cache-block-tokens',
+    placeholder: 'B',
+    min: 1,
+    max: 1 << 20,
+    default: DEFAULT_CACHE_BLOCK_TOKENS,
+    section: CACHE,
+    help: 'tokens per cache block; only whole blocks are cached',
+  },
+} as const satisfies FlagTable;
+
 export const HELP_TEXT = `Usage: llmgw-test-engine --port PORT --model NAME [options]
 
 A deterministic OpenAI-compatible engine for tests. Replies are "echo:" followed
@@ -50,113 +176,19 @@ by the words of the last user message; the same request always gets the same rep
 Requests may set min_tokens or ignore_eos (as vLLM does) for longer replies that repeat
 the echo up to max_tokens / max_completion_tokens.
 
-Required:
-  --port N                 port to listen on; 0 picks a free one
-  --model NAME             served model name; requests for any other name get 404
+${flagsHelp(TEST_ENGINE_FLAGS)}
 
-Options:
-  --host HOST              address to bind (default 127.0.0.1)
-  --api-key KEY            require "Authorization: Bearer KEY" on /v1/* (default: the
-                           LLMGW_ENGINE_API_KEY variable, which keeps it out of ps)
-  --api-key-file FILE      read the key from FILE (trimmed); /dev/fd/N reads descriptor N,
-                           as the agent passes it (a 0400 file that only this engine holds)
-  --load-delay-ms N        pretend loading the model takes N ms (default 0)
-  --load-mode refuse|503   while loading: refuse = not listening yet (like vLLM, default);
-                           503 = listening, /health and /v1/* answer 503 (like llama-server)
-  --token-delay-ms N       ms per generated token: between streamed chunks, and
-                           tokens x N before a non-streamed reply (default 0)
-  --crash-after N          serve N inference requests (POST /v1/chat/completions,
-                           /v1/completions, /v1/embeddings); when request N+1 arrives,
-                           exit with code ${CRASH_EXIT_CODE} without answering it. Requests
-                           refused with 401 or 503 (loading) do not count
-  --fail-status S          answer every inference request with HTTP S (400-599)
-                           and an OpenAI error body
-  --exit-immediately CODE  print "fatal: cannot load model" to stderr and exit with CODE
-  --max-tokens-default N   max_tokens when the request has none (default 16)
-  --fault KIND             fault mode, for chat completions (streamed and not):
-                           usage-negative|usage-string|usage-huge|usage-nonfinite:
-                             usage counts of -1, "0abc", 1e20 or 1e999;
-                           oversized-event: one content of --fault-bytes;
-                           stall: headers (streamed) or nothing (not), then silence
-                             until the client leaves;
-                           garbage: malformed SSE before the tokens, or a 200 that
-                             is not JSON
-  --fault-bytes N          size for --fault oversized-event (default 4194304)
-
-Simulated prefix cache (a stand-in for a GPU engine's, for routing tests and benchmarks):
-  --prefix-cache-tokens N  capacity in tokens, an LRU of --cache-block-tokens blocks
-                           keyed by chained hashes of the prompt (default ${DEFAULT_PREFIX_CACHE_TOKENS}; 0 = no
-                           cache); sent as the x-llmgw-prefix-cache-tokens header on
-                           completions, and usage.prompt_tokens_details.cached_tokens
-                           says how much of each prompt was found there
-  --prefill-tokens-per-s R simulated prefill: uncached prompt tokens / R seconds before
-                           the first token, one prefill at a time, so time to first token
-                           = queue wait + own prefill (default 0 = instant, no queue)
-  --cache-block-tokens B   tokens per cache block; only whole blocks are cached
-                           (default ${DEFAULT_CACHE_BLOCK_TOKENS})
-  Tokens are words (split on whitespace) of the messages' contents, tagged with their
-  message's role, or of the prompt; the reply's tokens are not cached.
-  -h, --help               show this help
+Prefix cache tokens are words (split on whitespace) of the messages' contents, tagged
+with their message's role, or of the prompt; the reply's tokens are not cached.
 
 Stdout gets "llmgw-test-engine: serving MODEL on http://HOST:PORT" once the port is
 bound (with the real port when --port 0), "llmgw-test-engine: ready" once loaded,
-and one line per request. Unknown flags exit with code ${USAGE_EXIT_CODE}.
+and one line per request. A bad command line exits with code ${USAGE_EXIT_CODE}.
 `;
-
-const VALUE_FLAGS = new Set([
-  'host',
-  'port',
-  'model',
-  'api-key',
-  'api-key-file',
-  'load-delay-ms',
-  'load-mode',
-  'token-delay-ms',
-  'crash-after',
-  'fail-status',
-  'exit-immediately',
-  'max-tokens-default',
-  'fault',
-  'fault-bytes',
-  'prefix-cache-tokens',
-  'prefill-tokens-per-s',
-  'cache-block-tokens',
-]);
 
 /** Parses the engine's argv; the key may also come from `env` (see `apiKeyFrom`). */
 export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
-  return parseCommandLine(argv, VALUE_FLAGS, (flags) => {
-    const port = flags.get('port');
-    if (port === undefined) throw new UsageError('--port is required');
-    const model = flags.get('model');
-    if (model === undefined || model === '') throw new UsageError('--model is required');
-    const loadMode = flags.get('load-mode') ?? 'refuse';
-    if (loadMode !== 'refuse' && loadMode !== '503') {
-      throw new UsageError(`--load-mode must be 'refuse' or '503', got '${loadMode}'`);
-    }
-    const apiKey = flags.get('api-key');
-    if (apiKey === '') throw new UsageError('--api-key must not be empty');
-    const fault = flags.get('fault') ?? null;
-    if (fault !== null && !(FAULTS as readonly string[]).includes(fault)) throw new UsageError(`--fault must be one of ${FAULTS.join(', ')}, got '${fault}'`);
-    const host = flags.get('host') ?? '127.0.0.1';
-    if (host === '') throw new UsageError('--host must not be empty');
-    return {
-      host,
-      port: intFlag('port', port, 0, 65535),
-      model,
-      apiKey: apiKeyFrom(apiKey, env, flags.get('api-key-file')),
-      loadDelayMs: flags.int('load-delay-ms', 0, 2 ** 31 - 1) ?? 0,
-      loadMode,
-      tokenDelayMs: flags.int('token-delay-ms', 0, 2 ** 31 - 1) ?? 0,
-      crashAfter: flags.int('crash-after', 0, Number.MAX_SAFE_INTEGER),
-      failStatus: flags.int('fail-status', 400, 599),
-      exitImmediately: flags.int('exit-immediately', 0, 255),
-      maxTokensDefault: flags.int('max-tokens-default', 1, 1_000_000) ?? 16,
-      fault: fault as Fault | null,
-      faultBytes: flags.int('fault-bytes', 1, 2 ** 30) ?? 4 * 1024 * 1024,
-      prefixCacheTokens: flags.int('prefix-cache-tokens', 0, 2 ** 31 - 1) ?? DEFAULT_PREFIX_CACHE_TOKENS,
-      prefillTokensPerS: flags.int('prefill-tokens-per-s', 0, 2 ** 31 - 1) ?? 0,
-      cacheBlockTokens: flags.int('cache-block-tokens', 1, 1 << 20) ?? DEFAULT_CACHE_BLOCK_TOKENS,
-    };
-  });
+  const parsed = parseFlags(argv, TEST_ENGINE_FLAGS);
+  if (parsed.kind !== 'options') return parsed;
+  return withApiKey(parsed.options, env);
 }

@@ -147,7 +147,17 @@ describe('parseCatalog: schema errors name the model, field and line', () => {
 
   it('a node_selector key containing dots still finds its line', () => {
     const err = parseError(oneModel([], ['node_selector:', '  kubernetes.io/arch: amd64', '  nvidia.com/gpu.count: 8']));
-    expect(err.message).toBe('catalog c.yaml: model "m" (line 9): profiles[0].node_selector.nvidia.com/gpu.count must be string');
+    expect(err.message).toBe(
+      'catalog c.yaml: model "m" (line 9): profiles[0].node_selector.nvidia.com/gpu.count must be string (YAML reads an unquoted number as a number: put the value in quotes, e.g. "…")',
+    );
+  });
+
+  it('a digest of digits only, unquoted, is told to be quoted', () => {
+    const err = parseError(oneModel(['sha256: ' + '1'.repeat(64)]));
+    expect(err.message).toMatch(/sha256 must be string \(YAML reads an unquoted number as a number: put the value in quotes, e\.g\. "…"\)$/);
+    expect(parseError(oneModel([], ['fabric: true'])).message).toMatch(
+      /fabric must be string \(YAML reads an unquoted true or false as a boolean: put the value in quotes/,
+    );
   });
 
   it('an error inside a merged anchor points at the anchor', () => {

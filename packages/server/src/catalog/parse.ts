@@ -6,7 +6,7 @@ import { crossCheck, type CatalogRules } from './cross-check.js';
 import { CatalogError, type CatalogErrorDetails } from './errors.js';
 import { LoadedCatalog, type CatalogModel } from './loaded.js';
 import { Locator } from './locate.js';
-import { closestOption, didYouMean, misspelling } from './suggest.js';
+import { closestOption, didYouMean, misspelling, quoteHint } from './suggest.js';
 
 /**
  * Parses and checks catalog text. `file` is only used in error messages.
@@ -82,6 +82,7 @@ function schemaProblems(data: unknown, failures: ValidationFailure[]): { field: 
     }
     if (message === 'is not a known field') return { field, problem: message + didYouMean(field) };
     if (options) return { field, problem: message + closestOption(data, field, options) };
+    if (message === 'must be string') return { field, problem: message + quoteHint(data, field) };
     return { field, problem: message };
   });
   return problems.filter((p) => !(typos.has(p.field) && p.problem.startsWith('is not a known field')));

@@ -1,32 +1,8 @@
-import { CatalogSchema, ModelSchema, ProfileSchema } from '@llmgw/shared';
-import { q } from './errors.js';
+import { CatalogSchema, ModelSchema, ProfileSchema, editDistance, nearest } from '@llmgw/shared';
 
-/**
- * Levenshtein distance, one row at a time. With `max`, gives up as soon as the distance
- * is known to exceed it and returns `max + 1`: two strings whose lengths differ by more
- * than `max` cost nothing, so a huge input (a 10 MB model name) is not compared at all.
- */
-export function editDistance(a: string, b: string, max = Infinity): number {
-  if (Math.abs(a.length - b.length) > max) return max + 1;
-  // Row i holds the distances from a's first i characters to each prefix of b.
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  let distance = b.length;
-  for (let i = 1; i <= a.length; i++) {
-    let diag = i - 1; // prev[j - 1]
-    let left = i; // cur[j - 1]
-    const cur = [left];
-    for (const [k, up] of prev.slice(1).entries()) {
-      left = Math.min(up + 1, left + 1, diag + (a[i - 1] === b[k] ? 0 : 1));
-      cur.push(left);
-      diag = up;
-    }
-    prev = cur;
-    distance = left;
-    // A row's minimum never decreases further down.
-    if (max !== Infinity && Math.min(...cur) > max) return max + 1;
-  }
-  return distance;
-}
+// One edit distance for the catalog's hints, ctl's and the agent's (moved to shared).
+export { editDistance };
+import { q } from './errors.js';
 
 /**
  * A required key is often missing only because it is misspelt next door (`engin: vllm`);
@@ -49,13 +25,8 @@ export function misspelling(data: unknown, field: string): { hint: string; key?:
 export function closestOption(data: unknown, field: string, options: string[]): string {
   const value = valueAt(data, field);
   if (typeof value !== 'string') return '';
-  const typed = value.toLowerCase();
-  const limit = Math.max(2, Math.floor(typed.length / 3));
-  const near = options
-    .map((o) => ({ o, d: editDistance(typed, o.toLowerCase(), limit) }))
-    .filter((c) => c.d <= limit)
-    .sort((a, b) => a.d - b.d)[0];
-  return near ? ` (did you mean ${near.o}?)` : '';
+  const near = nearest(value, options);
+  return near !== undefined ? ` (did you mean ${near}?)` : '';
 }
 
 /** For an unknown key, the known key of that object closest to it. */
@@ -91,11 +62,31 @@ function knownKeys(path: string): string[] {
  * Follows a validator path through parsed data. Paths of required fields hold no dotted
  * keys; an enum's may (`node_selector` values are not enums), and then nothing is found.
  */
+/**
+ * For a field that must be a string but YAML read as a number or boolean (`sha256:`
+ * of digits only, `name: 2024`, `label: true`), that quoting it is the fix.
+ */
+export function quoteHint(data: unknown, field: string): string {
+  const value = valueAt(data, field);
+  if (typeof value !== 'number' && typeof value !== 'boolean') return '';
+  return ` (YAML reads an unquoted ${typeof value === 'number' ? 'number' : 'true or false'} as a ${typeof value}: put the value in quotes, e.g. "…")`;
+}
+
+/** The value at a validator's field path; a key may hold dots (`node_selector.nvidia.com/gpu.count`). */
 function valueAt(data: unknown, path: string): unknown {
   let value = data;
-  for (const part of path.match(/[^.[\]]+/g) ?? []) {
+  let rest = path;
+  while (rest !== '') {
     if (typeof value !== 'object' || value === null) return undefined;
-    value = (value as Record<string, unknown>)[part];
+    const index = /^\[(\d+)\]\.?/.exec(rest);
+    const key = index
+      ? index[1]!
+      : Object.keys(value)
+          .filter((k) => rest === k || rest.startsWith(`${k}.`) || rest.startsWith(`${k}[`))
+          .sort((a, b) => b.length - a.length)[0];
+    if (key === undefined) return undefined;
+    value = (value as Record<string, unknown>)[key];
+    rest = (index ? rest.slice(index[0].length) : rest.slice(key.length)).replace(/^\./, '');
   }
   return value;
 }

@@ -105,3 +105,17 @@ describe('KeyRing with other instances counting the same key', () => {
     await ring.close();
   });
 });
+
+describe('KeyRing.revoke', () => {
+  it('says already when the key was revoked before, and keeps the first time', async () => {
+    let now = 1_000_000;
+    const ring = new KeyRing(memoryStore(), () => now);
+    const { key } = await ring.create({ name: 'a' }, (m) => m);
+    const first = await ring.revoke(key.id);
+    expect(first).toMatchObject({ id: key.id, revoked_at: new Date(1_000_000).toISOString() });
+    expect(first.already).toBeUndefined();
+    now += 5_000;
+    expect(await ring.revoke(key.id)).toMatchObject({ id: key.id, revoked_at: first.revoked_at, already: true });
+    await ring.close();
+  });
+});

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { newHashedSecret, type KeyCreateRequest, type KeyUpdateRequest, type KeyView, type UsageRow } from '@llmgw/shared';
+import { newHashedSecret, type KeyCreateRequest, type KeyRevokeReply, type KeyUpdateRequest, type KeyView, type UsageRow } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import { IssuedSecrets } from '../store/issued.js';
 import { latestRead, serialWrites } from '../store/serial.js';
@@ -158,10 +158,13 @@ export class KeyRing {
     return this.keys.all().map(keyView);
   }
 
-  async revoke(idOrName: string): Promise<KeyView> {
-    const key = await this.keys.revoke(idOrName, new Date(this.now()).toISOString(), this.save);
+  /** Revokes a key; `already` when it was revoked before (it keeps that time), as cordon says. */
+  async revoke(idOrName: string): Promise<KeyRevokeReply> {
+    const at = new Date(this.now()).toISOString();
+    const key = await this.keys.revoke(idOrName, at, this.save);
     if (!key) throw new DomainError('not_found', `no key "${idOrName}" (see ctl keys list)`);
-    return keyView(key);
+    // A key revoked by this call carries this call's time; one revoked before keeps its own.
+    return { ...keyView(key), ...(key.revokedAt !== at ? { already: true } : {}) };
   }
 
   authenticate(secret: string | undefined): AuthResult {

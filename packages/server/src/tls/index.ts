@@ -28,16 +28,24 @@ export interface TlsFlags {
   clientTlsKey?: string;
 }
 
+/**
+ * What is wrong with the TLS flags taken together, before any file is read or written
+ * (a usage error); undefined when nothing is.
+ */
+export function tlsFlagsProblem(f: Pick<TlsFlags, 'tlsCert' | 'tlsKey' | 'insecureHttp' | 'clientTlsCert' | 'clientTlsKey'>): string | undefined {
+  if (Boolean(f.clientTlsCert) !== Boolean(f.clientTlsKey))
+    return 'give both --client-tls-cert and --client-tls-key, or neither (the client listener then serves plain HTTP)';
+  if (f.insecureHttp && (f.tlsCert || f.tlsKey)) return '--insecure-http and --tls-cert/--tls-key contradict each other: give one or the other';
+  return undefined;
+}
+
 /** Both listeners' TLS from the flags; throws a one-line error naming the flag at fault. */
 export async function listenersTls(f: TlsFlags, log: Logger): Promise<{ admin?: AdminTls; client?: ListenerTls }> {
+  const problem = tlsFlagsProblem(f);
+  if (problem !== undefined) throw new Error(problem);
   let client: ListenerTls | undefined;
-  if (f.clientTlsCert || f.clientTlsKey) {
-    if (!f.clientTlsCert || !f.clientTlsKey)
-      throw new Error('give both --client-tls-cert and --client-tls-key, or neither (the client listener then serves plain HTTP)');
-    client = operatorPair(f.clientTlsCert, f.clientTlsKey, '--client-tls-cert/--client-tls-key');
-  }
+  if (f.clientTlsCert && f.clientTlsKey) client = operatorPair(f.clientTlsCert, f.clientTlsKey, '--client-tls-cert/--client-tls-key');
   if (f.insecureHttp) {
-    if (f.tlsCert || f.tlsKey) throw new Error('--insecure-http and --tls-cert/--tls-key contradict each other: give one or the other');
     log.warn(
       '--insecure-http: the admin listener serves plain HTTP; tokens and engine keys cross the network in clear text unless a proxy in front terminates TLS',
     );
