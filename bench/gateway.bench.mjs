@@ -79,6 +79,42 @@ async function longPromptCpu(gateway, key, pid, blocks = 6, perBlock = 600) {
   return { 'least-loaded': (cpu['least-loaded'] / n['least-loaded']) * 1e6, 'cache-aware': (cpu['cache-aware'] / n['cache-aware']) * 1e6 };
 }
 
+/**
+ * Added c=1 latency below saturation, in one run: rounds of `n` requests each through
+ * the engine direct, the minimal proxy and the gateway (its flow control on the path:
+ * every request asks whether to hold), in an order that turns every round, so drift on a
+ * noisy machine hits all three alike. Each round's p50 and p90 are taken over its own
+ * direct run; the table gives the median over rounds, and the spread of the minimal
+ * proxy's figure over rounds is the noise to read the gateway's against.
+ */
+async function interleaved(pools, keys, rounds, n = 400) {
+  const sides = ['direct', 'minimal proxy', 'llmgw gateway'];
+  const per = sides.map(() => ({ p50: [], p90: [] }));
+  for (let i = 0; i < sides.length; i++) await sequential(pools[i], keys[i], 200); // warm-up, not counted
+  for (let r = 0; r < rounds; r++) {
+    const lat = [];
+    for (let k = 0; k < sides.length; k++) {
+      const i = (k + r) % sides.length;
+      lat[i] = await sequential(pools[i], keys[i], n);
+    }
+    for (let i = 1; i < sides.length; i++) {
+      per[i].p50.push(percentile(lat[i], 50) - percentile(lat[0], 50));
+      per[i].p90.push(percentile(lat[i], 90) - percentile(lat[0], 90));
+    }
+  }
+  const median = (xs) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
+  const us = (v) => `${(v * 1000).toFixed(0)}`;
+  const spread = (xs) => `${us(Math.min(...xs))}..${us(Math.max(...xs))}`;
+  const rows = ['p50', 'p90'].map((q) => [
+    `c=1 ${q} added over direct (µs)`,
+    `${us(median(per[1][q]))} (rounds ${spread(per[1][q])})`,
+    `${us(median(per[2][q]))} (rounds ${spread(per[2][q])})`,
+    us(median(per[2][q].map((g, j) => g - per[1][q][j]))),
+  ]);
+  console.log(`\nAdded latency below saturation, ${rounds} interleaved rounds of ${n} requests per side (median over rounds; range over rounds in brackets)\n`);
+  console.log(table(['measure', 'minimal proxy', 'llmgw gateway (flow control on the path)', 'gateway minus proxy, per round (median)'], rows));
+}
+
 /** The small-request figures: latency, throughput and SSE, direct vs minimal proxy vs gateway. */
 async function smallRequests(pools, r, f, proxy) {
   const d = await measure('engine direct', pools[0], r.api_key);
@@ -114,7 +150,20 @@ try {
   const proxyUrl = (await waitFor(async () => proxy.output().match(/on (http:\S+)/), 'minimal proxy'))[1];
   const pools = [new Pool(r.endpoint, { connections: 128 }), new Pool(proxyUrl, { connections: 128 }), new Pool(f.clientUrl, { connections: 128 })];
   // --routing-only: just the long-prompt routing case.
-  if (!process.argv.includes('--routing-only')) await smallRequests(pools, r, f, proxy);
+  if (!process.argv.includes('--routing-only')) {
+    await smallRequests(pools, r, f, proxy);
+    await interleaved(pools, [r.api_key, 'unused', f.secret], Number(process.argv.find((x) => x.startsWith('--rounds='))?.slice(9) ?? 8));
+  }
+  // --latency-only: the small-request figures and the interleaved rounds, not the routing case.
+  if (!process.argv.includes('--latency-only')) await routingCase(pools, f, r);
+  await Promise.all(pools.map((x) => x.close()));
+} finally {
+  stopAll();
+  setTimeout(() => process.exit(0), 1500);
+}
+
+/** 8,000-token prompts through each routing policy, against its own replica direct; then the server's CPU per such request. */
+async function routingCase(pools, f, r) {
   const ca = f.replicas.find((x) => x.model === 'echo-ca');
   const caPool = new Pool(ca.endpoint, { connections: 4 });
   const long = await longPrompts(pools[2], f.secret, { echo: { pool: pools[0], key: r.api_key }, 'echo-ca': { pool: caPool, key: ca.api_key } });
@@ -136,8 +185,4 @@ try {
   console.log(
     `server CPU per 8,000-token request: least-loaded ${cpu['least-loaded'].toFixed(0)} µs, cache-aware ${cpu['cache-aware'].toFixed(0)} µs (difference ${(cpu['cache-aware'] - cpu['least-loaded']).toFixed(0)} µs; the server's heartbeats and reconcile ticks are in both)`,
   );
-  await Promise.all(pools.map((x) => x.close()));
-} finally {
-  stopAll();
-  setTimeout(() => process.exit(0), 1500);
 }

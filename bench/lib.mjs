@@ -119,12 +119,13 @@ export async function startServer({ dir, databaseUrl, core, catalog, env = {}, e
 
 /**
  * A server (pinned to `core`) and one agent serving `catalogText`; resolves when all
- * replicas are ready. `databaseUrl`: the server on PostgreSQL rather than SQLite.
+ * replicas are ready. `databaseUrl`: the server on PostgreSQL rather than SQLite;
+ * `serverArgs`: more flags for the server.
  */
-export async function fleet(catalogText, { core, replicas = 1, databaseUrl } = {}) {
+export async function fleet(catalogText, { core, replicas = 1, databaseUrl, serverArgs = [] } = {}) {
   const dir = tmp('llmgw-bench-');
   fs.writeFileSync(path.join(dir, 'catalog.yaml'), catalogText);
-  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml') });
+  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml'), extraArgs: serverArgs });
   const { adminUrl, clientUrl } = server;
   const { joinToken } = serverTrust(server.dataDir, adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');

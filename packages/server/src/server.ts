@@ -217,6 +217,7 @@ export async function startServer(
       health: () => store.health(),
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
       prefixCacheTokens: settings.prefixCacheTokens,
+      flow: { saturation: { maxWaitMs: settings.saturationWaitMs }, queue: { ttlMs: settings.queueTtlMs, maxPerBand: settings.queueMax } },
     },
     log,
   );

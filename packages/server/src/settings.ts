@@ -13,8 +13,10 @@ import {
   type SettingsTable,
 } from '@llmgw/shared';
 import { JOIN_APPROVALS } from './credentials/membership.js';
+import { DEFAULT_QUEUE_SETTINGS } from './gateway/fair-queue.js';
 import { DEFAULT_PREFIX_CACHE_TOKENS } from './gateway/prefix-index.js';
 import { parseAddr, tlsFlagsProblem } from './tls/index.js';
+import { DEFAULT_SATURATION } from './gateway/saturation.js';
 
 const home = process.env.LLMGW_HOME ?? path.join(os.homedir(), '.llmgw');
 
@@ -104,6 +106,27 @@ export const SERVER_SETTINGS = {
     default: DEFAULT_PREFIX_CACHE_TOKENS,
     above: 0,
     help: "prefix cache capacity that cache-aware routing assumes for a replica whose engine does not say (llmgw's engines send x-llmgw-prefix-cache-tokens)",
+  },
+  saturationWaitMs: {
+    unit: 'seconds',
+    flag: '--saturation-wait',
+    default: DEFAULT_SATURATION.maxWaitMs / 1000,
+    atLeast: 0,
+    help: 'flow control: a replica is saturated once the prefill queued on it would take longer than this; every replica of a model saturated, its requests wait in the gateway',
+  },
+  queueTtlMs: {
+    unit: 'seconds',
+    flag: '--queue-ttl',
+    default: DEFAULT_QUEUE_SETTINGS.ttlMs / 1000,
+    above: 0,
+    help: 'flow control: longest a request waits in the gateway for a replica; then 429 (queue_timeout) with Retry-After',
+  },
+  queueMax: {
+    unit: 'count',
+    flag: '--queue-max',
+    default: DEFAULT_QUEUE_SETTINGS.maxPerBand,
+    above: 0,
+    help: 'flow control: requests that may wait per model and priority band; beyond, 429 (queue_full) with Retry-After',
   },
   keepAliveMs: {
     unit: 'seconds',

@@ -72,6 +72,15 @@ describe('CacheAware', () => {
     expect(b.pick(targets, (id) => (id === 'r-3' ? 1 : 0), all, req(5))?.replicaId).toBe('r-2');
   });
 
+  it('sends a prompt cached nowhere to the replica with the least prefill queued, before the one with fewer requests in flight', () => {
+    const b = new CacheAware();
+    // r-1: one prompt mid-prefill (picked, no first byte yet); r-2: two streams past their prefill, decoding.
+    b.pick(targets, none, only('r-1'), req(50));
+    const inFlight = (id: string) => (id === 'r-1' ? 1 : 2);
+    // Flow control lets a request go when r-2's prefill ends: it must start there, not wait behind r-1's.
+    expect(b.pick(targets, inFlight, only('r-1', 'r-2'), req(51))?.replicaId).toBe('r-2');
+  });
+
   it('drops the affinity at once when the replica holding the prompt is not eligible (cooling down, failed)', async () => {
     const metrics = new Metrics();
     const b = new CacheAware({}, metrics);

@@ -124,7 +124,7 @@ export class CacheAware implements Balancer {
       }
     }
     if (!sticky) {
-      const t = this.roomiest(model, candidates, inFlight, eligible);
+      const t = this.roomiest(model, candidates, inFlight, eligible, fallbackRate);
       return (
         t &&
         this.decide(model, st, t, this.index.peek(model, t.replicaId)?.matched(hashes) ?? 0, promptTokens, unavailable ? 'broke_unavailable' : 'no_affinity')
@@ -220,26 +220,34 @@ export class CacheAware implements Balancer {
    * Least-loaded, ties (common: idle replicas) going to the replica whose cache is
    * emptiest, then at random: new prefixes spread over the caches instead of piling up
    * where chance put them, while load still comes first (sending misses to the emptiest
-   * cache regardless of load is what made SGLang's first router spiral).
+   * cache regardless of load is what made SGLang's first router spiral). Load is the
+   * prefill queued ahead (uncached tokens in flight ÷ rate), then requests in flight: a
+   * replica whose earlier requests are past their prefill, only decoding, starts this
+   * prompt at once, while one with the same count mid-prefill makes it wait a whole
+   * prefill. Under flow control that is the difference between a request let go from the
+   * queue to the replica that freed and one sent behind a prefill (bench/fairness.bench.mjs).
    */
   private roomiest(
     model: string,
     candidates: readonly RouteTarget[],
     inFlight: (replicaId: string) => number,
     eligible: (replicaId: string) => boolean,
+    fallbackRate: number,
   ): RouteTarget | undefined {
     let best: RouteTarget | undefined;
+    let bestWait = Infinity;
     let bestLoad = Infinity;
     let bestFill = Infinity;
     let ties = 0;
     for (const t of candidates) {
       if (!eligible(t.replicaId)) continue;
+      const wait = (this.uncached.get(t.replicaId) ?? 0) / (this.rates.get(t.replicaId) ?? fallbackRate);
       const load = inFlight(t.replicaId);
       const cache = this.index.peek(model, t.replicaId);
       const fill = cache ? cache.entries / cache.capacityBlocks : 0;
-      if (load < bestLoad || (load === bestLoad && fill < bestFill)) {
-        [best, bestLoad, bestFill, ties] = [t, load, fill, 1];
-      } else if (load === bestLoad && fill === bestFill && this.random() * ++ties < 1) {
+      if (wait < bestWait || (wait === bestWait && (load < bestLoad || (load === bestLoad && fill < bestFill)))) {
+        [best, bestWait, bestLoad, bestFill, ties] = [t, wait, load, fill, 1];
+      } else if (wait === bestWait && load === bestLoad && fill === bestFill && this.random() * ++ties < 1) {
         best = t;
       }
     }

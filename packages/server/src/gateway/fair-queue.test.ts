@@ -137,12 +137,66 @@ describe('FairQueue', () => {
     expect(q.nextDeadline()).toBeUndefined();
   });
 
-  it('gets a prompt far over the quantum out in one call', () => {
+  it('gets a prompt far over the quantum out in one call, its debt paid in skipped rounds', () => {
     const q = new FairQueue<string>({ maxPerBand: 10, ttlMs: 100, quantumTokens: 1 });
     q.enqueue('huge', 'a', 'standard', 1e9, 0);
+    q.enqueue('huge again', 'a', 'standard', 1e9, 0);
     q.enqueue('small', 'b', 'standard', 2, 0);
-    expect(q.next()?.item).toBe('small');
-    expect(q.next()?.item).toBe('huge');
+    q.enqueue('small again', 'b', 'standard', 2, 0);
+    // Each key's first request at once (both started waiting); then a owes 1e9 tokens, so b goes on first.
+    expect([q.next(), q.next(), q.next(), q.next()].map((w) => w?.item)).toEqual(['huge', 'small', 'small again', 'huge again']);
+  });
+
+  it('lets a key that starts waiting go at the next dispatch, before keys already backlogged (sparse keys first)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 1, max: 500 }), { minLength: 1, maxLength: 30 }), { minLength: 1, maxLength: 4 }),
+        fc.nat({ max: 40 }),
+        fc.integer({ min: 1, max: 500 }),
+        fc.integer({ min: 16, max: 512 }),
+        (backlogs, dispatched, cost, quantum) => {
+          const q = new FairQueue<string>({ maxPerBand: 10_000, ttlMs: 1e9, quantumTokens: quantum });
+          backlogs.forEach((costs, k) => costs.forEach((c, i) => q.enqueue(`k${k}-${i}`, `k${k}`, 'standard', c, 0)));
+          // Past every backlogged key's own first request (those keys started waiting first).
+          for (let i = 0; i < backlogs.length + dispatched && q.size() > 0; i++) q.next();
+          q.enqueue('quiet', 'quiet', 'standard', cost, 0);
+          expect(q.next()?.item).toBe('quiet');
+        },
+      ),
+    );
+  });
+
+  it('never starves the lowest-rate key: while its request waits, no other key gets more than a bounded share, however long its backlog', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.record({ after: fc.nat({ max: 20 }), cost: fc.integer({ min: 1, max: 300 }) }), { minLength: 1, maxLength: 20 }),
+        fc.integer({ min: 16, max: 512 }),
+        (noisyCosts, light, quantum) => {
+          const q = new FairQueue<string>({ maxPerBand: 100_000, ttlMs: 1e9, quantumTokens: quantum });
+          const maxCost = Math.max(...noisyCosts, ...light.map((l) => l.cost));
+          // Noisy keys with long backlogs, topped up so they never empty.
+          const topUp = () => noisyCosts.forEach((c, k) => q.size() < 1000 && q.enqueue('n', `noisy${k}`, 'standard', c, 0));
+          for (let i = 0; i < 200; i++) topUp();
+          for (const { after, cost } of light) {
+            for (let i = 0; i < after; i++) {
+              q.next();
+              topUp();
+            }
+            // The light key sends again as soon as its last request left: the worst case, in debt.
+            q.enqueue('light', 'light', 'standard', cost, 0);
+            const servedTo = new Map<string, number>();
+            for (;;) {
+              const w = q.next()!;
+              topUp();
+              if (w.key === 'light') break;
+              servedTo.set(w.key, (servedTo.get(w.key) ?? 0) + w.cost);
+              for (const t of servedTo.values()) expect(t).toBeLessThanOrEqual(2 * maxCost + 2 * quantum);
+            }
+          }
+        },
+      ),
+    );
   });
 
   it('lowers, never raises, a band', () => {

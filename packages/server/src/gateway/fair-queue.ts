@@ -13,6 +13,14 @@ import { PRIORITIES, type Priority } from '@llmgw/shared';
  *   its turn a key's deficit grows by a quantum of tokens and it sends while its head
  *   request costs no more than its deficit. A key sending ten times more waits ten times
  *   longer; it does not take the others' share.
+ * - **sparse keys first** (FQ-CoDel's new-flow list, RFC 8290 §4.1): a key that starts
+ *   waiting is *new* and is served before the keys already taking turns, its head request
+ *   at once, the tokens it lacks borrowed from its next turns (its deficit goes below
+ *   zero). So a quiet key's request leaves at the next dispatch instead of after a turn
+ *   of every backlogged key: with prefills of tens of ms that turn is the whole of its
+ *   added latency (bench/fairness.bench.mjs). A new key then takes its turns with the
+ *   others; once emptied it stays in the round, with its debt, until its turn comes
+ *   round, so a key cannot stay new by sending one request at a time.
  * - **bounded**: at most `maxPerBand` requests wait in each band (a request beyond is
  *   refused, `queue_full`), and each waits at most `ttlMs` (then `queue_timeout`).
  */
@@ -70,10 +78,18 @@ interface KeyQueue<T> {
   deficit: number;
   /** Its turn has begun (its quantum is added), so it keeps sending while its head fits. */
   inTurn: boolean;
+  /** In `fresh`: it started waiting and has not sent yet. */
+  fresh: boolean;
 }
 
 interface BandQueue<T> {
-  /** Keys with requests waiting, in round-robin order; the head's turn is the current one. */
+  /** Keys that started waiting and have not sent yet, in arrival order: served first, one request each. */
+  fresh: KeyQueue<T>[];
+  /**
+   * Keys taking turns, in round-robin order; the head's turn is the current one. A key
+   * here may have no request waiting (emptied after its fresh request): it leaves when
+   * its turn comes.
+   */
   active: KeyQueue<T>[];
   byKey: Map<string, KeyQueue<T>>;
   size: number;
@@ -88,7 +104,7 @@ interface BandQueue<T> {
  * through one of `next`, `remove` or `expire`.
  */
 export class FairQueue<T> {
-  private readonly bands = new Map<Band, BandQueue<T>>(BANDS.map((b) => [b, { active: [], byKey: new Map(), size: 0, tokens: 0 }]));
+  private readonly bands = new Map<Band, BandQueue<T>>(BANDS.map((b) => [b, { fresh: [], active: [], byKey: new Map(), size: 0, tokens: 0 }]));
   /** Every waiting request in arrival order: with one TTL for all, also deadline order. */
   private readonly order = new Set<Waiting<T>>();
 
@@ -121,10 +137,10 @@ export class FairQueue<T> {
     const w: Waiting<T> = { item, key, band, cost: Math.max(1, Math.ceil(cost)), enqueuedMs: nowMs, deadlineMs: nowMs + this.settings.ttlMs };
     let kq = bq.byKey.get(key);
     if (!kq) {
-      kq = { key, entries: [], deficit: 0, inTurn: false };
+      kq = { key, entries: [], deficit: 0, inTurn: false, fresh: true };
       bq.byKey.set(key, kq);
-      // A key that starts waiting joins at the end of the round, with no credit saved.
-      bq.active.push(kq);
+      // A key that starts waiting is served first, with no credit saved.
+      bq.fresh.push(kq);
     }
     kq.entries.push(w);
     bq.size++;
@@ -164,9 +180,27 @@ export class FairQueue<T> {
   }
 
   private take(bq: BandQueue<T>): Waiting<T> {
+    const fresh = bq.fresh.shift();
+    if (fresh) {
+      // Its turn, of one request: a quantum now, the rest borrowed and paid back from its
+      // next turns before it sends again; what a small request leaves of the quantum is
+      // not kept (DRR's bound between keys holds with the fresh turn counted as one).
+      const head = fresh.entries.shift()!;
+      fresh.fresh = false;
+      fresh.deficit = Math.min(0, this.settings.quantumTokens - head.cost);
+      bq.active.push(fresh);
+      this.taken(bq, fresh, head);
+      return head;
+    }
     let rotations = 0;
     for (;;) {
       const kq = bq.active[0]!;
+      if (kq.entries.length === 0) {
+        // Emptied after its fresh request, its turn come round: it leaves the round, and its debt with it.
+        bq.active.shift();
+        bq.byKey.delete(kq.key);
+        continue;
+      }
       if (!kq.inTurn) {
         kq.deficit += this.settings.quantumTokens;
         kq.inTurn = true;
@@ -187,7 +221,7 @@ export class FairQueue<T> {
         // step, not a hundred.
         const q = this.settings.quantumTokens;
         let rounds = Infinity;
-        for (const k of bq.active) rounds = Math.min(rounds, Math.ceil((k.entries[0]!.cost - k.deficit) / q));
+        for (const k of bq.active) if (k.entries.length) rounds = Math.min(rounds, Math.ceil((k.entries[0]!.cost - k.deficit) / q));
         if (rounds > 1) for (const k of bq.active) k.deficit += (rounds - 1) * q;
         rotations = 0;
       }
@@ -199,10 +233,18 @@ export class FairQueue<T> {
     bq.size--;
     bq.tokens -= w.cost;
     this.order.delete(w);
-    if (kq.entries.length === 0) {
-      // Standard DRR: an emptied queue leaves the round and keeps no credit.
+    if (kq.entries.length === 0 && (kq.fresh || kq.deficit >= 0)) {
+      // Standard DRR: an emptied queue leaves the round and keeps no credit. One in debt
+      // (emptied by its fresh request) stays until its turn comes round: coming back at
+      // once, it would be fresh again and skip its debt.
       bq.byKey.delete(kq.key);
-      bq.active.splice(bq.active.indexOf(kq), 1);
+      const list = kq.fresh ? bq.fresh : bq.active;
+      list.splice(list.indexOf(kq), 1);
+    }
+    if (bq.size === 0 && bq.active.length > 0) {
+      // Nothing waits in the band: the round is over, and what keys owed with it.
+      bq.active.length = 0;
+      bq.byKey.clear();
     }
   }
 }

@@ -23,12 +23,18 @@ export interface SaturationSettings {
 }
 
 /**
- * 250 ms of prefill queued: a few prompts ahead, small beside a first token's usual
- * budget, large beside the gateway's own microseconds. 64 requests in flight for an
+ * 25 ms of prefill queued. A request sent to a replica waits for everything queued there
+ * before its own prefill starts, and nothing can take that back: with 250 ms (the first
+ * default) a quiet key's first token came 5× later beside a noisy key than alone, every
+ * request paying the full engine queue (bench/fairness.bench.mjs). At 25 ms a replica
+ * takes a prompt while the prefill ahead of it is shorter than a typical short prompt's,
+ * so short prompts still stack a little (the engine is never idle waiting for the
+ * gateway) and long ones wait here, where the fair queue orders them. Engines that batch
+ * prefills may want more (`--saturation-wait`). 64 requests in flight for an
  * engine that reports no usage: well below the batch sizes engines run (vLLM's 256), so
  * the bound is reached only when the engine is really full.
  */
-export const DEFAULT_SATURATION: SaturationSettings = { maxWaitMs: 250, maxInFlight: 64 };
+export const DEFAULT_SATURATION: SaturationSettings = { maxWaitMs: 25, maxInFlight: 64 };
 
 /** Seconds a request sent now would wait for the prefill ahead of it, when the rate is known. */
 export function estimatedWaitS(p: ReplicaPressure): number | undefined {
