@@ -184,6 +184,8 @@ export async function startServer(
   // instance's from the ring, from their first sync on (`startCluster`).
   const limits = pgStore ? new SharedLimits({ pool: pgStore.pool, log, instanceId, source: () => keys.localCounts() }) : undefined;
   const keys = await KeyRing.load(store, Date.now, limits);
+  keys.onUsageRefused = (rows) =>
+    log.error({ rows }, `the store refused ${rows.length} usage row(s) for their values; skipped, the other rows were written`);
   // `gateway` is made next; a scrape (after the listeners start) is the first to read it.
   const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), store: () => store.stats(), queued: () => gateway.queued() });
   const gateway = new Gateway(
@@ -193,6 +195,7 @@ export async function startServer(
     traffic,
     {
       maxBodyBytes: settings.maxBodyBytes,
+      replyBufferBytes: settings.replyBufferBytes,
       upstreamTimeoutMs: settings.upstreamTimeoutMs,
       cooldownMs: settings.cooldownMs,
       keepAliveMs: settings.keepAliveMs,

@@ -72,6 +72,13 @@ export const SERVER_SETTINGS = {
     help: 'first wait before a failed replica is replaced (doubles per failure)',
   },
   maxBodyBytes: { unit: 'bytes', flag: '--max-body-size', default: 10 * 1024 * 1024, above: 0, help: 'largest client request body; larger ones get 413' },
+  replyBufferBytes: {
+    unit: 'bytes',
+    flag: '--reply-buffer',
+    default: 256 * 1024 * 1024,
+    above: 0,
+    help: 'bytes of non-streamed engine replies held in memory at once, all requests together; a reply that does not fit gets 503 overloaded',
+  },
   upstreamTimeoutMs: {
     unit: 'seconds',
     flag: '--upstream-timeout',

@@ -18,6 +18,7 @@ import type {
   TokenRole,
   UsageDelta,
 } from './store.js';
+import { MAX_USAGE_COUNT } from './store.js';
 import { keyFromRow, rolloutFromRow, type KeyRow } from './rows.js';
 
 /**
@@ -188,17 +189,31 @@ export class SqliteStore implements Store {
       .run(t.id, t.name, t.role, t.hash, t.prefix, t.createdAt, t.revokedAt ?? null);
   }
 
-  async addUsage(deltas: readonly UsageDelta[]): Promise<void> {
+  async addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]> {
+    // MIN holds each sum at MAX_USAGE_COUNT: past 2^63 SQLite would turn it into a float.
+    const set = ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens']
+      .map((c) => `${c} = MIN(${c} + excluded.${c}, ${MAX_USAGE_COUNT})`)
+      .join(', ');
     const stmt = this.db.prepare(
       `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
        VALUES (@keyId, @model, @requests, @errors, @cancelled, @promptTokens, @completionTokens)
-       ON CONFLICT(key_id, model) DO UPDATE SET requests = requests + excluded.requests,
-         errors = errors + excluded.errors, cancelled = cancelled + excluded.cancelled, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-         completion_tokens = completion_tokens + excluded.completion_tokens`,
+       ON CONFLICT(key_id, model) DO UPDATE SET ${set}`,
     );
+    // Rows are typed INTEGER loosely in SQLite: a value it cannot bind (not a number) is
+    // the row's fault, skipped and returned; a failure of the file throws out of the
+    // transaction, which writes nothing.
+    const refused: UsageDelta[] = [];
     this.db.transaction((ds: readonly UsageDelta[]) => {
-      for (const d of ds) stmt.run(d);
+      for (const d of ds) {
+        try {
+          stmt.run(d);
+        } catch (err) {
+          if (!(err instanceof TypeError) && !(err instanceof RangeError)) throw err;
+          refused.push(d);
+        }
+      }
     })(deltas);
+    return refused;
   }
 
   async loadUsage(): Promise<StoredUsage[]> {

@@ -29,6 +29,12 @@ export interface UsageDelta {
   completionTokens: number;
 }
 
+/** The largest count a usage column holds: sums saturate here, so no row overflows `bigint` and each reads back exactly as a JS number. */
+export const MAX_USAGE_COUNT = Number.MAX_SAFE_INTEGER;
+
+/** `a + b`, held at {@link MAX_USAGE_COUNT}. */
+export const saturatingAdd = (a: number, b: number): number => Math.min(a + b, MAX_USAGE_COUNT);
+
 export interface StoredUsage extends UsageDelta {
   keyName: string;
 }
@@ -126,7 +132,12 @@ export interface Store {
   writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void>;
   loadKeys(): Promise<StoredKey[]>;
   saveKey(key: StoredKey): Promise<void>;
-  addUsage(deltas: readonly UsageDelta[]): Promise<void>;
+  /**
+   * Adds the deltas to the stored sums (each saturating at {@link MAX_USAGE_COUNT}).
+   * Resolves with the rows refused for their values, skipped while the others are
+   * written (the caller reports them); throws when the store itself fails.
+   */
+  addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]>;
   loadUsage(): Promise<StoredUsage[]>;
   loadTokens(): Promise<StoredToken[]>;
   saveToken(token: StoredToken): Promise<void>;
