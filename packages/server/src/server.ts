@@ -34,6 +34,7 @@ import { Gateway } from './gateway/gateway.js';
 import { Traffic } from './gateway/traffic.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './http/http.js';
+import { LINGER_MAX_BYTES, LINGER_MAX_MS, lingerOnEarlyAnswer } from './http/linger.js';
 import { tokensApi } from './api/tokens-api.js';
 import { requireAudited } from './api/routes.js';
 import { DomainError } from './errors.js';
@@ -108,6 +109,7 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
   const create = (
     tls ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key }, l) : http.createServer
   ) as typeof http.createServer;
+  const linger = { maxBytes: LINGER_MAX_BYTES, maxMs: Math.min(LINGER_MAX_MS, requestTimeout) };
   const server = create(
     {
       // Node refuses a header timeout above the request timeout.
@@ -118,7 +120,10 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
       // connection is closed within its timeout plus at most a second.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.min(headersTimeout, requestTimeout) / 4)),
     },
-    app,
+    (req, res) => {
+      lingerOnEarlyAnswer(req, res, linger);
+      app(req, res);
+    },
   );
   server.maxConnections = limits.maxConnections;
   return new Promise((resolve, reject) => {
@@ -184,8 +189,7 @@ export async function startServer(
   // instance's from the ring, from their first sync on (`startCluster`).
   const limits = pgStore ? new SharedLimits({ pool: pgStore.pool, log, instanceId, source: () => keys.localCounts() }) : undefined;
   const keys = await KeyRing.load(store, Date.now, limits);
-  keys.onUsageRefused = (rows) =>
-    log.error({ rows }, `the store refused ${rows.length} usage row(s) for their values; skipped, the other rows were written`);
+  keys.onUsageRefused = (rows) => log.error({ rows }, `the store refused ${rows.length} usage row(s) for their values; skipped, the other rows were written`);
   // `gateway` is made next; a scrape (after the listeners start) is the first to read it.
   const metrics: Metrics = new Metrics({ inFlight: () => traffic.inFlightByReplica(), store: () => store.stats(), queued: () => gateway.queued() });
   const gateway = new Gateway(

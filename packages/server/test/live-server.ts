@@ -108,7 +108,7 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-export async function liveServer(connections: Partial<ConnectionLimits> = {}): Promise<LiveServer> {
+export async function liveServer(connections: Partial<ConnectionLimits & ServerSettings> = {}): Promise<LiveServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-live-'));
   const log = pino({ level: 'silent' });
   // TLS as a real server starts: the CA and certificate made in the data directory.
