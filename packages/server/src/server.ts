@@ -105,9 +105,15 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
   const { host, port } = parseAddr(addr);
   const headersTimeout = limits.headersTimeoutMs;
   const requestTimeout = limits.requestTimeoutMs;
-  // An https.Server is an http.Server underneath (same timeouts, same request events).
+  // An https.Server is an http.Server underneath (same timeouts, same request events). A
+  // connection that never finishes its TLS handshake is as silent as one that never sends
+  // its headers, and the headers timeout starts only after the handshake, so the handshake
+  // gets the same time (Node's default is 120 s).
+  const handshakeTimeout = Math.min(headersTimeout, requestTimeout);
   const create = (
-    tls ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key }, l) : http.createServer
+    tls
+      ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key, handshakeTimeout }, l)
+      : http.createServer
   ) as typeof http.createServer;
   const linger = { maxBytes: LINGER_MAX_BYTES, maxMs: Math.min(LINGER_MAX_MS, requestTimeout) };
   const server = create(
@@ -229,7 +235,10 @@ export async function startServer(
     settings.joinTokenFile !== undefined ? pgStore : undefined,
   );
   const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log);
-  admin.use('/agent/v1', agentApi(controller, membership, settings.modelsDir));
+  admin.use(
+    '/agent/v1',
+    agentApi(controller, membership, { maxRequests: settings.nodeMaxRequests, maxLongPolls: settings.nodeMaxLongPolls }, settings.modelsDir),
+  );
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = await AccessTokens.load(store, settings.adminToken);

@@ -161,6 +161,20 @@ export const SERVER_SETTINGS = {
     above: 0,
     help: 'connections open at once per listener; more are closed as they arrive',
   },
+  nodeMaxRequests: {
+    unit: 'count',
+    flag: '--node-max-requests',
+    default: 16,
+    above: 0,
+    help: 'agent API requests of one node in flight at once (heartbeats, long-polls, file downloads); more get 429',
+  },
+  nodeMaxLongPolls: {
+    unit: 'count',
+    flag: '--node-max-long-polls',
+    default: 2,
+    above: 0,
+    help: 'assignment long-polls of one node in flight at once (an agent holds one); more get 429',
+  },
   tlsCert: {
     unit: 'text',
     flag: '--tls-cert',

@@ -6,6 +6,7 @@ import type { Membership } from '../credentials/membership.js';
 import { badRequest } from '../errors.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
+import { perNodeCap } from './node-caps.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
@@ -16,7 +17,15 @@ const MAX_WAIT_MS = 30_000;
  * may speak for its own node only (403 otherwise). A heartbeat is validated in full
  * before anything in the inventory changes, so a bad report leaves no trace.
  */
-export function agentApi(ctl: Controller, membership: Membership, modelsDir?: string): Router {
+/** How many calls of one node the agent API serves at once (see {@link perNodeCap}). */
+export interface NodeCaps {
+  /** Requests in flight per node, of every kind (`--node-max-requests`). */
+  maxRequests: number;
+  /** Assignment long-polls in flight per node (`--node-max-long-polls`). */
+  maxLongPolls: number;
+}
+
+export function agentApi(ctl: Controller, membership: Membership, caps: NodeCaps, modelsDir?: string): Router {
   const r = express.Router();
 
   r.route('/join')
@@ -27,6 +36,7 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
     .all(methodNotAllowed);
 
   r.use(requireNodeCredential(membership));
+  r.use(perNodeCap(caps.maxRequests, 'requests', '--node-max-requests'));
 
   // The hot route (every node, every few seconds): matched before the file routes, and
   // answered without what `res.json` adds for a GET (an ETag, a hash of the body).
@@ -46,7 +56,7 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
   // Exempt from the listener's request timeout by its nature: that timeout covers
   // receiving the request, and a GET is received at once; the wait is the response.
   r.route('/nodes/:id/assignments')
-    .get(async (req, res) => {
+    .get(perNodeCap(caps.maxLongPolls, 'assignment long-polls', '--node-max-long-polls'), async (req, res) => {
       const id = String(req.params.id);
       ownNode(res, id, 'path');
       const after = Number(req.query.after ?? -1);
