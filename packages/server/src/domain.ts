@@ -38,7 +38,7 @@ export interface ReplicaSpec {
   command?: string[];
   startupTimeoutS?: number;
   /** For an http(s):// or llmgw:// source: the file the agent fetches and verifies first. */
-  file?: { url: string; sha256: string };
+  file?: { url: string; sha256: string; size_bytes?: number };
 }
 
 /** One running copy of a model, made of one or more shards (one per node it spans). */
