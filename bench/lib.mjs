@@ -119,12 +119,13 @@ export async function startServer({ dir, databaseUrl, core, catalog, env = {}, e
 
 /**
  * A server (pinned to `core`) and one agent serving `catalogText`; resolves when all
- * replicas are ready. `databaseUrl`: the server on PostgreSQL rather than SQLite.
+ * replicas are ready. `databaseUrl`: the server on PostgreSQL rather than SQLite;
+ * `extraArgs`: more server flags.
  */
-export async function fleet(catalogText, { core, replicas = 1, databaseUrl } = {}) {
+export async function fleet(catalogText, { core, replicas = 1, databaseUrl, extraArgs = [] } = {}) {
   const dir = tmp('llmgw-bench-');
   fs.writeFileSync(path.join(dir, 'catalog.yaml'), catalogText);
-  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml') });
+  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml'), extraArgs });
   const { adminUrl, clientUrl } = server;
   const { joinToken } = serverTrust(server.dataDir, adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');
@@ -163,7 +164,7 @@ export async function fleet(catalogText, { core, replicas = 1, databaseUrl } = {
     120_000,
   );
   const key = await admin(adminUrl, '/keys', { method: 'POST', body: JSON.stringify({ name: 'bench' }) });
-  return { adminUrl, clientUrl, replicas: ready, secret: key.secret, serverPid: server.pid };
+  return { adminUrl, clientUrl, replicas: ready, secret: key.secret, serverPid: server.pid, dataDir: server.dataDir };
 }
 
 export function stopAll() {

@@ -11,7 +11,7 @@ import type { ClientRequest } from './request.js';
 import type { Traffic } from './traffic.js';
 import { end, replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
 import { overBudget, type ReplyBudget, type ReplyHold } from './reply-budget.js';
-import { findUsageIn, type UsageMeter, type UsageReport } from './usage.js';
+import { usageOfReply, type UsageMeter, type UsageReport } from './usage.js';
 
 /** The engine's prefix cache capacity in tokens, sent by llmgw's own engines on completions. */
 export const PREFIX_CACHE_HEADER = 'x-llmgw-prefix-cache-tokens';
@@ -129,7 +129,7 @@ export class Upstream {
       const status = up.statusCode;
       if (status >= 500) {
         // Enough of the body for the message; the rest is not worth reading.
-        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.settings.streamIdleTimeoutMs).catch(() => undefined))?.toString('utf8') ?? '';
+        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.settings.streamIdleTimeoutMs).then(joined, () => undefined))?.toString('utf8') ?? '';
         throw new RetryableUpstreamError(`answered ${status} ${text.slice(0, 200)}`);
       }
       if (fallbackFrom) this.metrics.fallbacks.inc({ model: fallbackFrom, fallback: model.name });
@@ -151,17 +151,22 @@ export class Upstream {
       } else {
         // Headers of a non-streamed reply come when it is done: prefill and decode.
         onFirstByte?.();
-        const buf = await this.readReply(res, ex, up.body, Number(up.headers['content-length'] ?? 0), status);
+        const reply = await this.readReply(res, ex, up.body, Number(up.headers['content-length'] ?? 0), status);
         if (res.headersSent) {
           // A cold-start stream already said 200: the engine's answer goes in the stream,
           // as an error event when it is one.
-          end(res, replyAsEvent(buf.toString('utf8'), status));
+          end(res, replyAsEvent(joined(reply).toString('utf8'), status));
         } else {
-          res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(buf.length) });
-          end(res, buf);
+          res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(reply.size) });
+          // Chunk by chunk as they came: joining 64 MiB first would copy it on the event loop.
+          if (!res.writableEnded && !res.destroyed) {
+            res.cork();
+            for (const c of reply.chunks) res.write(c);
+            res.end();
+          }
         }
         if (status < 400) {
-          usage = findUsageIn(buf);
+          usage = usageOfReply(reply.chunks, reply.size);
           this.usage.served(ex.key, model.name, target.replicaId, { usage });
         } else this.usage.failed(ex.key, model.name);
       }
@@ -180,18 +185,18 @@ export class Upstream {
    * when the response to the client closes (its write holds them until then), or at once
    * when the reply is refused. Over the per-reply cap: retryable; over the budget: 503.
    */
-  private async readReply(res: ServerResponse, ex: Exchange, body: Readable, declared: number, status: number): Promise<Buffer> {
+  private async readReply(res: ServerResponse, ex: Exchange, body: Readable, declared: number, status: number): Promise<Chunks> {
     const limit = this.settings.maxReplyBytes;
     if (declared > limit) {
       body.destroy();
       throw new RetryableUpstreamError(`sent a ${status} reply over the limit of ${limit} bytes`);
     }
     const hold = this.replies.hold();
-    let buf: Buffer;
+    let buf: Chunks;
     try {
       if (declared > 0 && !hold.take(declared)) throw overBudget(this.replies);
       buf = await readUpTo(body, limit + 1, this.settings.streamIdleTimeoutMs, declared > 0 ? undefined : hold);
-      if (buf.length > limit) {
+      if (buf.size > limit) {
         body.destroy();
         throw new RetryableUpstreamError(`sent a ${status} reply over the limit of ${limit} bytes`);
       }
@@ -215,6 +220,15 @@ function cacheTokens(v: string | string[] | undefined): { prefixCacheTokens?: nu
   return n === undefined ? {} : { prefixCacheTokens: n };
 }
 
+/** A body as the chunks it came in, `size` bytes in all. */
+interface Chunks {
+  chunks: Buffer[];
+  size: number;
+}
+
+/** The chunks as one buffer (a copy unless there is one chunk). */
+const joined = (b: Chunks): Buffer => (b.chunks.length === 1 ? b.chunks[0]! : Buffer.concat(b.chunks, b.size));
+
 /** What `readUpTo` rejects with when the reply budget has no room for the next chunk. */
 const OVER_BUDGET = new Error('over the reply budget');
 
@@ -227,7 +241,7 @@ const ERROR_BODY_BYTES = 4096;
  * without bound. With `hold`, each chunk takes its bytes from the reply budget first; one
  * that cannot rejects with {@link OVER_BUDGET}, reading no further.
  */
-function readUpTo(body: Readable, limit: number, idleMs: number, hold?: ReplyHold): Promise<Buffer> {
+function readUpTo(body: Readable, limit: number, idleMs: number, hold?: ReplyHold): Promise<Chunks> {
   // Listeners rather than for-await: this is every non-streamed reply, and the async
   // iterator costs more than the reading itself for a small one.
   return new Promise((resolve, reject) => {
@@ -238,7 +252,7 @@ function readUpTo(body: Readable, limit: number, idleMs: number, hold?: ReplyHol
     const done = () => {
       clearTimeout(idle);
       body.off('data', onData);
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      resolve({ chunks, size });
     };
     const onData = (c: Buffer) => {
       idle.refresh();

@@ -142,14 +142,34 @@ const MAX_USAGE_OBJECT_BYTES = 64 * 1024;
 
 const USAGE_KEY = Buffer.from('"usage"');
 
+/** How much of a large reply's end is searched for its usage. */
+export const USAGE_TAIL_BYTES = 2 * MAX_USAGE_OBJECT_BYTES;
+
 /**
- * The `usage` of a non-streamed reply's bytes. A small reply is parsed whole
- * ({@link findUsage}). A large one is searched from its end, where OpenAI's replies put
- * `usage`: the last `"usage"` followed by `:` (a key, since a quote inside a JSON string
- * is escaped) whose value, an object of at most 64 KiB or `null`, is parsed alone.
+ * The `usage` of a non-streamed reply, as the chunks it came in (`size` bytes in all). A
+ * small reply is parsed whole ({@link findUsage}). A large one is searched in its last
+ * {@link USAGE_TAIL_BYTES}, where OpenAI's replies put `usage`: the last `"usage"`
+ * followed by `:` (a key, since a quote inside a JSON string is escaped) whose value, an
+ * object of at most 64 KiB or `null`, is parsed alone. Neither joins a large reply's chunks.
  */
+export function usageOfReply(chunks: readonly Buffer[], size: number): UsageReport {
+  if (size <= PARSE_WHOLE_BYTES) return findUsage((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)).toString('utf8'));
+  const tail: Buffer[] = [];
+  let n = 0;
+  for (let i = chunks.length - 1; i >= 0 && n < USAGE_TAIL_BYTES; i--) {
+    tail.unshift(chunks[i]!);
+    n += chunks[i]!.length;
+  }
+  return searchUsage(tail.length === 1 ? tail[0]! : Buffer.concat(tail, n));
+}
+
+/** {@link usageOfReply} of a reply in one buffer. */
 export function findUsageIn(buf: Buffer): UsageReport {
-  if (buf.length <= PARSE_WHOLE_BYTES) return findUsage(buf.toString('utf8'));
+  return usageOfReply([buf], buf.length);
+}
+
+/** The usage found from the end of `buf` (see {@link usageOfReply}). */
+function searchUsage(buf: Buffer): UsageReport {
   for (let at = buf.lastIndexOf(USAGE_KEY); at >= 0; at = at > 0 ? buf.lastIndexOf(USAGE_KEY, at - 1) : -1) {
     let i = skipSpace(buf, at + USAGE_KEY.length);
     if (buf[i] !== 0x3a /* : */) continue;
