@@ -209,7 +209,7 @@ export class Upstream {
       throw new RetryableUpstreamError(`failed while sending its ${status} reply: ${(err as Error).message}`);
     }
     if (res.closed) hold.release();
-    else res.once('close', hold.release);
+    else res.once('close', () => hold.release());
     return buf;
   }
 }

@@ -27,19 +27,17 @@ export interface LingerLimits {
  */
 export function lingerOnEarlyAnswer(req: IncomingMessage, res: ServerResponse, limits: LingerLimits): void {
   if (req.complete) return;
-  const socket = req.socket as Socket & { destroySoon?: (() => void) | undefined };
-  const own = Object.prototype.hasOwnProperty.call(socket, 'destroySoon') ? socket.destroySoon : undefined;
+  const socket = req.socket as Socket & { destroySoon(): void };
+  // Already replaced for an earlier request on this connection that is still answering.
+  if (Object.prototype.hasOwnProperty.call(socket, 'destroySoon')) return;
   // Node's server ends a connection it will not keep with `socket.destroySoon()` once the
-  // answer is written: replaced for this request only, for the case where the body is
-  // still coming.
-  socket.destroySoon = function (this: Socket) {
+  // answer is written: replaced (an own property over the prototype's) for this request
+  // only, for the case where the body is still coming.
+  const restore = () => void delete (socket as { destroySoon?: unknown }).destroySoon;
+  socket.destroySoon = () => {
     restore();
-    if (req.complete || socket.destroyed) return void (this as Socket & { destroySoon(): void }).destroySoon();
+    if (req.complete || socket.destroyed) return socket.destroySoon();
     linger(socket, req, limits);
-  };
-  const restore = () => {
-    if (own) socket.destroySoon = own;
-    else delete (socket as { destroySoon?: unknown }).destroySoon;
   };
   res.once('close', () => {
     restore();
