@@ -120,12 +120,12 @@ export async function startServer({ dir, databaseUrl, core, catalog, env = {}, e
 /**
  * A server (pinned to `core`) and one agent serving `catalogText`; resolves when all
  * replicas are ready. `databaseUrl`: the server on PostgreSQL rather than SQLite;
- * `serverArgs`: more flags for the server.
+ * `serverArgs` (or `extraArgs`, the same): more flags for the server.
  */
-export async function fleet(catalogText, { core, replicas = 1, databaseUrl, serverArgs = [] } = {}) {
+export async function fleet(catalogText, { core, replicas = 1, databaseUrl, serverArgs = [], extraArgs = [] } = {}) {
   const dir = tmp('llmgw-bench-');
   fs.writeFileSync(path.join(dir, 'catalog.yaml'), catalogText);
-  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml'), extraArgs: serverArgs });
+  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml'), extraArgs: [...serverArgs, ...extraArgs] });
   const { adminUrl, clientUrl } = server;
   const { joinToken } = serverTrust(server.dataDir, adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');
@@ -164,7 +164,7 @@ export async function fleet(catalogText, { core, replicas = 1, databaseUrl, serv
     120_000,
   );
   const key = await admin(adminUrl, '/keys', { method: 'POST', body: JSON.stringify({ name: 'bench' }) });
-  return { adminUrl, clientUrl, replicas: ready, secret: key.secret, serverPid: server.pid };
+  return { adminUrl, clientUrl, replicas: ready, secret: key.secret, serverPid: server.pid, dataDir: server.dataDir };
 }
 
 export function stopAll() {

@@ -79,7 +79,6 @@ const run = addSettings(program.command('run', { isDefault: true }), RUN_SETTING
         headers: parseSourceHeaders(o.sourceHeader),
         inUse: () => supervisor.filesInUse(),
         log,
-        ...(maxBytes !== undefined ? { maxBytes } : {}),
       });
     } catch (e) {
       fail((e as Error).message);

@@ -74,7 +74,7 @@ export const RUN_SETTINGS = {
     unit: 'text',
     flag: '--model-cache-max',
     placeholder: 'size',
-    help: 'bound on the model cache, e.g. 50G: least recently used files no shard uses are deleted (default: none)',
+    help: 'bound on the model cache, e.g. 50G: least recently used files no shard uses are deleted (default: 80% of its disk)',
   },
   sourceHeader: {
     unit: 'list',

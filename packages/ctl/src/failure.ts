@@ -39,6 +39,7 @@ const BY_CODE: Record<ErrorCode, Failure> = {
   concurrency_limited: 'failed',
   no_ready_replica: 'failed',
   upstream_failed: 'failed',
+  overloaded: 'failed',
   store_unavailable: 'failed',
   not_leader: 'failed',
   internal: 'failed',

@@ -38,7 +38,7 @@ export interface ReplicaSpec {
   command?: string[];
   startupTimeoutS?: number;
   /** For an http(s):// or llmgw:// source: the file the agent fetches and verifies first. */
-  file?: { url: string; sha256: string };
+  file?: { url: string; sha256: string; size_bytes?: number };
   /** The model's LoRA adapters (issue 31), each fetched like `file` when it is a URL. */
   adapters?: Array<{ name: string; source: string; file?: { url: string; sha256: string } }>;
   /** Adapters one replica holds loaded at once (the profile's `max_loaded_adapters`, or the default). */

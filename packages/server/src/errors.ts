@@ -49,6 +49,7 @@ const STATUS: Record<ErrorCode, number> = {
   concurrency_limited: 429,
   no_ready_replica: 503,
   upstream_failed: 502,
+  overloaded: 503,
   store_unavailable: 503,
   not_leader: 503,
   internal: 500,

@@ -35,6 +35,7 @@ import { Gateway } from './gateway/gateway.js';
 import { Traffic } from './gateway/traffic.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './http/http.js';
+import { LINGER_MAX_BYTES, LINGER_MAX_MS, lingerOnEarlyAnswer } from './http/linger.js';
 import { tokensApi } from './api/tokens-api.js';
 import { requireAudited } from './api/routes.js';
 import { DomainError } from './errors.js';
@@ -116,10 +117,17 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
   const { host, port } = parseAddr(addr);
   const headersTimeout = limits.headersTimeoutMs;
   const requestTimeout = limits.requestTimeoutMs;
-  // An https.Server is an http.Server underneath (same timeouts, same request events).
+  // An https.Server is an http.Server underneath (same timeouts, same request events). A
+  // connection that never finishes its TLS handshake is as silent as one that never sends
+  // its headers, and the headers timeout starts only after the handshake, so the handshake
+  // gets the same time (Node's default is 120 s).
+  const handshakeTimeout = Math.min(headersTimeout, requestTimeout);
   const create = (
-    tls ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key }, l) : http.createServer
+    tls
+      ? (o: http.ServerOptions, l: http.RequestListener) => https.createServer({ ...o, cert: tls.cert, key: tls.key, handshakeTimeout }, l)
+      : http.createServer
   ) as typeof http.createServer;
+  const linger = { maxBytes: LINGER_MAX_BYTES, maxMs: Math.min(LINGER_MAX_MS, requestTimeout) };
   const server = create(
     {
       // Node refuses a header timeout above the request timeout.
@@ -130,7 +138,10 @@ function listen(app: http.RequestListener, addr: string, limits: ConnectionLimit
       // connection is closed within its timeout plus at most a second.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.min(headersTimeout, requestTimeout) / 4)),
     },
-    app,
+    (req, res) => {
+      lingerOnEarlyAnswer(req, res, linger);
+      app(req, res);
+    },
   );
   server.maxConnections = limits.maxConnections;
   return new Promise((resolve, reject) => {
@@ -196,6 +207,7 @@ export async function startServer(
   // instance's from the ring, from their first sync on (`startCluster`).
   const limits = pgStore ? new SharedLimits({ pool: pgStore.pool, log, instanceId, source: () => keys.localCounts() }) : undefined;
   const keys = await KeyRing.load(store, Date.now, limits);
+  keys.onUsageRefused = (rows) => log.error({ rows }, `the store refused ${rows.length} usage row(s) for their values; skipped, the other rows were written`);
   // `gateway` is made next; a scrape (after the listeners start) is the first to read it.
   const metrics: Metrics = new Metrics({
     inFlight: () => traffic.inFlightByReplica(),
@@ -210,6 +222,7 @@ export async function startServer(
     traffic,
     {
       maxBodyBytes: settings.maxBodyBytes,
+      replyBufferBytes: settings.replyBufferBytes,
       upstreamTimeoutMs: settings.upstreamTimeoutMs,
       cooldownMs: settings.cooldownMs,
       keepAliveMs: settings.keepAliveMs,
@@ -243,6 +256,7 @@ export async function startServer(
   admin.use(
     '/agent/v1',
     agentApi(controller, membership, {
+      caps: { maxRequests: settings.nodeMaxRequests, maxLongPolls: settings.nodeMaxLongPolls },
       ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}),
       allowLoopbackNodes: settings.allowLoopbackNodes === true,
       sightings: new CredentialSightings({ liveMs: settings.notReadyAfterMs, bind: settings.bindCredentials === true }),

@@ -85,6 +85,13 @@ export const SERVER_SETTINGS = {
     help: 'first wait before a failed replica is replaced (doubles per failure)',
   },
   maxBodyBytes: { unit: 'bytes', flag: '--max-body-size', default: 10 * 1024 * 1024, above: 0, help: 'largest client request body; larger ones get 413' },
+  replyBufferBytes: {
+    unit: 'bytes',
+    flag: '--reply-buffer',
+    default: 256 * 1024 * 1024,
+    above: 0,
+    help: 'bytes of non-streamed engine replies held in memory at once, all requests together; a reply that does not fit gets 503 overloaded',
+  },
   upstreamTimeoutMs: {
     unit: 'seconds',
     flag: '--upstream-timeout',
@@ -187,6 +194,20 @@ export const SERVER_SETTINGS = {
     default: 1024,
     above: 0,
     help: 'connections open at once per listener; more are closed as they arrive',
+  },
+  nodeMaxRequests: {
+    unit: 'count',
+    flag: '--node-max-requests',
+    default: 16,
+    above: 0,
+    help: 'agent API requests of one node in flight at once (heartbeats, long-polls, file downloads); more get 429',
+  },
+  nodeMaxLongPolls: {
+    unit: 'count',
+    flag: '--node-max-long-polls',
+    default: 2,
+    above: 0,
+    help: 'assignment long-polls of one node in flight at once (an agent holds one); more get 429',
   },
   tlsCert: {
     unit: 'text',

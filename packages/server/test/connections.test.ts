@@ -1,4 +1,5 @@
 import net from 'node:net';
+import https from 'node:https';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { caOf, nodeAuth, liveServer, send, type LiveServer } from './live-server.js';
@@ -64,6 +65,24 @@ describe('bounded connections', () => {
     for (const c of all) expect(c.closedAfterMs).toBeLessThan(HEADERS_S * 1000 + SLACK_MS);
   });
 
+  it('closes plain TCP connections to the TLS listener that never start the handshake, within the headers timeout', async () => {
+    // Issue 28: 1,100 of these held every admin slot for Node's 120 s handshake timeout.
+    const url = new URL(live.admin);
+    const silent = await Promise.all(
+      Array.from(
+        { length: 20 },
+        () =>
+          new Promise<number>((resolve) => {
+            const started = Date.now();
+            const s = net.connect(Number(url.port), url.hostname);
+            s.on('error', () => undefined);
+            s.on('close', () => resolve(Date.now() - started));
+          }),
+      ),
+    );
+    expect(Math.max(...silent)).toBeLessThan(HEADERS_S * 1000 + SLACK_MS);
+  });
+
   it('does not cut a long-poll that outlives the request timeout', async () => {
     const started = Date.now();
     const r = await send(live.admin, { path: '/agent/v1/nodes/node-a/assignments?after=999999&wait_ms=2000', headers: nodeAuth });
@@ -109,5 +128,47 @@ describe('bounded connections', () => {
     } finally {
       await capped.close();
     }
+  });
+
+  it("answers 429 to a node's long-polls past --node-max-long-polls, and takes one again once one ends", async () => {
+    const url = new URL(live.admin);
+    const ca = caOf(live.admin);
+    const first = await send(live.admin, { path: '/agent/v1/nodes/node-a/assignments?after=999999&wait_ms=0', headers: nodeAuth });
+    const version = (JSON.parse(first.body) as { version: number }).version;
+    /** A long-poll on the current version (so it is held), with a handle to leave it. */
+    const poll = (waitMs: number) => {
+      let req!: ReturnType<typeof https.request>;
+      const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        req = https.request(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: `/agent/v1/nodes/node-a/assignments?after=${version}&wait_ms=${waitMs}`,
+            headers: nodeAuth,
+            agent: false,
+            ca,
+          },
+          (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      answer.catch(() => undefined);
+      return { answer, leave: () => req.destroy() };
+    };
+    // The default cap is 2: of three at once, one is refused at once and two are held.
+    const polls = [poll(20_000), poll(20_000), poll(20_000)];
+    const refused = await Promise.race(polls.map((p) => p.answer));
+    expect(refused.status).toBe(429);
+    expect((JSON.parse(refused.body) as { code: string }).code).toBe('concurrency_limited');
+    for (const p of polls) p.leave();
+    // The server sees the held ones close; until it has, a short poll may still be refused.
+    let again = await send(live.admin, { path: `/agent/v1/nodes/node-a/assignments?after=${version}&wait_ms=0`, headers: nodeAuth });
+    while (again.status === 429) again = await send(live.admin, { path: `/agent/v1/nodes/node-a/assignments?after=${version}&wait_ms=0`, headers: nodeAuth });
+    expect(again.status).toBe(200);
   });
 });

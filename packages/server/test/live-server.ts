@@ -109,7 +109,7 @@ export interface LiveServer {
 }
 
 /** `settings` overrides the server's; without `--allow-loopback-nodes` node-a reports `node-a.invalid`. */
-export async function liveServer(connections: Partial<ConnectionLimits> = {}, settings: Partial<ServerSettings> = {}): Promise<LiveServer> {
+export async function liveServer(connections: Partial<ConnectionLimits & ServerSettings> = {}, settings: Partial<ServerSettings> = {}): Promise<LiveServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-live-'));
   const log = pino({ level: 'silent' });
   // TLS as a real server starts: the CA and certificate made in the data directory.

@@ -175,6 +175,8 @@ export const ShardAssignmentSchema = Type.Object({
       /** http(s)://…, or llmgw://NAME: fetched from this server's --models-dir with the node credential. */
       url: Str({ minLength: 1 }),
       sha256: Str({ minLength: 64, maxLength: 64 }),
+      /** The catalog's `size_bytes` of the file, when it gives one. */
+      size_bytes: Type.Optional(Count),
     }),
   ),
   /**

@@ -51,6 +51,12 @@ export const ProfileSchema = Type.Object(
      * llmgw:// source, which agents fetch and must verify before an engine reads it.
      */
     sha256: Type.Optional(Sha256),
+    /**
+     * The size in bytes of the file `source` names, when known: an agent refuses a file
+     * server that declares another length, reads no more than this, and fails the replica
+     * at once when it cannot fit in its model cache.
+     */
+    size_bytes: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
     /** argv template for `engine: command`, with placeholders such as `{port}`. */
     command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
@@ -110,6 +116,12 @@ export const ModelSchema = Type.Object(
      * llmgw:// source, which agents fetch and must verify before an engine reads it.
      */
     sha256: Type.Optional(Sha256),
+    /**
+     * The size in bytes of the file `source` names, when known: an agent refuses a file
+     * server that declares another length, reads no more than this, and fails the replica
+     * at once when it cannot fit in its model cache.
+     */
+    size_bytes: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
     scaling: Type.Optional(
       Type.Object(
         {

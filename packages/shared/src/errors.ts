@@ -52,6 +52,8 @@ export const ERROR_CODES = [
   'no_ready_replica',
   /** An engine failed after its answer had begun, so nothing could be retried. */
   'upstream_failed',
+  /** The server is at a bound of its own (the memory for buffered engine replies is in use): retry shortly. */
+  'overloaded',
   /** The store (the disk under it) refused a write; reads still work, and it recovers by itself. */
   'store_unavailable',
   /** This server instance lost its leadership (its lease was taken over or expired), so its plan was not written. */

@@ -17,6 +17,25 @@ const MAX_DATE_MS = 8.64e15;
 const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /**
+ * The share of the cache's filesystem the cache may fill when `--model-cache-max` is not
+ * given: an endless or huge source stops here rather than filling the disk, and the
+ * fifth left over is room for the logs, the state and whatever else lives there.
+ */
+export const DEFAULT_CACHE_SHARE = 0.8;
+
+/** The filesystem holding `dir`: its size and the bytes free to an unprivileged writer. */
+export function diskOf(dir: string): { totalBytes: number; freeBytes: number } {
+  const s = fs.statfsSync(dir);
+  return { totalBytes: s.blocks * s.bsize, freeBytes: s.bavail * s.bsize };
+}
+
+/** Where a fetch's bytes may go: its bound, and why (for the error that names it). */
+export interface Room {
+  bytes: number;
+  why: string;
+}
+
+/**
  * The agent's model cache (`--model-cache`): verified files stored by content,
  * `<dir>/sha256/<hex>`, so two sources of the same bytes are one file and a file's name
  * says what it must hash to. `<dir>/index.json` keeps each file's source and last use for
@@ -25,12 +44,18 @@ const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as nu
  */
 export class ModelCache {
   private entries = new Map<string, Entry>();
+  /** The bound in bytes: `--model-cache-max`, else {@link DEFAULT_CACHE_SHARE} of the disk. */
+  readonly maxBytes: number;
+  /** What sets the bound, for messages. */
+  readonly bound: string;
 
   constructor(
     readonly dir: string,
-    /** `--model-cache-max` in bytes; undefined: unbounded. */
-    private readonly maxBytes: number | undefined,
+    /** `--model-cache-max` in bytes; undefined: {@link DEFAULT_CACHE_SHARE} of the filesystem. */
+    maxBytes: number | undefined,
     private readonly log: Logger,
+    /** The filesystem's figures (tests give their own). */
+    private readonly disk: (dir: string) => { totalBytes: number; freeBytes: number } = diskOf,
   ) {
     // Engines run as another user (`--engine-user`) and the service's umask is 0077:
     // chmod, which the umask does not touch, lets them reach and read the files.
@@ -39,7 +64,70 @@ export class ModelCache {
       fs.chmodSync(d, 0o755);
     }
     fs.mkdirSync(path.join(dir, 'partial'), { recursive: true });
+    if (maxBytes !== undefined) {
+      this.maxBytes = maxBytes;
+      this.bound = `--model-cache-max ${maxBytes}`;
+    } else {
+      const total = this.disk(dir).totalBytes;
+      this.maxBytes = Math.floor(total * DEFAULT_CACHE_SHARE);
+      this.bound = `${DEFAULT_CACHE_SHARE * 100}% of the ${total}-byte disk, the default without --model-cache-max`;
+    }
     this.entries = this.load();
+  }
+
+  /**
+   * The most bytes a transfer of `sha256` may write, its partial file included: what the
+   * bound leaves once the files in use and the other transfers' partial files are
+   * counted (idle files are evicted to make room when it is added), and no more than the
+   * disk has free. The partials of other files whose transfer is no longer under way
+   * (kept to resume) are deleted first: they would hold room the new transfer may need.
+   * @param fetching digests being fetched now, besides this one
+   */
+  room(sha256: string, inUse: ReadonlySet<string>, fetching: ReadonlySet<string>): Room {
+    const key = sha256.toLowerCase();
+    let own = 0;
+    let others = 0;
+    for (const p of this.partials()) {
+      if (p.key === key) own = p.size;
+      else if (fetching.has(p.key)) others += p.size;
+      else {
+        fs.rmSync(this.partialOf(p.key), { force: true });
+        this.log.info({ sha256: p.key, size_bytes: p.size }, 'deleted the partial file of a transfer no longer under way, to make room');
+      }
+    }
+    let pinned = 0;
+    let idle = 0;
+    for (const [k, e] of this.entries) {
+      if (inUse.has(k)) pinned += e.size_bytes;
+      else idle += e.size_bytes;
+    }
+    const byBound = Math.max(0, this.maxBytes - pinned - others);
+    // On disk: what is free, plus what this transfer's partial and eviction would give back.
+    const byDisk = Math.max(0, this.disk(this.dir).freeBytes + own + idle);
+    return byDisk < byBound
+      ? { bytes: byDisk, why: `the ${byDisk} bytes the disk under the model cache has room for` }
+      : { bytes: byBound, why: `the ${byBound} bytes left in the model cache (${this.bound}; files in use and other transfers take the rest)` };
+  }
+
+  /** The partial files on disk, with their sizes. */
+  private partials(): { key: string; size: number; mtimeMs: number }[] {
+    const out: { key: string; size: number; mtimeMs: number }[] = [];
+    let names: string[];
+    try {
+      names = fs.readdirSync(path.join(this.dir, 'partial'));
+    } catch {
+      return out;
+    }
+    for (const key of names) {
+      if (!HEX64.test(key)) continue;
+      try {
+        const st = fs.statSync(this.partialOf(key));
+        out.push({ key, size: st.size, mtimeMs: st.mtimeMs });
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+    return out;
   }
 
   /** Where a verified file with this digest lives. */
@@ -89,7 +177,6 @@ export class ModelCache {
    * a running engine reads them.
    */
   evict(inUse: ReadonlySet<string>, incoming = 0, keep?: string): void {
-    if (this.maxBytes === undefined) return;
     let total = incoming + [...this.entries.values()].reduce((n, e) => n + e.size_bytes, 0);
     const idle = [...this.entries.entries()].filter(([k]) => !inUse.has(k) && k !== keep).sort((a, b) => a[1].last_used_ms - b[1].last_used_ms);
     for (const [key, e] of idle) {
@@ -97,10 +184,10 @@ export class ModelCache {
       fs.rmSync(this.pathOf(key), { force: true });
       this.entries.delete(key);
       total -= e.size_bytes;
-      this.log.info({ sha256: key, source: e.source, size_bytes: e.size_bytes }, 'evicted a model file no shard uses (--model-cache-max)');
+      this.log.info({ sha256: key, source: e.source, size_bytes: e.size_bytes }, `evicted a model file no shard uses (${this.bound})`);
     }
     if (total > this.maxBytes)
-      this.log.warn({ total_bytes: total, max_bytes: this.maxBytes }, 'the model cache is over --model-cache-max: the files left are in use');
+      this.log.warn({ total_bytes: total, max_bytes: this.maxBytes }, `the model cache is over its bound (${this.bound}): the files left are in use`);
     this.save();
   }
 

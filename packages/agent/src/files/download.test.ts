@@ -116,9 +116,11 @@ describe('download', () => {
 
   it('refuses a file larger than the cache may hold', async () => {
     const { req } = await setup({}, { maxBytes: 1000 });
-    await expect(download(req)).rejects.toThrow(/more than the model cache may hold/);
+    await expect(download(req)).rejects.toThrow(/: it is 262144 bytes, more than fit: --model-cache-max 1000$/);
     const { req: unknownLength } = await setup({ noLength: true }, { maxBytes: 1000 });
-    await expect(download(unknownLength)).rejects.toThrow(/larger than the model cache may hold/);
+    await expect(download(unknownLength)).rejects.toThrow(/: it went on past 1000 bytes, more than fit: --model-cache-max 1000$/);
+    // Nothing is kept of a file that cannot fit: its partial would hold the disk.
+    expect(fs.existsSync(unknownLength.partial)).toBe(false);
   });
 });
 

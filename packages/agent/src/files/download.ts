@@ -27,8 +27,12 @@ export interface DownloadRequest {
   attempts?: number;
   /** First pause between tries; doubles. Default 500 ms. */
   retryDelayMs?: number;
-  /** A file larger than this is refused (a server that never ends would fill the disk). */
+  /** A file larger than this is refused (a server that never ends would fill the disk); the partial file counts. */
   maxBytes?: number;
+  /** What sets `maxBytes`, for the error (default: `--model-cache-max N`). */
+  maxWhy?: string;
+  /** The size the catalog gives the file: a declared length that differs is refused, and no more is read. */
+  sizeBytes?: number;
   /**
    * Where to ask next after a try at `url` failed with `err`, when another address serves
    * the same file (an `llmgw://` file from another server instance): that try follows at
@@ -57,6 +61,12 @@ export class ChecksumMismatch extends Error {
 export class FetchRefused extends Error {}
 
 /**
+ * The file does not fit where it must go (the model cache's room, the catalog's size):
+ * its partial file is deleted, and retrying would fill the disk again for nothing.
+ */
+export class FileTooLarge extends FetchRefused {}
+
+/**
  * Fetches `url` into `partial` and verifies its SHA-256, resuming with an HTTP Range
  * request after an interrupted transfer (within one call, and across agent restarts, since
  * the partial file stays). A resumed answer counts only as a `206` whose Content-Range
@@ -73,6 +83,8 @@ export async function download(r: DownloadRequest): Promise<void> {
     try {
       if (await transfer({ ...r, url })) break;
     } catch (err) {
+      // A file that cannot fit leaves nothing behind: its partial would hold the disk.
+      if (err instanceof FileTooLarge) fs.rmSync(r.partial, { force: true });
       if (err instanceof FetchRefused || r.signal?.aborted) throw err;
       if (sizeOf(r.partial) > before) idle = 0;
       if (++idle >= attempts)
@@ -131,10 +143,17 @@ async function transfer(r: DownloadRequest): Promise<boolean> {
   if (res.statusCode !== 206) have = 0; // a whole answer: whatever was there is replaced
   const length = Number(res.headers['content-length']);
   const total = range?.total ?? (Number.isFinite(length) && res.headers['content-length'] !== undefined ? have + length : undefined);
+  const why = r.maxWhy ?? `--model-cache-max ${r.maxBytes}`;
   if (r.maxBytes !== undefined && total !== undefined && total > r.maxBytes) {
     stream.destroy();
-    throw new FetchRefused(`cannot fetch ${r.url}: it is ${total} bytes, more than the model cache may hold (--model-cache-max ${r.maxBytes})`);
+    throw new FileTooLarge(`cannot fetch ${redactUrl(r.url)}: it is ${total} bytes, more than fit: ${why}`);
   }
+  if (r.sizeBytes !== undefined && total !== undefined && total !== r.sizeBytes) {
+    stream.destroy();
+    throw new FileTooLarge(`cannot fetch ${redactUrl(r.url)}: the file server says it is ${total} bytes, the catalog ${r.sizeBytes}`);
+  }
+  // The most this transfer may hold: what the server declared, the catalog's size, the room.
+  const most = Math.min(total ?? Infinity, r.sizeBytes ?? Infinity, r.maxBytes ?? Infinity);
   let done = have;
   r.onProgress?.({ done, ...(total !== undefined ? { total } : {}) });
   // Each chunk is on disk before the next is read, so an interrupted transfer keeps every
@@ -143,9 +162,13 @@ async function transfer(r: DownloadRequest): Promise<boolean> {
   const out = await fs.promises.open(r.partial, have > 0 ? 'a' : 'w', 0o644);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (r.maxBytes !== undefined && done + chunk.length > r.maxBytes) {
+      if (done + chunk.length > most) {
         stream.destroy();
-        throw new FetchRefused(`cannot fetch ${r.url}: it is larger than the model cache may hold (--model-cache-max ${r.maxBytes})`);
+        throw new FileTooLarge(
+          r.maxBytes !== undefined && most === r.maxBytes
+            ? `cannot fetch ${redactUrl(r.url)}: it went on past ${r.maxBytes} bytes, more than fit: ${why}`
+            : `cannot fetch ${redactUrl(r.url)}: it went on past the ${most} bytes ${most === total ? 'the file server declared' : 'the catalog gives it'}`,
+        );
       }
       await out.write(chunk);
       done += chunk.length;

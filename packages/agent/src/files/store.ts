@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { redactUrl, redactUrls, type CachedFile, type DownloadProgress, type ShardAssignment } from '@llmgw/shared';
 import type { AgentAuth } from '../credential.js';
 import type { ModelCache } from './cache.js';
-import { ChecksumMismatch, download, type Progress } from './download.js';
+import { ChecksumMismatch, FileTooLarge, download, type Progress } from './download.js';
 import { headersFor, type SourceHeaders } from './headers.js';
 import { proxyAgents, proxyFor } from './proxy.js';
 import { ServerPool } from '../servers.js';
@@ -28,7 +28,7 @@ export class UnusableSource extends Error {}
 
 /** A fetch failure that retrying cannot fix: the shard fails at once instead of being restarted. */
 export function isUnrunnable(err: unknown): boolean {
-  return err instanceof ChecksumMismatch || err instanceof UnusableSource;
+  return err instanceof ChecksumMismatch || err instanceof UnusableSource || err instanceof FileTooLarge;
 }
 
 export interface ModelFilesOptions {
@@ -43,7 +43,6 @@ export interface ModelFilesOptions {
   /** The digests shards use now: never evicted, `in_use` in the report. */
   inUse: () => ReadonlySet<string>;
   log: Logger;
-  maxBytes?: number;
   /** For tests: pauses between retries of an interrupted transfer. */
   retryDelayMs?: number;
 }
@@ -126,7 +125,9 @@ export class ModelFiles implements FileSource {
   private async fetch(file: WantedFile, key: string, f: Fetching): Promise<string> {
     const { url, client, headers, agent, moveOn } = await this.request(file.url);
     const started = Date.now();
-    this.o.log.info({ url: redactUrl(file.url), sha256: key }, 'fetching a model file');
+    const inUse = new Set([...this.o.inUse()].map((s) => s.toLowerCase()));
+    const room = this.o.cache.room(key, inUse, new Set([...this.fetching.keys()].filter((k) => k !== key)));
+    this.o.log.info({ url: redactUrl(file.url), sha256: key, room_bytes: room.bytes }, 'fetching a model file');
     try {
       await download({
         url,
@@ -135,7 +136,9 @@ export class ModelFiles implements FileSource {
         client,
         headers,
         ...(agent ? { agent } : {}),
-        ...(this.o.maxBytes !== undefined ? { maxBytes: this.o.maxBytes } : {}),
+        maxBytes: room.bytes,
+        maxWhy: room.why,
+        ...(file.size_bytes !== undefined ? { sizeBytes: file.size_bytes } : {}),
         ...(this.o.retryDelayMs !== undefined ? { retryDelayMs: this.o.retryDelayMs } : {}),
         ...(moveOn ? { moveOn } : {}),
         signal: f.abort.signal,

@@ -8,12 +8,22 @@ import { DomainError, badRequest, echo } from '../errors.js';
 import type { CredentialEvent } from '../events/index.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
+import { perNodeCap } from './node-caps.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
 
 /** What the agent API takes from the server's settings. */
+/** How many calls of one node the agent API serves at once (see {@link perNodeCap}). */
+export interface NodeCaps {
+  /** Requests in flight per node, of every kind (`--node-max-requests`). */
+  maxRequests: number;
+  /** Assignment long-polls in flight per node (`--node-max-long-polls`). */
+  maxLongPolls: number;
+}
+
 export interface AgentApiOptions {
+  caps: NodeCaps;
   /** `--models-dir`: served as `llmgw://` files; absent = none. */
   modelsDir?: string;
   /** `--allow-loopback-nodes`: a loopback `mgmt_addr` is taken (a single-machine fleet). */
@@ -32,8 +42,8 @@ export interface AgentApiOptions {
  * may speak for its own node only (403 otherwise). A heartbeat is validated in full
  * before anything in the inventory changes, so a bad report leaves no trace.
  */
-export function agentApi(ctl: Controller, membership: Membership, opts: AgentApiOptions = {}): Router {
-  const { modelsDir } = opts;
+export function agentApi(ctl: Controller, membership: Membership, opts: AgentApiOptions): Router {
+  const { modelsDir, caps } = opts;
   const r = express.Router();
 
   r.route('/join')
@@ -44,6 +54,7 @@ export function agentApi(ctl: Controller, membership: Membership, opts: AgentApi
     .all(methodNotAllowed);
 
   r.use(requireNodeCredential(membership));
+  r.use(perNodeCap(caps.maxRequests, 'requests', '--node-max-requests'));
 
   // The hot route (every node, every few seconds): matched before the file routes, and
   // answered without what `res.json` adds for a GET (an ETag, a hash of the body).
@@ -67,7 +78,7 @@ export function agentApi(ctl: Controller, membership: Membership, opts: AgentApi
   // Exempt from the listener's request timeout by its nature: that timeout covers
   // receiving the request, and a GET is received at once; the wait is the response.
   r.route('/nodes/:id/assignments')
-    .get(async (req, res) => {
+    .get(perNodeCap(caps.maxLongPolls, 'assignment long-polls', '--node-max-long-polls'), async (req, res) => {
       const id = String(req.params.id);
       ownNode(res, id, 'path');
       const after = Number(req.query.after ?? -1);

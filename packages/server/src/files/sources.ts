@@ -31,10 +31,10 @@ export function badFileName(name: string): string | undefined {
 }
 
 /** The file an assignment asks its agent to fetch, for a fetched source with its digest. */
-export function fileOf(source: string, sha256: string | undefined): { url: string; sha256: string } | undefined {
+export function fileOf(source: string, sha256: string | undefined, sizeBytes?: number): { url: string; sha256: string; size_bytes?: number } | undefined {
   if (!isFetchedSource(source) || sha256 === undefined) return undefined;
   // The digest is compared as sha256sum prints it.
-  return { url: source, sha256: sha256.toLowerCase() };
+  return { url: source, sha256: sha256.toLowerCase(), ...(sizeBytes !== undefined ? { size_bytes: sizeBytes } : {}) };
 }
 
 /** The SHA-256 (lower case) of the file a replica of `model` with `profile` fetches; undefined when none. */

@@ -7,7 +7,8 @@ import { closeAll, json, post, reply, setup, sse } from './testing.js';
 afterEach(closeAll);
 
 /** Usage values an engine must not be believed on, as they appear in its JSON. */
-const BAD_USAGE = ['-1', '"0abc"', '1e999', '1.5', 'true', '{}', '9007199254740993'];
+// The last two: over the per-reply maximum (MAX_TOKENS_PER_REPLY), and 2^53 − 1, whose sums overflowed PostgreSQL's bigint.
+const BAD_USAGE = ['-1', '"0abc"', '1e999', '1.5', 'true', '{}', '9007199254740993', '1000000001', '9007199254740991'];
 
 const content = 'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n';
 const usageEvent = (v: string) => `data: {"id":"c","choices":[],"usage":{"prompt_tokens":${v},"completion_tokens":${v}}}\n\n`;

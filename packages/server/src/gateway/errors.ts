@@ -29,6 +29,7 @@ const OPENAI: Record<ErrorCode, OpenAIShape> = {
   concurrency_limited: { type: 'rate_limit_error', code: 'concurrency_limit_exceeded' },
   no_ready_replica: { type: 'server_error', code: 'no_ready_replica' },
   upstream_failed: { type: 'server_error', code: 'upstream_error' },
+  overloaded: { type: 'server_error', code: 'overloaded', shouldRetry: 'true' },
   store_unavailable: { type: 'server_error', code: 'store_unavailable' },
   not_leader: { type: 'server_error', code: 'not_leader' },
   internal: { type: 'server_error', code: null },

@@ -18,6 +18,7 @@ import { FlowControl, type FlowSettings } from './flow.js';
 import { BANDS, type Band } from './fair-queue.js';
 import type { KeyRing } from './keys.js';
 import { BYTES_PER_TOKEN } from './prefix.js';
+import { ReplyBudget } from './reply-budget.js';
 import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
 import { DEFAULT_SATURATION, estimatedWaitS, isSaturated, pressures, type LoadReader, type SaturationSettings } from './saturation.js';
 import { SseRelay } from './sse.js';
@@ -41,6 +42,8 @@ export interface GatewaySettings {
   streamIdleTimeoutMs: number;
   /** Largest non-streamed engine reply read; a larger one fails the attempt. */
   maxReplyBytes?: number;
+  /** Bytes of non-streamed replies held at once across all requests (`--reply-buffer`); a reply past it gets 503 `overloaded`. */
+  replyBufferBytes?: number;
   /** Largest single SSE event from an engine; a larger one ends the stream with an error event. */
   maxEventBytes?: number;
   /** Prefix cache capacity, in tokens, assumed for a replica whose engine does not send `x-llmgw-prefix-cache-tokens`. */
@@ -51,6 +54,8 @@ export interface GatewaySettings {
 
 /** Engine replies this large are not believed: 64 MiB holds a large batch of embeddings. */
 export const DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024;
+/** Four of the largest replies at once: enough for every ordinary reply, little next to a server's memory. */
+export const DEFAULT_REPLY_BUFFER_BYTES = 256 * 1024 * 1024;
 /** One streamed event: a token with its logprobs is a few KiB. */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 
@@ -70,6 +75,8 @@ export class Gateway {
   readonly flow: FlowControl;
   /** The LoRA adapters the gateway takes a replica to hold, least recently used first (`ctl replicas -o wide`). */
   readonly adapters: (replicaId: string) => string[];
+  /** The bytes of non-streamed replies held now and their bound (`--reply-buffer`). */
+  readonly replies: ReplyBudget;
 
   /** Requests waiting per model and band, for the metrics at scrape time. */
   queued(): { model: string; band: string; value: number }[] {
@@ -127,7 +134,8 @@ export class Gateway {
       streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
       maxEventBytes: settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
     });
-    this.upstream = new Upstream(traffic, metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES });
+    this.replies = new ReplyBudget(settings.replyBufferBytes ?? DEFAULT_REPLY_BUFFER_BYTES);
+    this.upstream = new Upstream(traffic, metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES }, this.replies);
     this.coldStart = new ColdStart(ctl, traffic, settings, log);
     const leastLoaded = new LeastLoaded();
     const cacheAware = new CacheAware({ prefixCacheTokens: settings.prefixCacheTokens }, metrics);

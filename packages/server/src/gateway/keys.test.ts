@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { KeyRing } from './keys.js';
-import type { StoredKey } from '../store/store.js';
+import { MAX_USAGE_COUNT, type StoredKey } from '../store/store.js';
 import { memoryStore } from '../store/testing.js';
 
 describe('KeyRing.admit', () => {
@@ -42,7 +42,7 @@ describe('KeyRing and a store that refuses writes', () => {
     const add = store.addUsage.bind(store);
     store.addUsage = async (ds) => {
       if (full) throw new Error('ENOSPC');
-      await add(ds);
+      return add(ds);
     };
     const ring = new KeyRing(store, () => 90_000);
     ring.recordUsage('key-1', 'm', { promptTokens: 2, completionTokens: 1 });
@@ -55,6 +55,35 @@ describe('KeyRing and a store that refuses writes', () => {
     expect(await ring.close()).toBe(0);
     // Counted in the minute the requests ended in, for `usage_minutes`.
     expect(store.usage).toEqual([{ keyId: 'key-1', model: 'm', requests: 2, errors: 1, cancelled: 0, promptTokens: 5, completionTokens: 2, minuteMs: 60_000 }]);
+  });
+
+  it('reports the rows the store refused for their values and drops them, keeping the rest written', async () => {
+    const store = memoryStore();
+    const add = store.addUsage.bind(store);
+    // The store writes key-1's row and refuses key-2's, as PostgresStore does a value bigint cannot take.
+    store.addUsage = async (ds) => {
+      await add(ds.filter((d) => d.keyId !== 'key-2'));
+      return ds.filter((d) => d.keyId === 'key-2');
+    };
+    const ring = new KeyRing(store);
+    const refused: string[] = [];
+    ring.onUsageRefused = (rows) => refused.push(...rows.map((r) => r.keyId));
+    ring.recordUsage('key-1', 'm', { promptTokens: 1 });
+    ring.recordUsage('key-2', 'm', { promptTokens: 1 });
+    expect(await ring.flushUsage()).toBe(true);
+    expect(refused).toEqual(['key-2']);
+    expect(store.usage.map((u) => u.keyId)).toEqual(['key-1']);
+    // Not sent again: nothing is pending.
+    expect(await ring.close()).toBe(0);
+    expect(refused).toEqual(['key-2']);
+  });
+
+  it('saturates its sums at MAX_USAGE_COUNT', async () => {
+    const store = memoryStore();
+    const ring = new KeyRing(store);
+    for (let i = 0; i < 3; i++) ring.recordUsage('key-1', 'm', { promptTokens: MAX_USAGE_COUNT });
+    expect(ring.usageRows()).toEqual([expect.objectContaining({ requests: 3, prompt_tokens: MAX_USAGE_COUNT })]);
+    await ring.close();
   });
 
   it('counts a request the client left mid-stream as cancelled, its tokens with the rest', async () => {

@@ -3,7 +3,7 @@ import { newHashedSecret, type KeyCreateRequest, type KeyRevokeReply, type KeyUp
 import { DomainError } from '../errors.js';
 import { IssuedSecrets } from '../store/issued.js';
 import { latestRead, serialWrites } from '../store/serial.js';
-import { minuteOf, type Store, type StoredKey, type StoredUsage, type UsageDelta } from '../store/store.js';
+import { minuteOf, saturatingAdd, type Store, type StoredKey, type StoredUsage, type UsageDelta } from '../store/store.js';
 import { TokenWindow } from './token-window.js';
 
 export type AuthResult = { ok: true; key: StoredKey } | { ok: false; reason: 'missing' | 'invalid' | 'revoked' | 'expired' };
@@ -51,6 +51,12 @@ export class KeyRing {
   /** Every request's usage since the store was created: what is stored plus `usage`. */
   private readonly totals = new Map<string, UsageDelta>();
   private flushTimer?: NodeJS.Timeout;
+  /**
+   * Told of usage rows the store refused for their values (skipped so the rest are
+   * written, see `Store.addUsage`); the server logs them. Such rows are dropped from
+   * what is pending, since sending them again would fail again.
+   */
+  onUsageRefused: (rows: readonly UsageDelta[]) => void = () => {};
 
   constructor(
     private readonly store: Store,
@@ -273,17 +279,18 @@ export class KeyRing {
         d = { keyId, model, requests: 0, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0, ...(map === this.usage ? { minuteMs } : {}) };
         map.set(id, d);
       }
-      d.requests++;
-      if (u.error) d.errors++;
-      if (u.cancelled) d.cancelled++;
-      d.promptTokens += u.promptTokens ?? 0;
-      d.completionTokens += u.completionTokens ?? 0;
+      // Saturating: a sum held at MAX_USAGE_COUNT stays exact and fits every store.
+      d.requests = saturatingAdd(d.requests, 1);
+      if (u.error) d.errors = saturatingAdd(d.errors, 1);
+      if (u.cancelled) d.cancelled = saturatingAdd(d.cancelled, 1);
+      d.promptTokens = saturatingAdd(d.promptTokens, u.promptTokens ?? 0);
+      d.completionTokens = saturatingAdd(d.completionTokens, u.completionTokens ?? 0);
     }
   }
 
   /**
    * Writes the pending usage in one transaction. Cleared only once written: when the
-   * store refuses, the batch stays and the next flush (every 2 s) sends it again,
+   * store fails, the batch stays and the next flush (every 2 s) sends it again,
    * together with what was counted since. Returns whether nothing is left pending.
    */
   // One flush at a time: a second would send the same deltas again.
@@ -297,14 +304,15 @@ export class KeyRing {
     const batch = this.usage;
     this.usage = new Map();
     try {
-      await this.store.addUsage([...batch.values()]);
+      const refused = await this.store.addUsage([...batch.values()]);
+      if (refused.length) this.onUsageRefused(refused);
     } catch {
       // The store reports and counts its own failures (GuardedStore); the batch is merged
       // back so nothing is lost, and the next flush sends it with what came since.
       for (const [id, d] of batch) {
         const now = this.usage.get(id);
         if (!now) this.usage.set(id, d);
-        else for (const f of ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const) now[f] += d[f];
+        else for (const f of ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const) now[f] = saturatingAdd(now[f], d[f]);
       }
       return false;
     }

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import type { Model } from '@llmgw/shared';
+import { DomainError } from '../errors.js';
 import type { RouteTarget } from '../controller/controller.js';
 import type { AttemptOutcome } from './balancer.js';
 import type { Metrics } from '../metrics.js';
@@ -9,7 +10,8 @@ import type { StoredKey } from '../store/store.js';
 import type { ClientRequest } from './request.js';
 import type { Traffic } from './traffic.js';
 import { end, replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
-import { findUsage, type UsageMeter, type UsageReport } from './usage.js';
+import { overBudget, type ReplyBudget, type ReplyHold } from './reply-budget.js';
+import { usageOfReply, type UsageMeter, type UsageReport } from './usage.js';
 
 /** The engine's prefix cache capacity in tokens, sent by llmgw's own engines on completions. */
 export const PREFIX_CACHE_HEADER = 'x-llmgw-prefix-cache-tokens';
@@ -45,6 +47,8 @@ export class Upstream {
     private readonly sse: SseRelay,
     private readonly usage: UsageMeter,
     private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number; maxReplyBytes: number; streamIdleTimeoutMs: number },
+    /** What every non-streamed reply being held takes its bytes from. */
+    private readonly replies: ReplyBudget,
   ) {
     this.inFlight = traffic.inFlight;
   }
@@ -125,7 +129,7 @@ export class Upstream {
       const status = up.statusCode;
       if (status >= 500) {
         // Enough of the body for the message; the rest is not worth reading.
-        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.settings.streamIdleTimeoutMs).catch(() => undefined))?.toString('utf8') ?? '';
+        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.settings.streamIdleTimeoutMs).then(joined, () => undefined))?.toString('utf8') ?? '';
         throw new RetryableUpstreamError(`answered ${status} ${text.slice(0, 200)}`);
       }
       if (fallbackFrom) this.metrics.fallbacks.inc({ model: fallbackFrom, fallback: model.name });
@@ -147,29 +151,22 @@ export class Upstream {
       } else {
         // Headers of a non-streamed reply come when it is done: prefill and decode.
         onFirstByte?.();
-        const limit = this.settings.maxReplyBytes;
-        let buf: Buffer | undefined;
-        try {
-          buf = Number(up.headers['content-length'] ?? 0) > limit ? undefined : await readUpTo(up.body, limit + 1, this.settings.streamIdleTimeoutMs);
-        } catch (err) {
-          // Nothing reached the client yet, so another replica may still answer.
-          if (ex.signal.aborted) throw err;
-          throw new RetryableUpstreamError(`failed while sending its ${status} reply: ${(err as Error).message}`);
-        }
-        if (buf === undefined || buf.length > limit) {
-          up.body.destroy();
-          throw new RetryableUpstreamError(`sent a ${status} reply over the limit of ${limit} bytes`);
-        }
+        const reply = await this.readReply(res, ex, up.body, Number(up.headers['content-length'] ?? 0), status);
         if (res.headersSent) {
           // A cold-start stream already said 200: the engine's answer goes in the stream,
           // as an error event when it is one.
-          end(res, replyAsEvent(buf.toString('utf8'), status));
+          end(res, replyAsEvent(joined(reply).toString('utf8'), status));
         } else {
-          res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(buf.length) });
-          end(res, buf);
+          res.writeHead(status, { ...headers, 'content-type': ctype, 'content-length': String(reply.size) });
+          // Chunk by chunk as they came: joining 64 MiB first would copy it on the event loop.
+          if (!res.writableEnded && !res.destroyed) {
+            res.cork();
+            for (const c of reply.chunks) res.write(c);
+            res.end();
+          }
         }
         if (status < 400) {
-          usage = findUsage(buf.toString('utf8'));
+          usage = usageOfReply(reply.chunks, reply.size);
           this.usage.served(ex.key, model.name, target.replicaId, { usage });
         } else this.usage.failed(ex.key, model.name);
       }
@@ -181,6 +178,40 @@ export class Upstream {
       this.traffic.attemptEnded(target.replicaId);
     }
   }
+
+  /**
+   * A non-streamed reply, read whole into bytes taken from the reply budget: all at once
+   * when `Content-Length` declares them, else chunk by chunk. The bytes are given back
+   * when the response to the client closes (its write holds them until then), or at once
+   * when the reply is refused. Over the per-reply cap: retryable; over the budget: 503.
+   */
+  private async readReply(res: ServerResponse, ex: Exchange, body: Readable, declared: number, status: number): Promise<Chunks> {
+    const limit = this.settings.maxReplyBytes;
+    if (declared > limit) {
+      body.destroy();
+      throw new RetryableUpstreamError(`sent a ${status} reply over the limit of ${limit} bytes`);
+    }
+    const hold = this.replies.hold();
+    let buf: Chunks;
+    try {
+      if (declared > 0 && !hold.take(declared)) throw overBudget(this.replies);
+      buf = await readUpTo(body, limit + 1, this.settings.streamIdleTimeoutMs, declared > 0 ? undefined : hold);
+      if (buf.size > limit) {
+        body.destroy();
+        throw new RetryableUpstreamError(`sent a ${status} reply over the limit of ${limit} bytes`);
+      }
+    } catch (err) {
+      hold.release();
+      body.destroy();
+      if (err === OVER_BUDGET) throw overBudget(this.replies);
+      // Nothing reached the client yet, so another replica may still answer.
+      if (ex.signal.aborted || err instanceof RetryableUpstreamError || err instanceof DomainError) throw err;
+      throw new RetryableUpstreamError(`failed while sending its ${status} reply: ${(err as Error).message}`);
+    }
+    if (res.closed) hold.release();
+    else res.once('close', () => hold.release());
+    return buf;
+  }
 }
 
 /** The capacity header as a count, when it is one (an engine's headers are untrusted too). */
@@ -189,15 +220,28 @@ function cacheTokens(v: string | string[] | undefined): { prefixCacheTokens?: nu
   return n === undefined ? {} : { prefixCacheTokens: n };
 }
 
+/** A body as the chunks it came in, `size` bytes in all. */
+interface Chunks {
+  chunks: Buffer[];
+  size: number;
+}
+
+/** The chunks as one buffer (a copy unless there is one chunk). */
+const joined = (b: Chunks): Buffer => (b.chunks.length === 1 ? b.chunks[0]! : Buffer.concat(b.chunks, b.size));
+
+/** What `readUpTo` rejects with when the reply budget has no room for the next chunk. */
+const OVER_BUDGET = new Error('over the reply budget');
+
 /** How much of a 5xx body is read, for the message. */
 const ERROR_BODY_BYTES = 4096;
 
 /**
  * An engine's body, whole when it has at most `limit` bytes, else its first chunks up
  * to and past `limit` (the rest is not read): an engine cannot make the gateway buffer
- * without bound.
+ * without bound. With `hold`, each chunk takes its bytes from the reply budget first; one
+ * that cannot rejects with {@link OVER_BUDGET}, reading no further.
  */
-function readUpTo(body: Readable, limit: number, idleMs: number): Promise<Buffer> {
+function readUpTo(body: Readable, limit: number, idleMs: number, hold?: ReplyHold): Promise<Chunks> {
   // Listeners rather than for-await: this is every non-streamed reply, and the async
   // iterator costs more than the reading itself for a small one.
   return new Promise((resolve, reject) => {
@@ -208,10 +252,16 @@ function readUpTo(body: Readable, limit: number, idleMs: number): Promise<Buffer
     const done = () => {
       clearTimeout(idle);
       body.off('data', onData);
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      resolve({ chunks, size });
     };
     const onData = (c: Buffer) => {
       idle.refresh();
+      if (hold && !hold.take(c.length)) {
+        clearTimeout(idle);
+        body.off('data', onData);
+        reject(OVER_BUDGET);
+        return;
+      }
       chunks.push(c);
       size += c.length;
       if (size >= limit) {

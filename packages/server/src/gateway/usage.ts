@@ -78,13 +78,22 @@ export class UsageMeter {
     this.loggedBad.add(replica);
     this.log.warn(
       { model, replica },
-      'engine reported a usage that is not whole numbers >= 0; ignored (counted in llmgw_engine_bad_usage_total, logged once per replica)',
+      `engine reported a usage that is not whole numbers from 0 to ${MAX_TOKENS_PER_REPLY}; ignored (counted in llmgw_engine_bad_usage_total, logged once per replica)`,
     );
   }
 }
 
-/** A token count as an engine must send it: a whole number >= 0 that a double holds exactly. */
-const count = (v: unknown): boolean => v === undefined || v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0);
+/**
+ * The most tokens one reply may report in each count (prompt, completion, cached): a
+ * thousand times the largest context windows served today. A count above it is not
+ * believed (the usage is `bad`), so no run of replies can carry a stored sum anywhere
+ * near its limit (`MAX_USAGE_COUNT`, 2^53 − 1: 9 million such replies per key and model).
+ */
+export const MAX_TOKENS_PER_REPLY = 1_000_000_000;
+
+/** A token count as an engine must send it: a whole number from 0 to {@link MAX_TOKENS_PER_REPLY}. */
+const count = (v: unknown): boolean =>
+  v === undefined || v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= MAX_TOKENS_PER_REPLY);
 
 /**
  * An engine's `usage` value checked: undefined when absent or null, 'bad' unless it is an
@@ -119,4 +128,85 @@ export function findUsage(json: string): UsageReport {
   }
   if (!parsed || typeof parsed !== 'object') return undefined;
   return checkUsage((parsed as { usage?: unknown }).usage);
+}
+
+/**
+ * Replies up to this size are parsed whole to find their usage; past it, parsing would
+ * hold the event loop (a 64 MiB reply takes about a second), so only the usage object is
+ * found and parsed (see {@link findUsageIn}).
+ */
+export const PARSE_WHOLE_BYTES = 1024 * 1024;
+
+/** The most bytes a usage object may take when it is looked for rather than parsed with its reply. */
+const MAX_USAGE_OBJECT_BYTES = 64 * 1024;
+
+const USAGE_KEY = Buffer.from('"usage"');
+
+/** How much of a large reply's end is searched for its usage. */
+export const USAGE_TAIL_BYTES = 2 * MAX_USAGE_OBJECT_BYTES;
+
+/**
+ * The `usage` of a non-streamed reply, as the chunks it came in (`size` bytes in all). A
+ * small reply is parsed whole ({@link findUsage}). A large one is searched in its last
+ * {@link USAGE_TAIL_BYTES}, where OpenAI's replies put `usage`: the last `"usage"`
+ * followed by `:` (a key, since a quote inside a JSON string is escaped) whose value, an
+ * object of at most 64 KiB or `null`, is parsed alone. Neither joins a large reply's chunks.
+ */
+export function usageOfReply(chunks: readonly Buffer[], size: number): UsageReport {
+  if (size <= PARSE_WHOLE_BYTES) return findUsage((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)).toString('utf8'));
+  const tail: Buffer[] = [];
+  let n = 0;
+  for (let i = chunks.length - 1; i >= 0 && n < USAGE_TAIL_BYTES; i--) {
+    tail.unshift(chunks[i]!);
+    n += chunks[i]!.length;
+  }
+  return searchUsage(tail.length === 1 ? tail[0]! : Buffer.concat(tail, n));
+}
+
+/** {@link usageOfReply} of a reply in one buffer. */
+export function findUsageIn(buf: Buffer): UsageReport {
+  return usageOfReply([buf], buf.length);
+}
+
+/** The usage found from the end of `buf` (see {@link usageOfReply}). */
+function searchUsage(buf: Buffer): UsageReport {
+  for (let at = buf.lastIndexOf(USAGE_KEY); at >= 0; at = at > 0 ? buf.lastIndexOf(USAGE_KEY, at - 1) : -1) {
+    let i = skipSpace(buf, at + USAGE_KEY.length);
+    if (buf[i] !== 0x3a /* : */) continue;
+    i = skipSpace(buf, i + 1);
+    if (buf[i] === 0x6e /* n */) return buf.subarray(i, i + 4).toString() === 'null' ? undefined : 'bad';
+    if (buf[i] !== 0x7b /* { */) return 'bad';
+    const endAt = objectEnd(buf, i, Math.min(buf.length, i + MAX_USAGE_OBJECT_BYTES));
+    if (endAt < 0) return 'bad';
+    try {
+      return checkUsage(JSON.parse(buf.subarray(i, endAt).toString('utf8')));
+    } catch {
+      return 'bad';
+    }
+  }
+  return undefined;
+}
+
+function skipSpace(buf: Buffer, i: number): number {
+  while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x0a || buf[i] === 0x0d || buf[i] === 0x09)) i++;
+  return i;
+}
+
+/** The index just past the JSON object that opens at `start`, or -1 when it does not close before `stop`. */
+function objectEnd(buf: Buffer, start: number, stop: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < stop; i++) {
+    const c = buf[i];
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return -1;
 }

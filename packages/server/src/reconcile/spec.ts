@@ -8,8 +8,9 @@ import { fileOf } from '../files/sources.js';
  */
 export function specOf(model: Model, profile: Profile): ReplicaSpec {
   const source = profile.source ?? model.source;
-  // A profile's own source carries its own digest (the catalog checks it has one).
-  const file = fileOf(source, profile.source !== undefined ? profile.sha256 : model.sha256);
+  // A profile's own source carries its own digest (the catalog checks it has one) and size.
+  const own = profile.source !== undefined;
+  const file = fileOf(source, own ? profile.sha256 : model.sha256, own ? profile.size_bytes : model.size_bytes);
   return {
     engine: profile.engine,
     source,

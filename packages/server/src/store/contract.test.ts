@@ -4,7 +4,7 @@ import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 import { PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
-import type { Store, StoredEvent, StoredKey, StoredToken } from './store.js';
+import { MAX_USAGE_COUNT, type Store, type StoredEvent, type StoredKey, type StoredToken } from './store.js';
 
 /**
  * The store's contract, the same cases on every engine: what a server sees must not
@@ -199,6 +199,32 @@ describeEach('the store contract', (open, kind) => {
       expect(await store.loadUsage()).toEqual([row('a', 1, 10, 5), row('m', 5, 140, 25, 1)]);
     }),
   );
+
+  it(
+    'usage sums saturate at MAX_USAGE_COUNT instead of overflowing (2^53 − 1 per flush, many flushes)',
+    withStore(open, async ({ store }) => {
+      const huge = { keyId: 'k', model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: MAX_USAGE_COUNT, completionTokens: MAX_USAGE_COUNT };
+      // 2^63 / (2^53 − 1) ≈ 1,025 such rows overflowed PostgreSQL's bigint; saturating, any number is fine.
+      for (let i = 0; i < 3; i++) expect(await store.addUsage([huge, { ...huge, keyId: 'other' }])).toEqual([]);
+      const rows = await store.loadUsage();
+      expect(rows.map((r) => [r.keyId, r.requests, r.promptTokens, r.completionTokens])).toEqual([
+        ['k', 3, MAX_USAGE_COUNT, MAX_USAGE_COUNT],
+        ['other', 3, MAX_USAGE_COUNT, MAX_USAGE_COUNT],
+      ]);
+    }),
+  );
+
+  if (kind === 'postgres')
+    it(
+      'a usage row the database refuses for its values is skipped and returned; the other rows are written',
+      withStore(open, async ({ store }) => {
+        const good = { keyId: 'a', model: 'm', requests: 1, errors: 0, cancelled: 0, promptTokens: 2, completionTokens: 3 };
+        // Not an integer: bigint refuses it (22P02), as it refused an overflowing sum.
+        const bad = { ...good, keyId: 'b', promptTokens: 1.5 };
+        expect(await store.addUsage([good, bad, { ...good, keyId: 'c' }])).toEqual([bad]);
+        expect((await store.loadUsage()).map((r) => r.keyId)).toEqual(['a', 'c']);
+      }),
+    );
 
   it(
     'tokens are saved, renamed and revoked, never re-hashed',

@@ -96,7 +96,7 @@ export class FaultyStore implements Store {
   saveKey(key: StoredKey): Promise<void> {
     return this.write(() => this.inner.saveKey(key));
   }
-  addUsage(deltas: readonly UsageDelta[]): Promise<void> {
+  addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]> {
     return this.write(() => this.inner.addUsage(deltas));
   }
   saveToken(token: StoredToken): Promise<void> {

@@ -108,7 +108,7 @@ export class GuardedStore implements Store {
   saveKey(key: StoredKey): Promise<void> {
     return this.write('saveKey', () => this.inner.saveKey(key));
   }
-  addUsage(deltas: readonly UsageDelta[]): Promise<void> {
+  addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]> {
     return this.write('addUsage', () => this.inner.addUsage(deltas));
   }
   saveToken(token: StoredToken): Promise<void> {

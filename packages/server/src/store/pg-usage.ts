@@ -1,39 +1,70 @@
 import type pg from 'pg';
-import { USAGE_MINUTES_KEEP_MS, minuteOf, type StoredUsage, type UsageDelta } from './store.js';
+import { MAX_USAGE_COUNT, USAGE_MINUTES_KEEP_MS, minuteOf, saturatingAdd, type StoredUsage, type UsageDelta } from './store.js';
 
 // PostgresStore's usage rows (`usage`, `usage_minutes`), apart from the rest of its statements.
 
 const FIELDS = ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const;
+const COLUMNS = ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens'] as const;
 
-/** Deltas added up by `id`, in a fixed order (a row may be touched once per statement; a fixed order avoids deadlocks between instances). */
+/**
+ * Deltas added up by `id` (each sum saturating at {@link MAX_USAGE_COUNT}), in a fixed
+ * order: a row may be touched once per statement, and a fixed order avoids deadlocks
+ * between instances.
+ */
 function sum(deltas: readonly UsageDelta[], id: (d: UsageDelta) => string): UsageDelta[] {
   const sums = new Map<string, UsageDelta>();
   for (const d of deltas) {
     const k = id(d);
     const s = sums.get(k);
     if (!s) sums.set(k, { ...d });
-    else for (const f of FIELDS) s[f] += d[f];
+    else for (const f of FIELDS) s[f] = saturatingAdd(s[f], d[f]);
   }
   return [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => d);
 }
 
-const columns = (ds: readonly UsageDelta[]) => [
-  ds.map((d) => d.keyId),
-  ds.map((d) => d.model),
-  ds.map((d) => d.requests),
-  ds.map((d) => d.errors),
-  ds.map((d) => d.cancelled),
-  ds.map((d) => d.promptTokens),
-  ds.map((d) => d.completionTokens),
-];
+const columns = (ds: readonly UsageDelta[]) => [ds.map((d) => d.keyId), ds.map((d) => d.model), ...FIELDS.map((f) => ds.map((d) => d[f]))];
 
 /**
- * One transaction: the totals (`usage`), each delta's minute (`usage_minutes`), and the
- * minutes older than `USAGE_MINUTES_KEEP_MS` before the batch's newest pruned.
+ * Adds `deltas`: the totals (`usage`), each delta's minute (`usage_minutes`), and the
+ * minutes older than `USAGE_MINUTES_KEEP_MS` before the batch's newest pruned, in one
+ * transaction; every sum saturates at {@link MAX_USAGE_COUNT}. When the batch is refused
+ * for its data (SQLSTATE class 22 or 23: a value a column cannot take), each delta is
+ * written alone, so one bad row costs only itself: the deltas refused are returned (the
+ * caller reports them), the rest are written. Any other failure (the database is away)
+ * throws, for the caller to retry.
  */
-export async function addUsageRows(pool: pg.Pool, deltas: readonly UsageDelta[]): Promise<void> {
+export async function addUsageRows(pool: pg.Pool, deltas: readonly UsageDelta[]): Promise<UsageDelta[]> {
+  if (!deltas.length) return [];
+  try {
+    await writeBatch(pool, deltas);
+    return [];
+  } catch (err) {
+    if (!isDataError(err)) throw err;
+    if (deltas.length === 1) return [...deltas];
+  }
+  const refused: UsageDelta[] = [];
+  for (const d of deltas) {
+    try {
+      await writeBatch(pool, [d]);
+    } catch (err) {
+      if (!isDataError(err)) throw err;
+      refused.push(d);
+    }
+  }
+  return refused;
+}
+
+/** A refusal of the values themselves (out of range, not a number, a constraint), not of the connection. */
+function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+/** `table.c = LEAST(table.c + excluded.c, MAX)` for each count: numeric for the sum, as bigint + bigint would overflow before LEAST could hold it. */
+const saturating = (table: string) => COLUMNS.map((c) => `${c} = LEAST(${table}.${c}::numeric + excluded.${c}, ${MAX_USAGE_COUNT})::bigint`).join(', ');
+
+async function writeBatch(pool: pg.Pool, deltas: readonly UsageDelta[]): Promise<void> {
   const totals = sum(deltas, (d) => JSON.stringify([d.keyId, d.model]));
-  if (!totals.length) return;
   const minutes = sum(
     deltas.filter((d) => d.minuteMs !== undefined),
     (d) => JSON.stringify([d.keyId, d.model, d.minuteMs]),
@@ -44,9 +75,7 @@ export async function addUsageRows(pool: pg.Pool, deltas: readonly UsageDelta[])
     await c.query(
       `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
-       ON CONFLICT (key_id, model) DO UPDATE SET requests = usage.requests + excluded.requests,
-         errors = usage.errors + excluded.errors, cancelled = usage.cancelled + excluded.cancelled,
-         prompt_tokens = usage.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage.completion_tokens + excluded.completion_tokens`,
+       ON CONFLICT (key_id, model) DO UPDATE SET ${saturating('usage')}`,
       columns(totals),
     );
     if (minutes.length) {
@@ -54,9 +83,7 @@ export async function addUsageRows(pool: pg.Pool, deltas: readonly UsageDelta[])
       await c.query(
         `INSERT INTO ${u} (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens, minute_ms)
          SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
-         ON CONFLICT (key_id, model, minute_ms) DO UPDATE SET requests = ${u}.requests + excluded.requests,
-           errors = ${u}.errors + excluded.errors, cancelled = ${u}.cancelled + excluded.cancelled,
-           prompt_tokens = ${u}.prompt_tokens + excluded.prompt_tokens, completion_tokens = ${u}.completion_tokens + excluded.completion_tokens`,
+         ON CONFLICT (key_id, model, minute_ms) DO UPDATE SET ${saturating(u)}`,
         [...columns(minutes), minutes.map((d) => d.minuteMs!)],
       );
       const newest = Math.max(...minutes.map((d) => d.minuteMs!));

@@ -308,8 +308,8 @@ export class PostgresStore implements Store {
     });
   }
 
-  async addUsage(deltas: readonly UsageDelta[]): Promise<void> {
-    await addUsageRows(this.pool, deltas);
+  async addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]> {
+    return addUsageRows(this.pool, deltas);
   }
 
   async loadUsage(sinceMs?: number): Promise<StoredUsage[]> {

@@ -19,7 +19,7 @@ import type {
   UsageDelta,
 } from './store.js';
 import { keyFromRow, rolloutFromRow, type KeyRow } from './rows.js';
-import { USAGE_MINUTES_KEEP_MS, minuteOf } from './store.js';
+import { MAX_USAGE_COUNT, USAGE_MINUTES_KEEP_MS, minuteOf } from './store.js';
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -190,27 +190,39 @@ export class SqliteStore implements Store {
       .run(t.id, t.name, t.role, t.hash, t.prefix, t.createdAt, t.revokedAt ?? null);
   }
 
-  async addUsage(deltas: readonly UsageDelta[]): Promise<void> {
+  async addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]> {
+    // MIN holds each sum at MAX_USAGE_COUNT: past 2^63 SQLite would turn it into a float.
+    const saturating = (table: string) =>
+      ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens']
+        .map((c) => `${c} = MIN(${table}.${c} + excluded.${c}, ${MAX_USAGE_COUNT})`)
+        .join(', ');
+    const set = saturating('usage');
     const total = this.db.prepare(
       `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
        VALUES (@keyId, @model, @requests, @errors, @cancelled, @promptTokens, @completionTokens)
-       ON CONFLICT(key_id, model) DO UPDATE SET requests = requests + excluded.requests,
-         errors = errors + excluded.errors, cancelled = cancelled + excluded.cancelled, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-         completion_tokens = completion_tokens + excluded.completion_tokens`,
+       ON CONFLICT(key_id, model) DO UPDATE SET ${set}`,
     );
     const minute = this.db.prepare(
       `INSERT INTO usage_minutes (key_id, model, minute_ms, requests, errors, cancelled, prompt_tokens, completion_tokens)
        VALUES (@keyId, @model, @minuteMs, @requests, @errors, @cancelled, @promptTokens, @completionTokens)
-       ON CONFLICT(key_id, model, minute_ms) DO UPDATE SET requests = requests + excluded.requests,
-         errors = errors + excluded.errors, cancelled = cancelled + excluded.cancelled, prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-         completion_tokens = completion_tokens + excluded.completion_tokens`,
+       ON CONFLICT(key_id, model, minute_ms) DO UPDATE SET ${saturating('usage_minutes')}`,
     );
     const prune = this.db.prepare('DELETE FROM usage_minutes WHERE minute_ms < ?');
+    // Rows are typed INTEGER loosely in SQLite: a value it cannot bind (not a number) is
+    // the row's fault, skipped and returned; a failure of the file throws out of the
+    // transaction, which writes nothing.
+    const refused: UsageDelta[] = [];
     this.db.transaction((ds: readonly UsageDelta[]) => {
       let newest = -Infinity;
       for (const d of ds) {
         const { minuteMs, ...row } = d;
-        total.run(row);
+        try {
+          total.run(row);
+        } catch (err) {
+          if (!(err instanceof TypeError) && !(err instanceof RangeError)) throw err;
+          refused.push(d);
+          continue;
+        }
         if (minuteMs === undefined) continue;
         minute.run({ ...row, minuteMs });
         newest = Math.max(newest, minuteMs);
@@ -218,6 +230,7 @@ export class SqliteStore implements Store {
       // Pruned by the batch's own time, not a clock: what is kept is the last 31 days written.
       if (newest > -Infinity) prune.run(newest - USAGE_MINUTES_KEEP_MS);
     })(deltas);
+    return refused;
   }
 
   async loadUsage(sinceMs?: number): Promise<StoredUsage[]> {

@@ -41,6 +41,11 @@ export const USAGE_MINUTES_KEEP_MS = 31 * 24 * 3600_000;
 
 /** The minute `ms` is in, as `usage_minutes` counts it. */
 export const minuteOf = (ms: number): number => Math.floor(ms / 60_000) * 60_000;
+/** The largest count a usage column holds: sums saturate here, so no row overflows `bigint` and each reads back exactly as a JS number. */
+export const MAX_USAGE_COUNT = Number.MAX_SAFE_INTEGER;
+
+/** `a + b`, held at {@link MAX_USAGE_COUNT}. */
+export const saturatingAdd = (a: number, b: number): number => Math.min(a + b, MAX_USAGE_COUNT);
 
 export interface StoredUsage extends UsageDelta {
   keyName: string;
@@ -139,7 +144,13 @@ export interface Store {
   writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void>;
   loadKeys(): Promise<StoredKey[]>;
   saveKey(key: StoredKey): Promise<void>;
-  addUsage(deltas: readonly UsageDelta[]): Promise<void>;
+  /**
+   * Adds the deltas to the stored sums (each saturating at {@link MAX_USAGE_COUNT}), and
+   * those with a minute to that minute's row. Resolves with the rows refused for their
+   * values, skipped while the others are written (the caller reports them); throws when
+   * the store itself fails.
+   */
+  addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]>;
   /**
    * Usage per key and model: the totals since the store was created, or with `sinceMs`
    * the sum of the minutes from the one `sinceMs` is in (the last `USAGE_MINUTES_KEEP_MS`).

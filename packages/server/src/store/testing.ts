@@ -26,7 +26,10 @@ export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): 
     writeReplicas: async () => {},
     loadKeys: async () => [...keys.values()],
     saveKey: async (k) => void keys.set(k.id, k),
-    addUsage: async (ds) => void usage.push(...ds.map((d) => ({ ...d }))),
+    addUsage: async (ds) => {
+      usage.push(...ds.map((d) => ({ ...d })));
+      return [];
+    },
     loadUsage: async () => [],
     addEvents: async (es) => [...es],
     loadEvents: async () => [],
