@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { makeReplica } from '../../test/factories.js';
 import { tokenFor } from './modes.js';
-import { SCHEMA_VERSION } from './schema.js';
+/** The step that removes stored keys (and makes admin_tokens): the sixth. */
+const ADMIN_TOKENS_STEP = 6;
 import { SqliteStore } from './sqlite.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 
@@ -61,7 +62,7 @@ describe('engine keys are not stored', () => {
     // The steps after the one that removes keys (admin_tokens is made in it; events, rollouts and keys' priority after it) are undone too.
     db.exec('DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority');
     db.prepare('INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)').run('r-1', 'm', JSON.stringify({ ...makeReplica(), apiKey: KEY }));
-    db.pragma(`user_version = ${SCHEMA_VERSION - 4}`);
+    db.pragma(`user_version = ${ADMIN_TOKENS_STEP - 1}`);
     db.close();
     const s = new SqliteStore(dir);
     expect((await s.loadReplicas()).map((r) => [r.id, r.apiKey])).toEqual([['r-1', undefined]]);

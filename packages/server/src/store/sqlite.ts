@@ -91,6 +91,9 @@ export class SqliteStore implements Store {
       this.db.prepare('DELETE FROM node_credentials WHERE node_id = ?').run(id);
       this.db.prepare('DELETE FROM nodes WHERE id = ?').run(id);
     })();
+    // The pages its report held go back to the file system (auto_vacuum is incremental,
+    // schema.ts), not to a free list that only later writes would reuse (issue 27).
+    this.db.pragma('incremental_vacuum');
   }
 
   async loadCredentials(): Promise<StoredCredential[]> {
