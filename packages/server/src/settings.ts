@@ -154,6 +154,13 @@ export const SERVER_SETTINGS = {
     above: 0,
     help: 'connections open at once per listener; more are closed as they arrive',
   },
+  joinRate: {
+    unit: 'count',
+    flag: '--join-rate',
+    default: 60,
+    above: 0,
+    help: 'joins per minute the join token allows (a burst of as many, then one every 60/N s); more are refused with 429 and Retry-After',
+  },
   tlsCert: {
     unit: 'text',
     flag: '--tls-cert',

@@ -1,9 +1,9 @@
-import express, { type Router } from 'express';
-import { HeartbeatSchema, JoinRequestSchema } from '@llmgw/shared';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import { HeartbeatSchema, JoinRequestSchema, REPORT_LIMITS } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials/auth.js';
 import type { Membership } from '../credentials/membership.js';
-import { badRequest } from '../errors.js';
+import { badRequest, DomainError } from '../errors.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
 
@@ -30,12 +30,27 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
 
   // The hot route (every node, every few seconds): matched before the file routes, and
   // answered without what `res.json` adds for a GET (an ETag, a hash of the body).
+  // Bounded in bytes twice (REPORT_LIMITS): the body as it comes, and the report in it,
+  // which the server keeps, stores and lists; either refusal is a 413 and an event.
   r.route('/heartbeat')
-    .post(...jsonBody('4mb'), (req, res) => {
-      const hb = parseBody(HeartbeatSchema, req.body);
-      ownNode(res, hb.report.node_id, 'report.node_id');
-      sendJson(res, ctl.heartbeat(hb));
-    })
+    .post(
+      ...jsonBody(`${REPORT_LIMITS.heartbeatBytes}b`),
+      ((req, res) => {
+        const hb = parseBody(HeartbeatSchema, req.body);
+        ownNode(res, hb.report.node_id, 'report.node_id');
+        const bytes = Buffer.byteLength(JSON.stringify(hb.report));
+        if (bytes > REPORT_LIMITS.reportBytes) {
+          ctl.refuseReport(hb.report.node_id, 'report', bytes, REPORT_LIMITS.reportBytes);
+          throw new DomainError(
+            'too_large',
+            `this node's report is ${bytes} bytes as JSON, over the server's cap of ${REPORT_LIMITS.reportBytes} (fewer labels, files or GPU problems); its last report within the cap stays in force`,
+            { field: 'report' },
+          );
+        }
+        sendJson(res, ctl.heartbeat(hb));
+      }) satisfies RequestHandler,
+      bodyRefused(ctl),
+    )
     .all(methodNotAllowed);
 
   // Model files of `llmgw://` sources, for any node with a credential (files/README.md).
@@ -61,4 +76,16 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
     .all(methodNotAllowed);
 
   return r;
+}
+
+/** A heartbeat body over `REPORT_LIMITS.heartbeatBytes` (refused by the body parser): the event, then the usual 413. */
+function bodyRefused(ctl: Controller): ErrorRequestHandler {
+  return (err: unknown, _req, res, next) => {
+    const e = err as { type?: unknown; length?: unknown };
+    const nodeId = res.locals.nodeId as string | undefined;
+    if (e?.type === 'entity.too.large' && nodeId) {
+      ctl.refuseReport(nodeId, 'heartbeat', typeof e.length === 'number' ? e.length : undefined, REPORT_LIMITS.heartbeatBytes);
+    }
+    next(err);
+  };
 }

@@ -7,7 +7,8 @@ import type { Principal } from '../http/principal.js';
 import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../http/http.js';
 import type { KeyRing } from '../gateway/keys.js';
-import { catalogStatusView, explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
+import { catalogStatusView, explainView, fleetTotals, modelViews, nodeViewOf, replicaViews } from '../api/views.js';
+import { nodePage } from '../api/node-pages.js';
 import type { CatalogStatusSource } from '../catalog/watch.js';
 import { rolloutView } from '../api/rollouts-api.js';
 import { drainPage, fleetPage } from './fleet-page.js';
@@ -186,11 +187,16 @@ export function dashboard(
 
   r.route('/')
     .get(
-      authed((req, res, s) => {
+      authed(async (req, res, s) => {
         const action = typeof req.query.done === 'string' ? req.query.done : undefined;
         const node = typeof req.query.node === 'string' ? req.query.node : undefined;
+        // One page of nodes (issue 27): a large fleet is paged, built without stalling the listeners.
+        const after = typeof req.query.after === 'string' && req.query.after ? req.query.after.slice(0, 253) : undefined;
+        const nodes = await nodePage(ctl, after);
         const page = fleetPage({
-          nodes: nodeViews(ctl),
+          nodes: nodes.views,
+          totals: fleetTotals(ctl),
+          page: { ...(after ? { after } : {}), ...(nodes.next ? { next: nodes.next } : {}) },
           replicas: replicaViews(ctl),
           models: modelViews(ctl, whoOf(s).role === 'admin'),
           csrf: s.csrf,
@@ -255,7 +261,7 @@ export function dashboard(
     .get(
       authed(
         adminOnly((req, res, s) => {
-          const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
+          const node = nodeViewOf(ctl, String(req.params.id));
           if (!node) {
             refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(String(req.params.id))}".`), s);
             return;
@@ -280,7 +286,7 @@ export function dashboard(
             refuse(req, res, 'invalid_request', messagePage('Unknown action', `"${echo(action)}" is not an action; want cordon, uncordon or drain.`), s);
             return;
           }
-          const node = nodeViews(ctl).find((n) => n.id === id);
+          const node = nodeViewOf(ctl, id);
           if (!node) {
             refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(id)}".`), s);
             return;
