@@ -6,6 +6,13 @@ import type { Membership } from '../credentials/membership.js';
 import { badRequest, DomainError } from '../errors.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
+import { Turns } from '../http/turns.js';
+
+/**
+ * A heartbeat body above this waits for its own turn of the event loop before it is
+ * checked (`Turns`); a real node's, a few KiB, is checked at once.
+ */
+const LARGE_BEAT_BYTES = 64 * 1024;
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
@@ -32,13 +39,17 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
   // answered without what `res.json` adds for a GET (an ETag, a hash of the body).
   // Bounded in bytes twice (REPORT_LIMITS): the body as it comes, and the report in it,
   // which the server keeps, stores and lists; either refusal is a 413 and an event.
+  const turns = new Turns();
   r.route('/heartbeat')
     .post(
       ...jsonBody(`${REPORT_LIMITS.heartbeatBytes}b`),
-      ((req, res) => {
+      (async (req, res) => {
+        if (Number(req.headers['content-length'] ?? LARGE_BEAT_BYTES) >= LARGE_BEAT_BYTES) await turns.wait();
         const hb = parseBody(HeartbeatSchema, req.body);
         ownNode(res, hb.report.node_id, 'report.node_id');
-        const bytes = Buffer.byteLength(JSON.stringify(hb.report));
+        // In UTF-8 bytes; counted only when it could matter (a character is at most 3 bytes per UTF-16 unit).
+        const json = JSON.stringify(hb.report);
+        const bytes = json.length * 3 <= REPORT_LIMITS.reportBytes ? json.length : Buffer.byteLength(json);
         if (bytes > REPORT_LIMITS.reportBytes) {
           ctl.refuseReport(hb.report.node_id, 'report', bytes, REPORT_LIMITS.reportBytes);
           throw new DomainError(
