@@ -8,10 +8,12 @@
 // a byte over the cap, and the store's size before and after deleting every node.
 //
 //   node bench/report-flood.mjs [--nodes=140] [--report-bytes=262144] [--seconds=20]
+//                               [--no-list]      without the reader listing the fleet
 //                               [--server=DIR]   a built checkout to run instead (a baseline)
 //
 // Against a build from before the caps, `--report-bytes=3900000` is the issue's repro.
 // The goal: /healthz under 200 ms on both listeners throughout.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +29,10 @@ const BYTES = Number(arg('report-bytes', 256 * 1024));
 const SECONDS = Number(arg('seconds', 20));
 const TREE = path.resolve(arg('server', root));
 const BEAT_MS = 5000;
+/** `--no-list`: no reader listing the fleet meanwhile, so the figures are the reports' alone. */
+const LIST = !process.argv.includes('--no-list');
+/** An idle HTTP server with a /healthz, printing its URL. */
+const IDLE_SERVER = `const s = require('node:http').createServer((q, r) => r.end('{}')); s.listen(0, '127.0.0.1', () => console.log('http://127.0.0.1:' + s.address().port));`;
 const undici = createRequire(path.join(root, 'packages/server/package.json'))('undici');
 
 /** A report of exactly `bytes` bytes as JSON: GPUs full of problems (issue 27's shape), then labels. `@SEQ@` becomes a 5-digit number per beat. */
@@ -53,7 +59,10 @@ const server = run(
   ['--admin-addr', '127.0.0.1:0', '--client-addr', '127.0.0.1:0', '--data-dir', dataDir, '--log-level', 'info'],
   // Joins are rate-limited now (--join-rate, default 60 a minute): raised here so that all
   // N join in a moment and the flood is the reports. An older build ignores the variable.
-  { env: { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: JOIN, LLMGW_JOIN_RATE: String(NODES * 2) } },
+  {
+    env: { LLMGW_ADMIN_TOKEN: ADMIN, LLMGW_JOIN_TOKEN: JOIN, LLMGW_JOIN_RATE: String(NODES * 2) },
+    nodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  },
 );
 try {
   const m = await waitFor(async () => server.output().match(/"admin":"(https?:[^"]+)","client":"(https?:[^"]+)"/), 'server');
@@ -99,7 +108,11 @@ try {
       await new Promise((res) => setTimeout(res, 20));
     }
   };
-  const probers = [probe('admin', adminUrl), probe('client', clientUrl)];
+  // The noise floor, in the same run: an idle Node process answering the same probe.
+  const idle = spawn(process.execPath, ['-e', IDLE_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const idleUrl = await new Promise((resolve) => idle.stdout.once('data', (d) => resolve(String(d).trim())));
+  samples.idle = [];
+  const probers = [probe('admin', adminUrl), probe('client', clientUrl), probe('idle', idleUrl)];
 
   // `ctl nodes`, back to back: every page of the list.
   const lists = [];
@@ -126,7 +139,7 @@ try {
       lists.push({ ms: performance.now() - t, bytes, pages, count });
     }
   };
-  const reader = listAll();
+  const reader = LIST ? listAll() : Promise.resolve();
 
   // (a) Steady: each node every 5 s, spread over the interval.
   const until = Date.now() + SECONDS * 1000;
@@ -148,6 +161,12 @@ try {
   probing = false;
   listing = false;
   await Promise.all([...probers, reader]);
+  idle.kill();
+  if (process.env.BENCH_SERVER_NODE_ARGS?.includes('--trace-gc')) {
+    const pauses = [...server.output().matchAll(/(Mark-Compact|Scavenge)[^,]*, ([\d.]+) \/ [\d.]+ ms/g)].map((x) => [x[1], Number(x[2])]);
+    const worst = (k) => Math.max(0, ...pauses.filter((p) => p[0] === k).map((p) => p[1]));
+    console.log(`GC: ${pauses.length} pauses; longest Mark-Compact ${worst('Mark-Compact')} ms, longest Scavenge ${worst('Scavenge')} ms`);
+  }
 
   const over = await post('/agent/v1/heartbeat', nodes[0].credential, reportOf(nodes[0].id, BYTES + 1).replace('@SEQ@', '10000'));
   // What the database holds (its pages), read beside the server; the file follows at the next checkpoint.
@@ -171,16 +190,32 @@ try {
       .filter((s) => s.phase === ph)
       .map((s) => s.ms)
       .sort((a, b) => a - b);
-    return [`${name} /healthz, ${ph}`, String(xs.length), percentile(xs, 50).toFixed(1), percentile(xs, 99).toFixed(1), xs[xs.length - 1].toFixed(1)];
+    return [
+      `${name === 'idle' ? 'an idle process (noise floor)' : `${name} /healthz`}, ${ph}`,
+      String(xs.length),
+      percentile(xs, 50).toFixed(1),
+      percentile(xs, 99).toFixed(1),
+      xs[xs.length - 1].toFixed(1),
+    ];
   };
   const l = lists.map((x) => x.ms).sort((a, b) => a - b);
   const MB = (b) => (b / 1e6).toFixed(1);
-  console.log(`\nreport flood: ${NODES} nodes, reports of ${BYTES} bytes (${(BYTES / 1024).toFixed(0)} KiB), ${SECONDS} s steady at one beat per node per 5 s, then 3 bursts of all at once`);
-  console.log(`server: ${TREE === root ? 'this checkout' : TREE}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} cores\n`);
-  console.log(table(['probe', 'samples', 'p50 ms', 'p99 ms', 'max ms'], [row('admin', 'steady'), row('client', 'steady'), row('admin', 'burst'), row('client', 'burst')]));
   console.log(
-    `\nheartbeats answered: ${[...statuses].map(([s, c]) => `${c} x ${s}`).join(', ')}; one report a byte over the cap: ${over.status}`,
+    `\nreport flood: ${NODES} nodes, reports of ${BYTES} bytes (${(BYTES / 1024).toFixed(0)} KiB), ${SECONDS} s steady at one beat per node per 5 s, then 3 bursts of all at once`,
   );
+  console.log(
+    `server: ${TREE === root ? 'this checkout' : TREE}; load average at the end ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')} on ${os.cpus().length} cores\n`,
+  );
+  console.log(
+    table(
+      ['probe', 'samples', 'p50 ms', 'p99 ms', 'max ms'],
+      [row('admin', 'steady'), row('client', 'steady'), row('idle', 'steady'), row('admin', 'burst'), row('client', 'burst'), row('idle', 'burst')],
+    ),
+  );
+  console.log(`\nheartbeats answered: ${[...statuses].map(([s, c]) => `${c} x ${s}`).join(', ')}; one report a byte over the cap: ${over.status}`);
   if (l.length) {
     const last = lists[lists.length - 1];
     console.log(
