@@ -29,7 +29,11 @@ async function serve(extra: Parameters<typeof makeServerSettings>[1] = {}) {
   const dir = tmp();
   const s = await startServer(makeServerSettings(dir, extra), catalog, pino({ level: 'silent' }));
   const post = async (p: string, token: string, body: unknown) => {
-    const r = await fetch(`${s.adminUrl}${p}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${s.adminUrl}${p}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: r.status, headers: r.headers, body: (await r.json()) as Record<string, unknown> };
   };
   const get = async (p: string) => {
@@ -59,7 +63,11 @@ describe('a node report over the cap', () => {
       expect(over.body.error).toContain(`${CAP + 1} bytes as JSON, over the server's cap of ${CAP}`);
       expect((await srv.beat(cred, makeReportOfBytes('n-1', CAP + 1))).status).toBe(413);
       expect(await srv.refusals()).toEqual([
-        ['Warning', 'node/n-1', `refused the report of n-1 (${CAP + 1} bytes, over the cap of ${CAP} bytes): its last report within the cap stays in force until it sends a smaller one`],
+        [
+          'Warning',
+          'node/n-1',
+          `refused the report of n-1 (${CAP + 1} bytes, over the cap of ${CAP} bytes): its last report within the cap stays in force until it sends a smaller one`,
+        ],
       ]);
       // The report at the cap stands: not the refused one's pool.
       const [node] = (await srv.get('/nodes')).body as NodeView[];
@@ -82,7 +90,9 @@ describe('a node report over the cap', () => {
       const shards = Array.from({ length: 20 }, (_, i) => ({ id: `s${i}`, replica_id: `r${i}`, state: 'ready', log_tail: 'x'.repeat(60_000) }));
       const r = await srv.beat(cred, makeReport({ node_id: 'n-1' }), shards);
       expect(r).toMatchObject({ status: 413, body: { code: 'too_large' } });
-      expect((await srv.refusals()).map(([, , m]) => m)).toEqual([expect.stringMatching(/^refused the heartbeat of n-1 \(\d+ bytes, over the cap of 1048576 bytes\)/)]);
+      expect((await srv.refusals()).map(([, , m]) => m)).toEqual([
+        expect.stringMatching(/^refused the heartbeat of n-1 \(\d+ bytes, over the cap of 1048576 bytes\)/),
+      ]);
     } finally {
       await srv.s.close();
     }
@@ -132,7 +142,15 @@ describe('a node waiting for approval', () => {
       const full = makeReportOfBytes('n-1', CAP, { hostname: 'gpu-1.lan', agent_version: '9.9' });
       expect((await srv.beat(cred, full)).status).toBe(200);
       const [pending] = (await srv.get('/nodes')).body as NodeView[];
-      expect(pending).toMatchObject({ id: 'n-1', state: 'pending-approval', hostname: 'gpu-1.lan', agent_version: '9.9', labels: {}, gpu_total: 0, unhealthy_gpus: [] });
+      expect(pending).toMatchObject({
+        id: 'n-1',
+        state: 'pending-approval',
+        hostname: 'gpu-1.lan',
+        agent_version: '9.9',
+        labels: {},
+        gpu_total: 0,
+        unhealthy_gpus: [],
+      });
       await srv.s.controller.inventory.persistReports();
       const stored = () => {
         const db = new Database(path.join(srv.dir, 'llmgw.db'), { readonly: true });

@@ -48,9 +48,17 @@ describe('report bounds', () => {
       'report.gpus[0].problems must NOT have more than 16 items',
     ],
     // Issue 27: 60 GPUs with 64 problems of 1,000 characters each made one report 3.9 MB.
-    ['a GPU problem of 257 characters', { gpus: [{ ...gpu, problems: ['p'.repeat(257)] }] }, 'report.gpus[0].problems[0] must NOT have more than 256 characters'],
+    [
+      'a GPU problem of 257 characters',
+      { gpus: [{ ...gpu, problems: ['p'.repeat(257)] }] },
+      'report.gpus[0].problems[0] must NOT have more than 256 characters',
+    ],
     ['a gpu_error of 1025 characters', { gpu_error: 'e'.repeat(1025) }, 'report.gpu_error must NOT have more than 1024 characters'],
-    ['513 estimated sources', { estimated_sources: Array.from({ length: 513 }, (_, i) => `s${i}`) }, 'report.estimated_sources must NOT have more than 512 items'],
+    [
+      '513 estimated sources',
+      { estimated_sources: Array.from({ length: 513 }, (_, i) => `s${i}`) },
+      'report.estimated_sources must NOT have more than 512 items',
+    ],
     [
       'a cached file source of 2049 characters',
       { files: [{ sha256: 'a'.repeat(64), source: `https://h.invalid/${'x'.repeat(2031)}`, size_bytes: 1, last_used_ms: 0, in_use: false }] },
@@ -100,7 +108,13 @@ describe('report bounds', () => {
       })),
       files: Array.from({ length: 200 }, (_, i) => ({ sha256: 'a'.repeat(64), source: source(i), size_bytes: 4e9, last_used_ms: 1.7e12, in_use: false })),
       estimated_sources: Array.from({ length: 200 }, (_, i) => source(i)),
-      source_estimates: Array.from({ length: 200 }, (_, i) => ({ source: source(i), memory_mb: 9000, weights_mb: 8000, kv_cache_mb: 1000, context_length: 8192 })),
+      source_estimates: Array.from({ length: 200 }, (_, i) => ({
+        source: source(i),
+        memory_mb: 9000,
+        weights_mb: 8000,
+        kv_cache_mb: 1000,
+        context_length: 8192,
+      })),
     });
     expect(failure(big.report)).toBe('accepted');
     const bytes = Buffer.byteLength(JSON.stringify(big.report));

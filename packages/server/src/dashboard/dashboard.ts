@@ -24,11 +24,10 @@ import { CSP } from './style.js';
  * from the same view functions as `/api/v1`, so the two never disagree, and there is no
  * front-end build: each page is one small HTML response.
  *
- * Auth: the admin token, or an admin or viewer token (`ctl tokens create`), is typed into
- * a login form (POST body, never a URL) and traded for a signed session cookie (see
- * `Sessions`); a viewer's session sees every page without the actions. Every state-changing POST needs that
- * session, its CSRF token in a hidden field, and, when the browser sends them, an
- * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
+ * Auth: the admin token, or an admin or viewer token (`ctl tokens create`), is typed into a login form (POST body, never
+ * a URL) and traded for a signed session cookie (see `Sessions`); a viewer's session sees every page without the actions.
+ * Every state-changing POST needs that session, its CSRF token in a hidden field, and, when the browser sends them, an
+ * `Origin` of this host and `Sec-Fetch-Site: same-origin`. The fleet page shows one page of nodes (`api/node-pages.ts`).
  */
 export function dashboard(
   ctl: Controller,
@@ -190,13 +189,12 @@ export function dashboard(
       authed(async (req, res, s) => {
         const action = typeof req.query.done === 'string' ? req.query.done : undefined;
         const node = typeof req.query.node === 'string' ? req.query.node : undefined;
-        // One page of nodes (issue 27): a large fleet is paged, built without stalling the listeners.
         const after = typeof req.query.after === 'string' && req.query.after ? req.query.after.slice(0, 253) : undefined;
         const nodes = await nodePage(ctl, after);
         const page = fleetPage({
           nodes: nodes.views,
           totals: fleetTotals(ctl),
-          page: { ...(after ? { after } : {}), ...(nodes.next ? { next: nodes.next } : {}) },
+          page: { after, next: nodes.next },
           replicas: replicaViews(ctl),
           models: modelViews(ctl, whoOf(s).role === 'admin'),
           csrf: s.csrf,

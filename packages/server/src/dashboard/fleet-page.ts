@@ -30,7 +30,12 @@ export interface FleetTotals {
 const DONE: Record<string, string> = { cordon: 'cordoned', uncordon: 'uncordoned', drain: 'is draining' };
 
 export function fleetPage(v: FleetInput): Page {
-  const { nodes: nodeCount, readyNodes, gpuTotal, gpuFree } = v.totals ?? {
+  const {
+    nodes: nodeCount,
+    readyNodes,
+    gpuTotal,
+    gpuFree,
+  } = v.totals ?? {
     nodes: v.nodes.length,
     readyNodes: v.nodes.filter((n) => n.liveness === 'ready').length,
     gpuTotal: v.nodes.reduce((s, n) => s + n.gpu_total, 0),

@@ -89,7 +89,7 @@ export class SqliteStore implements Store {
     // nodes at the 256 KiB cap is 36 MB) goes in transactions of about REPORT_CHUNK_BYTES,
     // with the listeners served in between (issue 27). Each row is a whole upsert, so a
     // batch cut short is written again whole by the next `persistReports`.
-    for (let i = 0; i < rows.length; ) {
+    for (let i = 0; i < rows.length;) {
       let bytes = 0;
       this.db.transaction(() => {
         while (i < rows.length && bytes < REPORT_CHUNK_BYTES) {
