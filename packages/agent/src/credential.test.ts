@@ -96,6 +96,15 @@ describe('NodeCredential', () => {
     ).rejects.toThrow(/ECONNREFUSED/);
     expect(lines).toEqual([]);
   });
+
+  it("retries a join refused for the server's join rate (429), which is no refusal of this node", async () => {
+    const s = await fakeServer((n) => (n === 1 ? [429, { error: 'too many joins with this join token', code: 'rate_limited' }] : joined('llmgw-node-later')));
+    const lines: string[] = [];
+    const c = new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: stateDir(), log: silent, onRefused: (l) => lines.push(l) });
+    await expect(c.header()).rejects.toThrow(/429/);
+    expect(await c.header()).toBe('Bearer llmgw-node-later');
+    expect(lines).toEqual([]);
+  });
 });
 
 describe('Agent with a node credential', () => {

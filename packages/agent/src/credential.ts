@@ -48,7 +48,7 @@ interface Saved {
  * its new id). When the server no longer knows the credential (the node was deleted with
  * `ctl nodes delete`), it is forgotten and the next call joins again.
  *
- * A join the server refuses (a 4xx: the id is taken, the join token is wrong) is final:
+ * A join the server refuses (a 4xx but 429: the id is taken, the join token is wrong) is final:
  * `onRefused` gets one line and the error is thrown, never retried in a loop. An
  * unreachable server is an ordinary error, retried with the heartbeat's backoff.
  */
@@ -145,7 +145,8 @@ export class NodeCredential implements AgentAuth {
 function refusal(err: unknown, server: string, nodeId: string): string | undefined {
   if (!(err instanceof HTTPError)) return undefined;
   const status = err.response.statusCode;
-  if (status < 400 || status >= 500) return undefined;
+  // 429: the server's --join-rate is used up for now, which the next beat may find refilled.
+  if (status < 400 || status >= 500 || status === 429) return undefined;
   let detail: string;
   try {
     detail = (JSON.parse(String(err.response.body)) as { error?: string }).error ?? '';

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { flagOrEnv } from '@llmgw/shared';
 import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
-import { call, resolveConnection, type Connection } from './client.js';
+import { call, callAll, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
 import { catalogNotice } from './catalog-status.js';
 import { addLogsCommand } from './logs-cmd.js';
@@ -93,7 +93,8 @@ const nodes = program
   .addHelpText('after', examplesText('ctl nodes', "ctl nodes -o json | jq '.[] | {id, state, liveness}'"))
   .action(async () => {
     const { conn, json } = globals();
-    const nodes = await call<NodeView[]>(conn, 'GET', '/nodes');
+    // Every page (the server pages the list: issue 27).
+    const nodes = await callAll<NodeView>(conn, '/nodes');
     if (json) return printJson(nodes);
     const c = colours();
     print(nodesTable(nodes, c));

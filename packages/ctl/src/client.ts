@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import got, { HTTPError, RequestError } from 'got';
+import got, { HTTPError, ParseError, RequestError, type Response } from 'got';
 import { ServerRotation, instanceDown, isErrorCode, isLoopbackHost, splitServerList, tlsFailureHint, withFailover, type ErrorCode } from '@llmgw/shared';
 import { CtlError, answerFailure, asCtlError, refusedWith } from './failure.js';
 
@@ -153,6 +153,47 @@ export function sentNothing(err: unknown): boolean {
  * never after a timeout or an error answer, which may come after the write was applied.
  */
 export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', p: string, body?: unknown): Promise<T> {
+  return (await exchange<T>(conn, method, p, body)).body;
+}
+
+/** A success's body as got's `.json()` reads it: '' for an empty one, a `ParseError` for one that is not JSON. */
+function parseJson<T>(res: Response<string>): T {
+  if (res.body === '') return '' as T;
+  try {
+    return JSON.parse(res.body) as T;
+  } catch (err) {
+    throw new ParseError(err as Error, res);
+  }
+}
+
+/** The header a paged list carries the next page's cursor in (`?after=`), absent on the last page. */
+export const NEXT_CURSOR_HEADER = 'x-next-cursor';
+
+/**
+ * Every page of a paged list of the admin API (`GET /api/v1/nodes`), in order: each
+ * page asked with `after=` the cursor the one before gave, until a page gives none.
+ */
+export async function callAll<T>(conn: Connection, p: string): Promise<T[]> {
+  const all: T[] = [];
+  const sep = p.includes('?') ? '&' : '?';
+  let after: string | undefined;
+  // Bounded: a server that kept answering with a cursor is not followed for ever.
+  for (let page = 0; page < 100_000; page++) {
+    const { body, headers } = await exchange<T[]>(conn, 'GET', after === undefined ? p : `${p}${sep}after=${encodeURIComponent(after)}`);
+    all.push(...body);
+    const next = headers[NEXT_CURSOR_HEADER];
+    if (typeof next !== 'string' || !next || next === after || body.length === 0) return all;
+    after = next;
+  }
+  return all;
+}
+
+async function exchange<T>(
+  conn: Connection,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  p: string,
+  body?: unknown,
+): Promise<{ body: T; headers: Record<string, string | string[] | undefined> }> {
   if (conn.noTokenFile) {
     const home = process.env.LLMGW_HOME ? ` (LLMGW_HOME=${process.env.LLMGW_HOME})` : '';
     throw new CtlError(
@@ -161,17 +202,18 @@ export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'PATCH'
     );
   }
   const tried: { url: string; err: unknown }[] = [];
-  const attempt = async (url: string): Promise<T> => {
+  const attempt = async (url: string): Promise<{ body: T; headers: Record<string, string | string[] | undefined> }> => {
     try {
-      return await got(`${url}/api/v1${p}`, {
+      const res = await got(`${url}/api/v1${p}`, {
         method,
         ...(body !== undefined ? { json: body } : {}),
-        headers: conn.token ? { authorization: `Bearer ${conn.token}` } : {},
+        headers: { accept: 'application/json', ...(conn.token ? { authorization: `Bearer ${conn.token}` } : {}) },
         // A host that is down drops the SYN: the next address is tried after 5 s, not 15.
         timeout: { connect: 5_000, request: 15_000 },
         retry: { limit: 0 },
         ...(conn.ca ? { https: { certificateAuthority: conn.ca } } : {}),
-      }).json<T>();
+      });
+      return { body: parseJson<T>(res), headers: res.headers };
     } catch (err) {
       tried.push({ url, err });
       throw err;

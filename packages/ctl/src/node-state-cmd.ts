@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { NodeStateReply, NodeView } from '@llmgw/shared';
-import { call, type Connection } from './client.js';
+import { call, callAll, type Connection } from './client.js';
 import { CtlError } from './failure.js';
 import type { Io } from './tokens-cmd.js';
 import { terminalSafe } from './render.js';
@@ -118,7 +118,7 @@ export function addNodeStateCommands(program: Command, io: Io): void {
           timeoutText: durationText(o.timeout),
           progressEveryMs,
           pollMs: 1000,
-          fetchNode: async () => (await call<NodeView[]>(conn, 'GET', '/nodes')).find((x) => x.id === res.id),
+          fetchNode: async () => (await callAll<NodeView>(conn, '/nodes')).find((x) => x.id === res.id),
           now: () => Date.now(),
           sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
           progress: (l) => {

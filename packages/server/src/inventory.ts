@@ -98,13 +98,17 @@ export class Inventory {
     const existing = this.nodes.get(report.node_id);
     const node: InventoryNode = existing ?? { id: report.node_id, admin: { state: 'ready' }, lastSeenMs: 0, reported: false };
     const wasLive = existing ? this.liveness(existing, nowMs) === 'ready' : false;
+    // A node waiting for approval may be anyone holding the join token: until an operator
+    // approves it, only who it says it is is kept (issue 27), not what it says it has.
+    const pending = node.admin.state === 'pending-approval';
+    const kept = pending ? identityOf(report) : report;
     // Compared with the last one as values, with nothing built for it: this runs per heartbeat.
-    const changed = !sameJson(node.report, report);
-    node.report = report;
+    const changed = !sameJson(node.report, kept);
+    node.report = kept;
     node.lastSeenMs = nowMs;
     node.reported = true;
     node.remote = false;
-    if (shards) node.shards = shards;
+    if (shards) node.shards = pending ? [] : shards;
     if (!existing) this.added(node);
     // SQLite keeps a node's last report for `ctl nodes` after a restart: a repeat adds
     // nothing. Either store takes the batch in one transaction (`persistReports`), which
@@ -301,6 +305,15 @@ export class Inventory {
   snapshot(nowMs: number): NodeSnapshot[] {
     return this.list().map((n) => toSnapshot(n, this.liveness(n, nowMs), nowMs));
   }
+}
+
+/**
+ * What is kept of a node waiting for approval: its identity (who it says it is, for the
+ * operator who approves it), none of its labels, GPUs, files or sources. Its next
+ * heartbeat after the approval brings the rest.
+ */
+export function identityOf(r: NodeReport): NodeReport {
+  return { node_id: r.node_id, hostname: r.hostname, mgmt_addr: r.mgmt_addr, agent_version: r.agent_version, labels: {}, gpus: [], fabrics: [] };
 }
 
 function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSnapshot {

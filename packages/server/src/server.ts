@@ -24,6 +24,7 @@ import { engineKeys } from './controller/engine-keys.js';
 import { tokenFor } from './store/modes.js';
 import { membershipApi } from './api/membership-api.js';
 import { JoinToken } from './credentials/join-token.js';
+import { JoinRate } from './credentials/join-rate.js';
 import { Membership, type JoinApproval } from './credentials/membership.js';
 import { CredentialSightings } from './credentials/sightings.js';
 import { NodeCredentials } from './credentials/node-credentials.js';
@@ -252,7 +253,7 @@ export async function startServer(
     (secret) => renderJoinToken(secret, caPem),
     settings.joinTokenFile !== undefined ? pgStore : undefined,
   );
-  const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log);
+  const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log, new JoinRate(settings.joinRate));
   admin.use(
     '/agent/v1',
     agentApi(controller, membership, {

@@ -209,6 +209,13 @@ export const SERVER_SETTINGS = {
     above: 0,
     help: 'assignment long-polls of one node in flight at once (an agent holds one); more get 429',
   },
+  joinRate: {
+    unit: 'count',
+    flag: '--join-rate',
+    default: 60,
+    above: 0,
+    help: 'joins per minute the join token allows (a burst of as many, then one every 60/N s); more are refused with 429 and Retry-After',
+  },
   tlsCert: {
     unit: 'text',
     flag: '--tls-cert',

@@ -120,3 +120,24 @@ export function reasonsFor(rejections: Rejection[], node: string): string[] {
 
 /** MB in a GB, for memory figures in tests: `8 * GB` is 8 GB in MB. */
 export const GB = 1024;
+
+/**
+ * A report of exactly `bytes` bytes as JSON, within every field bound of the schema: GPUs
+ * full of problems (the shape of issue 27's flood), then labels to make up the rest.
+ */
+export function makeReportOfBytes(id: string, bytes: number, overrides: Partial<NodeReport> = {}): NodeReport {
+  const problems = Array.from({ length: 16 }, (_, i) => `p${i}`.padEnd(256, '.'));
+  const gpus: NodeReport['gpus'] = [];
+  const size = (r: NodeReport) => Buffer.byteLength(JSON.stringify(r));
+  const report = makeReport({ node_id: id, hostname: id, ...overrides, gpus });
+  while (gpus.length < 64 && size(report) + 4400 < bytes) gpus.push({ index: gpus.length, name: 'NVIDIA H100', class: 'H100-80GB', problems });
+  for (let i = 0, left = bytes - size(report); left > 0; i++, left = bytes - size(report)) {
+    const overhead = `,"l${i}":""`.length - (i === 0 ? 1 : 0);
+    // The last label takes what is left exactly; one before it leaves room for another key.
+    const value = left - overhead <= 1024 ? left - overhead : Math.min(1024, left - overhead - 16);
+    if (value < 0) throw new Error(`cannot make a report of exactly ${bytes} bytes`);
+    report.labels[`l${i}`] = 'v'.repeat(value);
+  }
+  if (size(report) !== bytes) throw new Error(`made a report of ${size(report)} bytes, not ${bytes}`);
+  return report;
+}

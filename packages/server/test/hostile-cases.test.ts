@@ -46,8 +46,8 @@ const ADMIN_CASES: Case[] = [
 
 const AGENT_CASES: Case[] = [
   [
-    'a heartbeat nested 200,000 deep',
-    beat(`{"report":${JSON.stringify(heartbeat('deep').report).slice(0, -1)},"x":${deep(200_000)}},"shards":[]}`),
+    'a heartbeat nested 150,000 deep (900 KB, inside the 1 MiB cap)',
+    beat(`{"report":${JSON.stringify(heartbeat('deep').report).slice(0, -1)},"x":${deep(150_000)}},"shards":[]}`),
     400,
     '(body)',
   ],

@@ -20,7 +20,42 @@ const UnixMs = Type.Integer({ minimum: 0, maximum: 8.64e15 });
  * A list from an agent, bounded so a report can never be absurd: far above any real
  * node (GPUs, fabrics, shards, sources per node), far below what would cost the server.
  */
-const List = <T extends TSchema>(item: T, maxItems = 1024) => Type.Array(item, { maxItems });
+const List = <T extends TSchema>(item: T, maxItems: number) => Type.Array(item, { maxItems });
+
+/**
+ * What one agent may report, in bytes and counts (packages/agent/README.md, "Report
+ * bounds"). Each is far above what a real node sends (an 8-GPU node with a full model
+ * cache reports a few tens of KiB, a GPU one to four short problems), and low enough that
+ * 140 nodes at every bound cost the server little: the byte caps are what bounds a
+ * report as a whole, since a few lists at their count and length bounds together would
+ * pass them. The server refuses a heartbeat over a byte cap with 413 (`too_large`) and
+ * records a `report-refused` event; the node's last accepted report stays in force.
+ */
+export const REPORT_LIMITS = {
+  /** The node report (`report`) as JSON, in UTF-8 bytes: what the server keeps, stores and lists of a node. */
+  reportBytes: 256 * 1024,
+  /** A whole heartbeat body (the report, and the shard statuses with their log tails). */
+  heartbeatBytes: 1024 * 1024,
+  labels: 64,
+  labelValueChars: 1024,
+  gpus: 64,
+  /** uuid, bus_id, name and class of a GPU. */
+  gpuTextChars: 128,
+  problemsPerGpu: 16,
+  problemChars: 256,
+  fabrics: 64,
+  /** gpu_error. */
+  errorChars: 1024,
+  /** Cached files, estimated sources and source estimates, each list. */
+  sources: 512,
+  /** A source URL (http(s)://, llmgw://, a hub id or a path). */
+  sourceChars: 2048,
+  shards: 256,
+  shardErrorChars: 16384,
+  logTailChars: 65536,
+} as const;
+const L = REPORT_LIMITS;
+const Source = Str({ minLength: 1, maxLength: L.sourceChars });
 
 /**
  * Where the server reaches a node: an IP address or a host name, nothing else (format
@@ -39,16 +74,16 @@ const Host = Type.String({
 export const GpuReportSchema = Type.Object({
   index: Count,
   /** Absent for a GPU the driver lost: nvidia-smi can no longer name it. */
-  uuid: Type.Optional(Str({ maxLength: 256 })),
-  bus_id: Type.Optional(Str({ maxLength: 256 })),
-  name: Str({ maxLength: 256 }),
+  uuid: Type.Optional(Str({ maxLength: L.gpuTextChars })),
+  bus_id: Type.Optional(Str({ maxLength: L.gpuTextChars })),
+  name: Str({ maxLength: L.gpuTextChars }),
   /** Short normalised class such as `H100-80GB`, `RTX-4090`, `L40S`. */
-  class: Str({ maxLength: 256 }),
+  class: Str({ maxLength: L.gpuTextChars }),
   /** Absent when nvidia-smi printed a sentinel such as `[N/A]`: unknown is not zero. */
   memory_total_mb: Type.Optional(Count),
   memory_used_mb: Type.Optional(Count),
   /** Empty when healthy. Any entry keeps the GPU out of placement. */
-  problems: List(Str({ maxLength: 1024 }), 64),
+  problems: List(Str({ maxLength: L.problemChars }), L.problemsPerGpu),
 });
 export type GpuReport = Static<typeof GpuReportSchema>;
 
@@ -56,7 +91,7 @@ export type GpuReport = Static<typeof GpuReportSchema>;
 export const CachedFileSchema = Type.Object({
   sha256: Str({ minLength: 64, maxLength: 64 }),
   /** The source it was fetched from (an http(s):// or llmgw:// URL). */
-  source: Str({ minLength: 1 }),
+  source: Source,
   size_bytes: Count,
   /** When a shard last started on it (Unix ms). */
   last_used_ms: UnixMs,
@@ -72,27 +107,31 @@ export const NodeReportSchema = Type.Object({
   mgmt_addr: Host,
   agent_version: Str({ maxLength: 128 }),
   // A Kubernetes label key is at most 317 characters (253 prefix, /, 63 name).
-  labels: Type.Record(Type.String(), Type.String({ maxLength: 4096 }), { maxProperties: 256, propertyNames: { minLength: 1, maxLength: 317 } }),
+  labels: Type.Record(Type.String(), Type.String({ maxLength: L.labelValueChars }), {
+    maxProperties: L.labels,
+    propertyNames: { minLength: 1, maxLength: 317 },
+  }),
   pool: Type.Optional(Str({ maxLength: 253 })),
   /** min(MemTotal, cgroup memory.max). Absent when the agent could not read it. */
   memory_total_mb: Type.Optional(Count),
   cpu_cores: Type.Optional(Count),
-  gpus: List(GpuReportSchema, 256),
-  fabrics: List(Str({ minLength: 1, maxLength: 64 }), 64),
+  gpus: List(GpuReportSchema, L.gpus),
+  fabrics: List(Str({ minLength: 1, maxLength: 64 }), L.fabrics),
   /** A node-level GPU problem (driver not loaded, version mismatch). */
-  gpu_error: Type.Optional(Str()),
+  gpu_error: Type.Optional(Str({ maxLength: L.errorChars })),
   /** The sources this agent has looked at (found or not); absent from agents that cannot estimate. */
-  estimated_sources: Type.Optional(List(Str())),
+  estimated_sources: Type.Optional(List(Str({ maxLength: L.sourceChars }), L.sources)),
   /** Working-set estimates of the GGUF sources the server asked about that exist on this node. */
   source_estimates: Type.Optional(
     List(
       Type.Object({
-        source: Str({ minLength: 1 }),
+        source: Source,
         memory_mb: Count,
         weights_mb: Count,
         kv_cache_mb: Count,
         context_length: Count,
       }),
+      L.sources,
     ),
   ),
   /**
@@ -102,7 +141,7 @@ export const NodeReportSchema = Type.Object({
    */
   allow_command_engine: Type.Optional(Type.Boolean()),
   /** The model files in this agent's cache (`--model-cache`), for placement and `ctl files`. */
-  files: Type.Optional(List(CachedFileSchema)),
+  files: Type.Optional(List(CachedFileSchema, L.sources)),
 });
 export type NodeReport = Static<typeof NodeReportSchema>;
 
@@ -124,7 +163,7 @@ export const ShardStatusSchema = Type.Object({
   pid: Type.Optional(Count),
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   restarts: Type.Optional(Count),
-  error: Type.Optional(Type.String({ maxLength: 16384 })),
+  error: Type.Optional(Type.String({ maxLength: L.shardErrorChars })),
   /**
    * While the shard's model file is fetched (state `starting`): how far it got. Absent
    * once the file is in the cache, and for sources the engine reads. For a hub id that
@@ -133,13 +172,13 @@ export const ShardStatusSchema = Type.Object({
    */
   download: Type.Optional(DownloadProgressSchema),
   /** The end of the shard's log; sent only when it changed since the last heartbeat. */
-  log_tail: Type.Optional(Type.String({ maxLength: 65536 })),
+  log_tail: Type.Optional(Type.String({ maxLength: L.logTailChars })),
 });
 export type ShardStatus = Static<typeof ShardStatusSchema>;
 
 export const HeartbeatSchema = Type.Object({
   report: NodeReportSchema,
-  shards: List(ShardStatusSchema),
+  shards: List(ShardStatusSchema, L.shards),
 });
 export type Heartbeat = Static<typeof HeartbeatSchema>;
 
@@ -191,6 +230,7 @@ export const ShardAssignmentSchema = Type.Object({
         source: Str({ minLength: 1 }),
         file: Type.Optional(Type.Object({ url: Str({ minLength: 1 }), sha256: Str({ minLength: 64, maxLength: 64 }) })),
       }),
+      1024,
     ),
   ),
   /** Adapters the engine holds loaded at once (vLLM's `--max-loras`); with `adapters` only. */

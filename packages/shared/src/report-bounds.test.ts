@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { HeartbeatSchema, formatFailure, isHost, validate } from './index.js';
+import { HeartbeatSchema, REPORT_LIMITS, formatFailure, isHost, validate } from './index.js';
 import type { Heartbeat } from './index.js';
 
 const beat = (report: Record<string, unknown> = {}): Heartbeat => ({
@@ -36,16 +36,33 @@ describe('report bounds', () => {
   const gpu = { index: 0, name: 'NVIDIA H100', class: 'H100-80GB', problems: [] };
 
   it.each([
-    ['257 labels', { labels: labels(257) }, 'report.labels must NOT have more than 256 properties'],
+    ['65 labels', { labels: labels(65) }, 'report.labels must NOT have more than 64 properties'],
     ['an empty label key', { labels: { '': 'v' } }, 'report.labels must NOT have fewer than 1 characters'],
     ['a label key of 318 characters', { labels: labels(1, () => 'k'.repeat(318)) }, 'report.labels must NOT have more than 317 characters'],
-    ['a label value of 4097 characters', { labels: labels(1, () => 'k', 'v'.repeat(4097)) }, 'report.labels.k must NOT have more than 4096 characters'],
-    ['257 GPUs', { gpus: Array.from({ length: 257 }, () => gpu) }, 'report.gpus must NOT have more than 256 items'],
-    ['a GPU name of 257 characters', { gpus: [{ ...gpu, name: 'n'.repeat(257) }] }, 'report.gpus[0].name must NOT have more than 256 characters'],
+    ['a label value of 1025 characters', { labels: labels(1, () => 'k', 'v'.repeat(1025)) }, 'report.labels.k must NOT have more than 1024 characters'],
+    ['65 GPUs', { gpus: Array.from({ length: 65 }, () => gpu) }, 'report.gpus must NOT have more than 64 items'],
+    ['a GPU name of 129 characters', { gpus: [{ ...gpu, name: 'n'.repeat(129) }] }, 'report.gpus[0].name must NOT have more than 128 characters'],
     [
-      '65 problems on one GPU',
-      { gpus: [{ ...gpu, problems: Array.from({ length: 65 }, () => 'x') }] },
-      'report.gpus[0].problems must NOT have more than 64 items',
+      '17 problems on one GPU',
+      { gpus: [{ ...gpu, problems: Array.from({ length: 17 }, () => 'x') }] },
+      'report.gpus[0].problems must NOT have more than 16 items',
+    ],
+    // Issue 27: 60 GPUs with 64 problems of 1,000 characters each made one report 3.9 MB.
+    [
+      'a GPU problem of 257 characters',
+      { gpus: [{ ...gpu, problems: ['p'.repeat(257)] }] },
+      'report.gpus[0].problems[0] must NOT have more than 256 characters',
+    ],
+    ['a gpu_error of 1025 characters', { gpu_error: 'e'.repeat(1025) }, 'report.gpu_error must NOT have more than 1024 characters'],
+    [
+      '513 estimated sources',
+      { estimated_sources: Array.from({ length: 513 }, (_, i) => `s${i}`) },
+      'report.estimated_sources must NOT have more than 512 items',
+    ],
+    [
+      'a cached file source of 2049 characters',
+      { files: [{ sha256: 'a'.repeat(64), source: `https://h.invalid/${'x'.repeat(2031)}`, size_bytes: 1, last_used_ms: 0, in_use: false }] },
+      'report.files[0].source must NOT have more than 2048 characters',
     ],
     ['65 fabrics', { fabrics: Array.from({ length: 65 }, () => 'ib') }, 'report.fabrics must NOT have more than 64 items'],
     ['a fabric of 65 characters', { fabrics: ['f'.repeat(65)] }, 'report.fabrics[0] must NOT have more than 64 characters'],
@@ -61,8 +78,46 @@ describe('report bounds', () => {
   });
 
   it('accepts a report at every bound', () => {
-    expect(failure({ labels: labels(256), gpus: Array.from({ length: 256 }, () => gpu), fabrics: Array.from({ length: 64 }, () => 'f'.repeat(64)) })).toBe(
+    expect(failure({ labels: labels(64), gpus: Array.from({ length: 64 }, () => gpu), fabrics: Array.from({ length: 64 }, () => 'f'.repeat(64)) })).toBe(
       'accepted',
     );
+  });
+
+  it('refuses 257 shard statuses and a log tail over its bound', () => {
+    const shard = { id: 's', replica_id: 'r', state: 'ready' };
+    const over = (shards: unknown[]) => {
+      const r = validate(HeartbeatSchema, { ...beat(), shards });
+      return r.ok ? 'accepted' : formatFailure(r.error);
+    };
+    expect(over(Array.from({ length: 257 }, () => shard))).toBe('shards must NOT have more than 256 items');
+    expect(over([{ ...shard, log_tail: 't'.repeat(65537) }])).toBe('shards[0].log_tail must NOT have more than 65536 characters');
+  });
+
+  // The byte cap must never bite a real node: one with 8 GPUs, each with a few problems,
+  // 32 labels, 200 cached files and 200 sources sized is far below it.
+  it('a large real node reports well inside the byte cap', () => {
+    const source = (i: number) => `https://models.example.invalid/org/model-${i}/resolve/main/model-${i}.Q4_K_M.gguf`;
+    const big = beat({
+      labels: labels(32, (i) => `example.com/label-${i}`, 'v'.repeat(64)),
+      gpus: Array.from({ length: 8 }, (_, i) => ({
+        ...gpu,
+        index: i,
+        uuid: `GPU-${'0'.repeat(8)}-0000-0000-0000-${String(i).padStart(12, '0')}`,
+        bus_id: `00000000:${i}0:00.0`,
+        problems: ['3 uncorrectable ECC errors', 'retired pages pending', 'row remapping failed'],
+      })),
+      files: Array.from({ length: 200 }, (_, i) => ({ sha256: 'a'.repeat(64), source: source(i), size_bytes: 4e9, last_used_ms: 1.7e12, in_use: false })),
+      estimated_sources: Array.from({ length: 200 }, (_, i) => source(i)),
+      source_estimates: Array.from({ length: 200 }, (_, i) => ({
+        source: source(i),
+        memory_mb: 9000,
+        weights_mb: 8000,
+        kv_cache_mb: 1000,
+        context_length: 8192,
+      })),
+    });
+    expect(failure(big.report)).toBe('accepted');
+    const bytes = Buffer.byteLength(JSON.stringify(big.report));
+    expect(bytes).toBeLessThan(REPORT_LIMITS.reportBytes / 2);
   });
 });

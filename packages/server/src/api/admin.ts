@@ -7,7 +7,8 @@ import { principalOf } from '../http/principal.js';
 import { jsonBody, methodNotAllowed, parseBody } from '../http/http.js';
 import { resolveModel } from './models.js';
 import type { KeyRing } from '../gateway/keys.js';
-import { explainView, modelViews, nodeViews, replicaViews } from './views.js';
+import { explainView, modelViews, replicaViews } from './views.js';
+import { NEXT_CURSOR_HEADER, nodePage, pageQuery } from './node-pages.js';
 import { adminRoute } from './routes.js';
 import { ADMIN_EVENTS } from '../events/admin-events.js';
 import { SERVER_VERSION } from '../version.js';
@@ -55,9 +56,14 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     })
     .all(methodNotAllowed);
 
+  // Paged (`?after=CURSOR&limit=N`, the next cursor in `X-Next-Cursor`): one answer is
+  // bounded in nodes and bytes and built without stalling the listeners (issue 27).
   r.route('/nodes')
-    .get((_req, res) => {
-      res.json(nodeViews(ctl));
+    .get(async (req, res) => {
+      const q = pageQuery(req.query);
+      const page = await nodePage(ctl, q.after, q.limit);
+      if (page.next) res.setHeader(NEXT_CURSOR_HEADER, page.next);
+      res.type('application/json').send(`[${page.json.join(',')}]`);
     })
     .all(methodNotAllowed);
 

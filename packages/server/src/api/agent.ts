@@ -1,5 +1,5 @@
-import express, { type Router } from 'express';
-import { HeartbeatSchema, JoinRequestSchema, nodeAddrRefusal, type NodeReport } from '@llmgw/shared';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import { HeartbeatSchema, JoinRequestSchema, REPORT_LIMITS, nodeAddrRefusal, type NodeReport } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { ownNode, requireJoinToken, requireNodeCredential } from '../credentials/auth.js';
 import type { Membership } from '../credentials/membership.js';
@@ -8,7 +8,14 @@ import { DomainError, badRequest, echo } from '../errors.js';
 import type { CredentialEvent } from '../events/index.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
+import { Turns } from '../http/turns.js';
 import { perNodeCap } from './node-caps.js';
+
+/**
+ * A heartbeat body above this waits for its own turn of the event loop before it is
+ * checked (`Turns`); a real node's, a few KiB, is checked at once.
+ */
+const LARGE_BEAT_BYTES = 64 * 1024;
 
 /** Longest a long-poll is held open; agents ask again at once. */
 const MAX_WAIT_MS = 30_000;
@@ -58,16 +65,35 @@ export function agentApi(ctl: Controller, membership: Membership, opts: AgentApi
 
   // The hot route (every node, every few seconds): matched before the file routes, and
   // answered without what `res.json` adds for a GET (an ETag, a hash of the body).
+  // Bounded in bytes twice (REPORT_LIMITS): the body as it comes, and the report in it,
+  // which the server keeps, stores and lists; either refusal is a 413 and an event.
+  const turns = new Turns();
   r.route('/heartbeat')
-    .post(...jsonBody('4mb'), (req, res) => {
-      const hb = parseBody(HeartbeatSchema, req.body);
-      ownNode(res, hb.report.node_id, 'report.node_id');
-      // Where the gateway will send prompts: refused before anything is recorded.
-      const refused = nodeAddrRefusal(hb.report.mgmt_addr, opts.allowLoopbackNodes === true);
-      if (refused) throw badRequest(`report.mgmt_addr ${echo(hb.report.mgmt_addr)} ${refused}`, 'report.mgmt_addr');
-      watchCredential(ctl, opts, hb.report, req.socket.remoteAddress ?? '');
-      sendJson(res, ctl.heartbeat(hb));
-    })
+    .post(
+      ...jsonBody(`${REPORT_LIMITS.heartbeatBytes}b`),
+      (async (req, res) => {
+        if (Number(req.headers['content-length'] ?? LARGE_BEAT_BYTES) >= LARGE_BEAT_BYTES) await turns.wait();
+        const hb = parseBody(HeartbeatSchema, req.body);
+        ownNode(res, hb.report.node_id, 'report.node_id');
+        // Where the gateway will send prompts: refused before anything is recorded.
+        const refused = nodeAddrRefusal(hb.report.mgmt_addr, opts.allowLoopbackNodes === true);
+        if (refused) throw badRequest(`report.mgmt_addr ${echo(hb.report.mgmt_addr)} ${refused}`, 'report.mgmt_addr');
+        // In UTF-8 bytes; counted only when it could matter (a character is at most 3 bytes per UTF-16 unit).
+        const json = JSON.stringify(hb.report);
+        const bytes = json.length * 3 <= REPORT_LIMITS.reportBytes ? json.length : Buffer.byteLength(json);
+        if (bytes > REPORT_LIMITS.reportBytes) {
+          ctl.refuseReport(hb.report.node_id, 'report', bytes, REPORT_LIMITS.reportBytes);
+          throw new DomainError(
+            'too_large',
+            `this node's report is ${bytes} bytes as JSON, over the server's cap of ${REPORT_LIMITS.reportBytes} (fewer labels, files or GPU problems); its last report within the cap stays in force`,
+            { field: 'report' },
+          );
+        }
+        watchCredential(ctl, opts, hb.report, req.socket.remoteAddress ?? '');
+        sendJson(res, ctl.heartbeat(hb));
+      }) satisfies RequestHandler,
+      bodyRefused(ctl),
+    )
     .all(methodNotAllowed);
 
   // Model files of `llmgw://` sources, for any node with a credential (files/README.md).
@@ -115,4 +141,16 @@ function watchCredential(ctl: Controller, opts: AgentApiOptions, report: NodeRep
   ctl.inventory.markSuspect(nodeId, why, nowMs + (opts.suspectForMs ?? 300_000));
   if (announce) opts.onCredential?.({ reason: verdict.kind === 'conflict' ? 'credential-conflict' : 'credential-refused', nodeId, message: why });
   if (verdict.kind === 'refused') throw new DomainError('forbidden', verdict.message, { field: 'authorization' });
+}
+
+/** A heartbeat body over `REPORT_LIMITS.heartbeatBytes` (refused by the body parser): the event, then the usual 413. */
+function bodyRefused(ctl: Controller): ErrorRequestHandler {
+  return (err: unknown, _req, res, next) => {
+    const e = err as { type?: unknown; length?: unknown };
+    const nodeId = res.locals.nodeId as string | undefined;
+    if (e?.type === 'entity.too.large' && nodeId) {
+      ctl.refuseReport(nodeId, 'heartbeat', typeof e.length === 'number' ? e.length : undefined, REPORT_LIMITS.heartbeatBytes);
+    }
+    next(err);
+  };
 }

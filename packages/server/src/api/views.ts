@@ -1,6 +1,7 @@
 import type { CatalogStatusView, DownloadProgress, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, redactUrl, sourceForViewer, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
+import type { InventoryNode } from '../inventory.js';
 import type { CatalogStatusSource } from '../catalog/watch.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
 import { indexReservations, reservationsOf } from '../placement/index.js';
@@ -13,14 +14,42 @@ const LIVE_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'ready', 'dr
  * The admin API's views, built in one place: the JSON API and the dashboard both call
  * these, so the two can never disagree.
  */
-export function nodeViews(ctl: Controller): NodeView[] {
+export function nodeViews(ctl: Controller, nodes: readonly InventoryNode[] = ctl.inventory.list()): NodeView[] {
+  const view = nodeViewer(ctl);
+  return nodes.map(view);
+}
+
+/** One node's view, or undefined for a node the inventory does not know. */
+export function nodeViewOf(ctl: Controller, id: string): NodeView | undefined {
+  const n = ctl.inventory.get(id);
+  return n ? nodeViewer(ctl)(n) : undefined;
+}
+
+/** The fleet's counts for the dashboard's tiles, over every node: no view is built for them. */
+export function fleetTotals(ctl: Controller): { nodes: number; readyNodes: number; gpuTotal: number; gpuFree: number } {
+  const nowMs = ctl.now();
+  const reserved = indexReservations(reservationsOf(ctl.listReplicas()));
+  const t = { nodes: 0, readyNodes: 0, gpuTotal: 0, gpuFree: 0 };
+  for (const n of ctl.inventory.list()) {
+    t.nodes++;
+    if (ctl.inventory.liveness(n, nowMs) === 'ready') t.readyNodes++;
+    const gpus = n.report?.gpus ?? [];
+    const held = reserved.get(n.id);
+    t.gpuTotal += gpus.length;
+    for (const g of gpus) if (g.problems.length === 0 && !(g.uuid && held?.gpuUuids.has(g.uuid))) t.gpuFree++;
+  }
+  return t;
+}
+
+/** Builds node views against one look at the replicas (what each holds and reserves). */
+export function nodeViewer(ctl: Controller): (n: InventoryNode) => NodeView {
   const nowMs = ctl.now();
   const replicas = ctl.listReplicas();
   const shardsOn = new Map<string, number>();
   for (const r of replicas) for (const s of r.shards) shardsOn.set(s.nodeId, (shardsOn.get(s.nodeId) ?? 0) + 1);
   const reserved = indexReservations(reservationsOf(replicas));
 
-  return ctl.inventory.list().map((n) => {
+  return (n) => {
     const r = n.report;
     const liveness = ctl.inventory.liveness(n, nowMs);
     const gpus = r?.gpus ?? [];
@@ -53,7 +82,7 @@ export function nodeViews(ctl: Controller): NodeView[] {
     const suspect = ctl.inventory.suspectOf(n, nowMs);
     if (suspect !== undefined) v.suspect = suspect;
     return v;
-  });
+  };
 }
 
 /** What a drain is waiting for, in words, from the replicas still on the node. */

@@ -23,10 +23,10 @@ import { Downloads } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
-import type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt } from './options.js';
+import type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, ReportRefusal } from './options.js';
 import { routeTable, type RouteTarget } from './routes.js';
 
-export type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, RouteTarget };
+export type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, ReportRefusal, RouteTarget };
 
 /** A pass planned and applied in memory, not yet committed (`Controller.planPass`). */
 export interface AppliedPass {
@@ -58,6 +58,8 @@ export class Controller {
   paused?: string;
   /** Model files coming to agents now, per shard; soft state, not persisted. */
   readonly downloads = new Downloads();
+  /** Nodes whose last heartbeat was refused for its size: one event each until one is accepted. */
+  private readonly refusing = new Set<string>();
   /** The end of each shard's log as its agent last sent it; soft state, not persisted. */
   private readonly logTails = new Map<string, string>();
   /** Replica records on their way to the store (see `persist`). */
@@ -176,6 +178,7 @@ export class Controller {
    */
   heartbeat(hb: Heartbeat): HeartbeatReply {
     const nodeId = hb.report.node_id;
+    this.refusing.delete(nodeId);
     const nowMs = this.now();
     const before = this.inventory.get(nodeId);
     const wasLive = before !== undefined && this.inventory.liveness(before, nowMs) === 'ready';
@@ -189,6 +192,17 @@ export class Controller {
     else if (changed) this.passes.bounded();
     const estimate = sourcesToEstimateOnce(this.catalog.models);
     return { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
+  }
+
+  /**
+   * A heartbeat of the node refused for its size (api/agent.ts): the `reportRefused`
+   * event when the node starts being refused, not at every beat, so a node that sends
+   * one every few seconds cannot fill the event log.
+   */
+  refuseReport(nodeId: string, part: ReportRefusal['part'], bytes: number | undefined, limit: number): void {
+    if (this.refusing.has(nodeId)) return;
+    this.refusing.add(nodeId);
+    this.events.emit('reportRefused', { nodeId, part, ...(bytes !== undefined ? { bytes } : {}), limit });
   }
 
   /** The node's assignments now, with their version. */

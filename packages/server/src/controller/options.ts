@@ -66,4 +66,16 @@ export interface ControllerEvents {
   decided: [Decision[]];
   rollouts: [RolloutChange[]];
   downloads: [DownloadChange[]];
+  /** A node's heartbeat was refused for its size: said once until one is accepted again. */
+  reportRefused: [ReportRefusal];
+}
+
+/** A heartbeat refused as too large (`Controller.refuseReport`). */
+export interface ReportRefusal {
+  nodeId: string;
+  /** Which cap: the node report's, or the whole body's (REPORT_LIMITS). */
+  part: 'report' | 'heartbeat';
+  /** Its size in bytes, when known (a body refused by its Content-Length is not read). */
+  bytes?: number;
+  limit: number;
 }

@@ -5,10 +5,20 @@ import type { Membership } from './membership.js';
 
 /** `POST /agent/v1/join` only: the join token, and nothing else, may join. */
 export function requireJoinToken(m: Membership) {
-  return (req: Request, _res: Response, next: NextFunction) => {
+  return (req: Request, res: Response, next: NextFunction) => {
     const given = bearerToken(req.headers.authorization);
     if (!given) return next(new DomainError('unauthenticated', 'missing join token: send "Authorization: Bearer <join token>"'));
     if (!m.joinToken.matches(given)) return next(new DomainError('unauthenticated', 'invalid join token'));
+    // Counted only for the right token: someone without it cannot use up the fleet's joins.
+    const waitS = m.joinRate.take();
+    if (waitS !== undefined) {
+      res.setHeader('Retry-After', String(waitS));
+      return next(
+        new DomainError('rate_limited', `too many joins with this join token (--join-rate ${m.joinRate.perMinute} per minute): try again in ${waitS} s`, {
+          retryAfterS: waitS,
+        }),
+      );
+    }
     next();
   };
 }

@@ -2,6 +2,7 @@ import type { JoinReply } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Controller } from '../controller/controller.js';
 import { DomainError, echo, notFound } from '../errors.js';
+import { JoinRate } from './join-rate.js';
 import type { JoinToken } from './join-token.js';
 import type { NodeCredentials } from './node-credentials.js';
 
@@ -21,6 +22,8 @@ export class Membership {
     readonly joinToken: JoinToken,
     readonly approval: JoinApproval,
     private readonly log: Logger,
+    /** How fast the join token may join (`--join-rate`); `auth.ts` takes from it before a join. */
+    readonly joinRate: JoinRate = new JoinRate(60),
   ) {}
 
   /**
@@ -85,6 +88,7 @@ export class Membership {
   /** `ctl join-token rotate`: a new join token; joined nodes keep their credentials. */
   async rotateJoinToken(): Promise<{ token: string }> {
     const token = await this.joinToken.rotate();
+    this.joinRate.reset();
     this.log.info('join token rotated: joined nodes keep their credentials; the old token no longer joins');
     return { token };
   }

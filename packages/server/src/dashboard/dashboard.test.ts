@@ -49,6 +49,25 @@ describe('pages', () => {
     expect(page).toMatch(/<tr id="node-small">[\s\S]*?<td class="num nowrap">2 \/ 8<meter/);
   });
 
+  // Issue 27: the fleet is paged; the tiles count the whole fleet, not the page.
+  it('shows one page of nodes with a link to the next, and the whole fleet in the tiles', () => {
+    const main = fleetPage({
+      nodes: [node({ id: 'a' }), node({ id: 'b' })],
+      replicas: [],
+      models: [],
+      csrf: 't',
+      now: new Date(0),
+      totals: { nodes: 250, readyNodes: 240, gpuTotal: 2000, gpuFree: 100 },
+      page: { after: 'a0', next: 'b' },
+    }).main.value;
+    expect(main).toContain('<li><b>240 / 250</b>nodes ready</li>');
+    expect(main).toContain('<li><b>100 / 2000</b>GPUs free</li>');
+    expect(main).toContain('<a class="btn" href="/?after=b" rel="next">Next page</a>');
+    expect(main).toContain('<a class="btn" href="/">First page</a>');
+    const one = fleetPage({ nodes: [node({ id: 'a' })], replicas: [], models: [], csrf: 't', now: new Date(0), page: {} }).main.value;
+    expect(one).not.toContain('Next page');
+  });
+
   it('never lets a label from an agent become markup', () => {
     const page = fleetPage({ nodes: [node({ labels: { team: '<img src=x onerror=alert(1)>' } })], replicas: [], models: [], csrf: 't', now: new Date(0) });
     expect(page.main.value).not.toContain('<img');

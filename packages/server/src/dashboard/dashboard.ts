@@ -7,7 +7,8 @@ import type { Principal } from '../http/principal.js';
 import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../http/http.js';
 import type { KeyRing } from '../gateway/keys.js';
-import { catalogStatusView, explainView, modelViews, nodeViews, replicaViews } from '../api/views.js';
+import { catalogStatusView, explainView, fleetTotals, modelViews, nodeViewOf, replicaViews } from '../api/views.js';
+import { nodePage } from '../api/node-pages.js';
 import { rolloutView } from '../api/rollouts-api.js';
 import { drainPage, fleetPage } from './fleet-page.js';
 import { keysPage } from './keys-page.js';
@@ -17,17 +18,19 @@ import { modelPage, modelsPage } from './models-page.js';
 import type { DashboardOptions } from './options.js';
 import { LoginLimiter, SESSION_COOKIE, SESSION_TTL_S, Sessions, cookieValue, type Session } from './session.js';
 import { CSP } from './style.js';
+import { isHttps, safeNext, sameOrigin } from './origin.js';
+
+export { sameOrigin } from './origin.js';
 
 /**
  * The dashboard, mounted at `/` on the admin listener. Pages are rendered in-process
  * from the same view functions as `/api/v1`, so the two never disagree, and there is no
  * front-end build: each page is one small HTML response.
  *
- * Auth: the admin token, or an admin or viewer token (`ctl tokens create`), is typed into
- * a login form (POST body, never a URL) and traded for a signed session cookie (see
- * `Sessions`); a viewer's session sees every page without the actions. Every state-changing POST needs that
- * session, its CSRF token in a hidden field, and, when the browser sends them, an
- * `Origin` of this host and `Sec-Fetch-Site: same-origin`.
+ * Auth: the admin token, or an admin or viewer token (`ctl tokens create`), is typed into a login form (POST body, never
+ * a URL) and traded for a signed session cookie (see `Sessions`); a viewer's session sees every page without the actions.
+ * Every state-changing POST needs that session, its CSRF token in a hidden field, and, when the browser sends them, an
+ * `Origin` of this host and `Sec-Fetch-Site: same-origin`. The fleet page shows one page of nodes (`api/node-pages.ts`).
  */
 export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, tokens: AccessTokens, opts: DashboardOptions = {}): Router {
   const r = express.Router();
@@ -180,11 +183,15 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
 
   r.route('/')
     .get(
-      authed((req, res, s) => {
+      authed(async (req, res, s) => {
         const action = typeof req.query.done === 'string' ? req.query.done : undefined;
         const node = typeof req.query.node === 'string' ? req.query.node : undefined;
+        const after = typeof req.query.after === 'string' && req.query.after ? req.query.after.slice(0, 253) : undefined;
+        const nodes = await nodePage(ctl, after);
         const page = fleetPage({
-          nodes: nodeViews(ctl),
+          nodes: nodes.views,
+          totals: fleetTotals(ctl),
+          page: { after, next: nodes.next },
           replicas: replicaViews(ctl),
           models: modelViews(ctl, whoOf(s).role === 'admin'),
           csrf: s.csrf,
@@ -257,7 +264,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
     .get(
       authed(
         adminOnly((req, res, s) => {
-          const node = nodeViews(ctl).find((n) => n.id === String(req.params.id));
+          const node = nodeViewOf(ctl, String(req.params.id));
           if (!node) {
             refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(String(req.params.id))}".`), s);
             return;
@@ -282,7 +289,7 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
             refuse(req, res, 'invalid_request', messagePage('Unknown action', `"${echo(action)}" is not an action; want cordon, uncordon or drain.`), s);
             return;
           }
-          const node = nodeViews(ctl).find((n) => n.id === id);
+          const node = nodeViewOf(ctl, id);
           if (!node) {
             refuse(req, res, 'not_found', messagePage('No such node', `There is no node "${echo(id)}".`), s);
             return;
@@ -351,41 +358,6 @@ function send(req: Request, res: Response, page: Page, chrome: { csrf?: string }
 /** A page that says a request failed, with the status the admin API gives the same code. */
 function refuse(req: Request, res: Response, code: ErrorCode, page: Page, chrome: { csrf?: string }): void {
   send(req, res, page, chrome, httpStatus(code));
-}
-
-function isHttps(req: Request): boolean {
-  return req.secure || (req.get('x-forwarded-proto') ?? '').split(',').at(0)?.trim().toLowerCase() === 'https';
-}
-
-/**
- * Whether a POST came from one of our own pages, by the headers browsers add and pages
- * cannot forge. Absent headers pass (old browsers, curl): the CSRF token still guards.
- */
-export function sameOrigin(req: Request): boolean {
-  const site = req.get('sec-fetch-site');
-  if (site !== undefined && site !== 'same-origin') return false;
-  const origin = req.get('origin');
-  if (origin === undefined) return true;
-  let host: string;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    return false; // includes the opaque origin "null"
-  }
-  const hosts = [req.get('host'), ...(req.get('x-forwarded-host') ?? '').split(',').map((h) => h.trim())].filter(Boolean);
-  return hosts.includes(host);
-}
-
-/** Where to go after logging in: a path on this site only, never another origin. */
-function safeNext(v: unknown): string {
-  if (typeof v !== 'string' || !v.startsWith('/') || v.startsWith('//') || v.includes('\\') || hasControlChar(v) || v.startsWith('/login')) return '/';
-  return v;
-}
-
-/** A control character in a redirect target could split a header or hide a scheme. */
-function hasControlChar(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) < 0x20) return true;
-  return false;
 }
 
 /**

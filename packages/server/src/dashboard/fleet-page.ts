@@ -13,14 +13,34 @@ export interface FleetInput {
   readOnly?: boolean;
   /** Set after an action: which one, on which node. */
   notice?: { action: string; node: string };
+  /** The whole fleet's counts when `nodes` is one page of it (default: counted from `nodes`). */
+  totals?: FleetTotals;
+  /** Where `nodes` sits in the fleet: the cursor it starts after, and the next page's. */
+  page?: { after?: string; next?: string };
+}
+
+/** The fleet's tiles, counted over every node, not only the page shown. */
+export interface FleetTotals {
+  nodes: number;
+  readyNodes: number;
+  gpuTotal: number;
+  gpuFree: number;
 }
 
 const DONE: Record<string, string> = { cordon: 'cordoned', uncordon: 'uncordoned', drain: 'is draining' };
 
 export function fleetPage(v: FleetInput): Page {
-  const readyNodes = v.nodes.filter((n) => n.liveness === 'ready').length;
-  const gpuTotal = v.nodes.reduce((s, n) => s + n.gpu_total, 0);
-  const gpuFree = v.nodes.reduce((s, n) => s + n.gpu_free, 0);
+  const {
+    nodes: nodeCount,
+    readyNodes,
+    gpuTotal,
+    gpuFree,
+  } = v.totals ?? {
+    nodes: v.nodes.length,
+    readyNodes: v.nodes.filter((n) => n.liveness === 'ready').length,
+    gpuTotal: v.nodes.reduce((s, n) => s + n.gpu_total, 0),
+    gpuFree: v.nodes.reduce((s, n) => s + n.gpu_free, 0),
+  };
   const short = v.models.filter((m) => m.ready_replicas < m.min_replicas).length;
   const readyReplicas = v.replicas.filter((r) => r.state === 'ready').length;
   const modelsOn = new Map<string, Set<string>>();
@@ -37,6 +57,7 @@ export function fleetPage(v: FleetInput): Page {
           html`<tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">GPUs</th><th scope="col" class="num">Memory (GiB)<span class="sub">reserved / total</span></th><th scope="col">Labels</th><th scope="col">Replicas</th><th scope="col">Last seen</th><th scope="col">Actions</th></tr>`,
           html`<tbody>${v.nodes.map((n) => nodeRow(n, [...(modelsOn.get(n.id) ?? [])], v.readOnly ? undefined : v.csrf))}</tbody>`,
         )}
+${pager(v.page)}
 ${gpuTotal > 0 ? html`<p class="legend" aria-hidden="true"><span class="used">GPU in use</span><span class="free">GPU free</span><span class="sick">GPU unhealthy</span></p>` : ''}
 ${problems(v.nodes)}`;
 
@@ -46,7 +67,7 @@ ${problems(v.nodes)}`;
     refresh: true,
     main: html`${notice}<h1>Fleet</h1>
 <ul class="tiles">
-<li><b>${readyNodes} / ${v.nodes.length}</b>nodes ready</li>
+<li><b>${readyNodes} / ${nodeCount}</b>nodes ready</li>
 <li><b>${gpuFree} / ${gpuTotal}</b>GPUs free</li>
 <li><b>${readyReplicas} / ${v.replicas.length}</b>replicas ready</li>
 <li><b>${short}</b>${short > 0 ? html`<a href="/models">models short of replicas</a>` : 'models short of replicas'}</li>
@@ -54,6 +75,14 @@ ${problems(v.nodes)}`;
 ${body}
 ${updated(v.now)}`,
   };
+}
+
+/** Links to the first and the next page of nodes, when the fleet does not fit one. */
+function pager(p: FleetInput['page']): Html | '' {
+  if (!p?.after && !p?.next) return '';
+  const first = p.after ? html`<a class="btn" href="/">First page</a>` : '';
+  const next = p.next ? html`<a class="btn" href="/?after=${encodeURIComponent(p.next)}" rel="next">Next page</a>` : '';
+  return html`<nav class="actions" aria-label="Pages of nodes">${first}${next}</nav>`;
 }
 
 function nodeRow(n: NodeView, models: string[], csrf: string | undefined): Html {

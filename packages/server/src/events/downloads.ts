@@ -1,5 +1,6 @@
 import { downloadText } from '@llmgw/shared';
 import type { DownloadChange } from '../controller/downloads.js';
+import type { ReportRefusal } from '../controller/options.js';
 import type { NewEvent } from './event-log.js';
 
 /** A URL as events show it: no credentials or query (a private store's token may be there). */
@@ -35,5 +36,19 @@ export function downloadEvent(d: DownloadChange): NewEvent {
     nodes: [d.nodeId],
     model: d.replica.model,
     message,
+  };
+}
+
+/** A node's heartbeat refused for its size (issue 27): said when it starts, not at every beat. */
+export function reportRefusedEvent(r: ReportRefusal): NewEvent {
+  const what = r.part === 'report' ? 'report' : 'heartbeat';
+  const size = r.bytes !== undefined ? `${r.bytes} bytes` : 'larger';
+  return {
+    type: 'Warning',
+    source: 'reconciler',
+    reason: 'report-refused',
+    object: `node/${r.nodeId}`,
+    nodes: [r.nodeId],
+    message: `refused the ${what} of ${r.nodeId} (${size}, over the cap of ${r.limit} bytes): its last report within the cap stays in force until it sends a smaller one`,
   };
 }

@@ -6,7 +6,7 @@ import { adminAudit, nodeStateEvent, recordAdmin } from './admin-events.js';
 import type { Decision } from '../domain.js';
 import { decisionEvent, rolloutEvent } from './decisions.js';
 import { credentialEvent, type CredentialEvent } from './credentials.js';
-import { downloadEvent } from './downloads.js';
+import { downloadEvent, reportRefusedEvent } from './downloads.js';
 import { EventLog } from './event-log.js';
 import { eventsApi } from './events-api.js';
 
@@ -37,6 +37,7 @@ export async function fleetEvents(store: Store, controller: Controller, log: Log
   controller.events.on('downloads', (ds) => {
     for (const d of ds) events.record(downloadEvent(d));
   });
+  controller.events.on('reportRefused', (r) => events.record(reportRefusedEvent(r)));
   const admin = (id: string) => controller.inventory.get(id)?.admin;
   return {
     events,

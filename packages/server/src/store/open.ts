@@ -140,7 +140,8 @@ function open(file: string): Database.Database {
 
 function check(db: Database.Database, file: string): void {
   const rows = db.pragma('quick_check') as { quick_check: string }[];
-  const first = rows[0]?.quick_check ?? 'no answer';
+  // One line: SQLite may answer a finding over several ("*** in database main ***\nTree 4 …").
+  const first = (rows[0]?.quick_check ?? 'no answer').replace(/\s*\n\s*/g, ' ');
   if (first !== 'ok') throw corrupt(file, `quick_check: ${first}${rows.length > 1 ? ` and ${rows.length - 1} more` : ''}`);
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {

@@ -1,6 +1,12 @@
 import type Database from 'better-sqlite3';
 
 /**
+ * Marks a step SQLite cannot run inside a transaction (a change of `auto_vacuum` takes
+ * effect only through a `VACUUM`, and `VACUUM` refuses to run in one).
+ */
+const OUTSIDE_TRANSACTION = '-- outside a transaction\n';
+
+/**
  * The SQLite schema as the list of steps that build it: step N takes a database at
  * `user_version` N to N+1. Steps are only ever appended, never edited, so that every
  * existing database reaches the same schema as a new one.
@@ -93,6 +99,11 @@ const MIGRATIONS = [
      PRIMARY KEY (key_id, model, minute_ms)
    );
    CREATE INDEX usage_minutes_time ON usage_minutes (minute_ms);`,
+  // Issue 27: space freed by deleted nodes (and events pruned) goes back to the file system
+  // (`PRAGMA incremental_vacuum`, after each node deletion) rather than staying in the file
+  // for ever. The VACUUM rewrites the file once, so an existing store gives back what it held.
+  `${OUTSIDE_TRANSACTION}PRAGMA auto_vacuum = INCREMENTAL;
+   VACUUM;`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
@@ -122,10 +133,16 @@ export function tablesAt(version: number): string[] {
   ];
 }
 
-/** Brings a database up to the newest schema, each step in its own transaction. */
+/** Brings a database up to the newest schema, each step in its own transaction (but those that cannot be in one). */
 export function migrate(db: Database.Database): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   for (let v = version; v < MIGRATIONS.length; v++) {
+    if (MIGRATIONS[v]!.startsWith(OUTSIDE_TRANSACTION)) {
+      // Harmless to run again if the process stops before the version is written.
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+      continue;
+    }
     db.transaction(() => {
       db.exec(MIGRATIONS[v]!);
       db.pragma(`user_version = ${v + 1}`);

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { makeReplica } from '../../test/factories.js';
 import { tokenFor } from './modes.js';
-import { SCHEMA_VERSION } from './schema.js';
+/** The step that removes stored keys (and makes admin_tokens): the sixth. */
+const ADMIN_TOKENS_STEP = 6;
 import { SqliteStore } from './sqlite.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 
@@ -63,7 +64,7 @@ describe('engine keys are not stored', () => {
       'DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes',
     );
     db.prepare('INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)').run('r-1', 'm', JSON.stringify({ ...makeReplica(), apiKey: KEY }));
-    db.pragma(`user_version = ${SCHEMA_VERSION - 5}`);
+    db.pragma(`user_version = ${ADMIN_TOKENS_STEP - 1}`);
     db.close();
     const s = new SqliteStore(dir);
     expect((await s.loadReplicas()).map((r) => [r.id, r.apiKey])).toEqual([['r-1', undefined]]);

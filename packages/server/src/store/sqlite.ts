@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import path from 'node:path';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { EventViewSchema, validate, type NodeReport } from '@llmgw/shared';
 import type { AdminState, Replica, RolloutControl, RolloutHistory, RolloutRecord } from '../domain.js';
 import { openDatabase } from './open.js';
@@ -20,6 +21,9 @@ import type {
 } from './store.js';
 import { keyFromRow, rolloutFromRow, type KeyRow } from './rows.js';
 import { MAX_USAGE_COUNT, USAGE_MINUTES_KEEP_MS, minuteOf } from './store.js';
+
+/** About how many bytes of reports one transaction of `saveNodeReports` writes before the event loop gets a turn. */
+const REPORT_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * SQLite store in `<dataDir>/llmgw.db`, WAL mode so readers never wait on the writer.
@@ -82,9 +86,22 @@ export class SqliteStore implements Store {
       `INSERT INTO nodes (id, report, last_seen_ms) VALUES (?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET report = excluded.report, last_seen_ms = excluded.last_seen_ms`,
     );
-    this.db.transaction(() => {
-      for (const r of rows) stmt.run(r.id, JSON.stringify(r.report), r.lastSeenMs);
-    })();
+    // better-sqlite3 blocks the event loop while it writes: a batch of large reports (140
+    // nodes at the 256 KiB cap is 36 MB) goes in transactions of about REPORT_CHUNK_BYTES,
+    // with the listeners served in between (issue 27). Each row is a whole upsert, so a
+    // batch cut short is written again whole by the next `persistReports`.
+    for (let i = 0; i < rows.length;) {
+      let bytes = 0;
+      this.db.transaction(() => {
+        while (i < rows.length && bytes < REPORT_CHUNK_BYTES) {
+          const r = rows[i++]!;
+          const json = JSON.stringify(r.report);
+          bytes += json.length;
+          stmt.run(r.id, json, r.lastSeenMs);
+        }
+      })();
+      if (i < rows.length) await yieldToLoop();
+    }
   }
 
   async deleteNode(id: string): Promise<void> {
@@ -92,6 +109,9 @@ export class SqliteStore implements Store {
       this.db.prepare('DELETE FROM node_credentials WHERE node_id = ?').run(id);
       this.db.prepare('DELETE FROM nodes WHERE id = ?').run(id);
     })();
+    // The pages its report held go back to the file system (auto_vacuum is incremental,
+    // schema.ts), not to a free list that only later writes would reuse (issue 27).
+    this.db.pragma('incremental_vacuum');
   }
 
   async loadCredentials(): Promise<StoredCredential[]> {
