@@ -140,6 +140,13 @@ export type ShardStatus = Static<typeof ShardStatusSchema>;
 export const HeartbeatSchema = Type.Object({
   report: NodeReportSchema,
   shards: List(ShardStatusSchema),
+  /**
+   * The heartbeat's version: strictly increasing over the node's heartbeats, across agent
+   * restarts too. A server instance never lets a report or shard status replace one of a
+   * higher `seq` it already holds, however it came (a pulled row, a reload, a restart).
+   * Absent from older agents: their reports are ordered by when they arrived.
+   */
+  seq: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
 });
 export type Heartbeat = Static<typeof HeartbeatSchema>;
 

@@ -177,9 +177,17 @@ export class Controller {
   heartbeat(hb: Heartbeat): HeartbeatReply {
     const nodeId = hb.report.node_id;
     const nowMs = this.now();
+    const estimate = sourcesToEstimateOnce(this.catalog.models);
+    const reply = { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
+    // Older than what this instance holds (a later one came first, here or through the
+    // database): it proves the node alive, and says nothing else that is still true.
+    if (this.inventory.olderThanHeld(nodeId, hb.seq)) {
+      this.inventory.seen(nodeId, nowMs);
+      return reply;
+    }
     const before = this.inventory.get(nodeId);
     const wasLive = before !== undefined && this.inventory.liveness(before, nowMs) === 'ready';
-    const changed = this.inventory.report(hb.report, nowMs, hb.shards);
+    const changed = this.inventory.report(hb.report, nowMs, hb.shards, hb.seq);
     const touched = this.applyShardStatus(nodeId, hb);
     const moved = this.downloads.report(nodeId, hb.shards, (id) => this.replicas.get(id), nowMs);
     if (moved.length) this.events.emit('downloads', moved);
@@ -187,8 +195,7 @@ export class Controller {
     // placement now; a live node's new report only feeds the next plan (`notifyReport`).
     if (touched || (changed && !wasLive)) this.notify();
     else if (changed) this.passes.bounded();
-    const estimate = sourcesToEstimateOnce(this.catalog.models);
-    return { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
+    return reply;
   }
 
   /** The node's assignments now, with their version. */
@@ -220,7 +227,7 @@ export class Controller {
       }
       const head = before.shards.find((s) => s.rank === 0);
       const headAddr = (head && this.inventory.get(head.nodeId)?.report?.mgmt_addr) ?? hb.report.mgmt_addr;
-      const after = applyShardReports(before, nodeId, reports, this.now(), headAddr);
+      const after = applyShardReports(before, nodeId, reports, this.now(), headAddr, hb.seq);
       if (!after) continue;
       this.replicas.set(id, frozen(after));
       changed.push(id);

@@ -112,6 +112,8 @@ const MIGRATIONS = [
    );`,
   // Issue 26: a key's priority band when requests wait in the gateway (schema.ts has the same step).
   `ALTER TABLE api_keys ADD COLUMN priority text;`,
+  // Issue 28: the seq of the heartbeat a node row holds, so an older one never replaces it.
+  `ALTER TABLE nodes ADD COLUMN seq bigint;`,
 ];
 
 /** The newest schema version this server knows (the number of steps). */

@@ -76,6 +76,8 @@ export interface StoredNode {
   lastSeenMs?: number;
   /** The shard statuses of the node's last heartbeat (PostgreSQL only: other instances derive replica states from them). */
   shards?: ShardStatus[];
+  /** The `seq` of the heartbeat the report and shards are from (PostgreSQL only; absent for older agents). */
+  seq?: number;
 }
 
 /** One node's latest heartbeat, as written in a batch. */
@@ -84,6 +86,8 @@ export interface NodeReportRow {
   report: NodeReport;
   lastSeenMs: number;
   shards?: ShardStatus[];
+  /** Its `seq`: a row already holding a higher one is left as it is. */
+  seq?: number;
 }
 
 /**
