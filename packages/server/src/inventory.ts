@@ -317,9 +317,14 @@ export class Inventory {
     this.heardAtMs = atMs;
   }
 
-  liveness(node: InventoryNode, nowMs: number): Liveness {
+  /** How long the node has been silent as this instance can know it (see `heardAtMs`). */
+  silenceMs(node: InventoryNode, nowMs: number): number {
     const at = node.remote && this.heardAtMs !== undefined ? Math.min(nowMs, Math.max(this.heardAtMs, node.lastSeenMs)) : nowMs;
-    const ago = at - node.lastSeenMs;
+    return at - node.lastSeenMs;
+  }
+
+  liveness(node: InventoryNode, nowMs: number): Liveness {
+    const ago = this.silenceMs(node, nowMs);
     if (ago >= this.policy.lostAfterMs) return 'lost';
     if (!node.reported || ago >= this.policy.notReadyAfterMs) return 'not-ready';
     return 'ready';

@@ -25,6 +25,8 @@ import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
 import type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt } from './options.js';
 import { routeTable, type RouteTarget } from './routes.js';
+import { EngineProbes } from './engine-probes.js';
+import { quietTargets, serving } from './serving.js';
 
 export type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, RouteTarget };
 
@@ -74,6 +76,8 @@ export class Controller {
   readonly now: () => number;
   readonly startedAtMs: number;
   protected readonly engineKey: EngineKeyOf;
+  /** The server's own probes of engines whose agent went quiet (`serving.ts`). */
+  readonly probes: EngineProbes;
 
   constructor(
     readonly inventory: Inventory,
@@ -94,6 +98,13 @@ export class Controller {
     this.events.on('replicas', () => (this.routeCache = undefined));
     this.engineKey = opts.engineKey ?? ephemeralEngineKeys();
     this.writes = new ReplicaWrites(store, (id) => this.replicas.get(id), log);
+    this.probes = new EngineProbes({
+      intervalMs: Math.min(opts.engineProbeIntervalMs ?? 2000, inventory.policy.notReadyAfterMs / 4),
+      targets: () => quietTargets(this.replicas.values(), this.inventory, this.now()),
+      changed: () => this.events.emit('replicas'),
+      now: this.now,
+      ...(opts.probeEngine ? { probe: opts.probeEngine } : {}),
+    });
     // Stored replicas have no key; what a store from before still held is replaced too,
     // so every key is the derived one (an engine started with an old key restarts once).
     for (const r of stored) this.replicas.set(r.id, frozen(withSpec({ ...r, apiKey: this.engineKey(r.id) }, catalog.models)));
@@ -108,11 +119,13 @@ export class Controller {
   start(): void {
     this.timer = setInterval(() => this.passes.run(), this.opts.reconcileIntervalMs);
     this.timer.unref();
+    this.probes.start();
     this.passes.run();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    this.probes.stop();
     this.passes.stop();
   }
 
@@ -135,16 +148,23 @@ export class Controller {
     return [...this.replicas.values()].sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
   }
 
-  /** Ready replicas of a model, for the gateway. Cached until replicas change. */
+  /** Ready replicas of a model that serve (`serving.ts`), for the gateway. Cached until replicas, liveness or probes change. */
   routes(model: string): readonly RouteTarget[] {
     if (!this.routeCache) {
       const nowMs = this.now();
-      this.routeCache = routeTable(this.replicas.values(), (id) => {
-        const n = this.inventory.get(id);
-        return n !== undefined && this.inventory.liveness(n, nowMs) === 'ready';
-      });
+      this.routeCache = routeTable(this.replicas.values(), (r) => serving(r, this.inventory, this.probes, nowMs).serves);
     }
     return this.routeCache.get(model) ?? [];
+  }
+
+  /** Whether a replica serves now, and for how long its silent agent has been so (`ctl replicas`). */
+  serving(r: Replica): { serves: boolean; silentS?: number } {
+    return serving(r, this.inventory, this.probes, this.now());
+  }
+
+  /** A gateway request to the replica's engine failed: an engine vouched for by probes alone is ejected. */
+  engineFailed(replicaId: string): void {
+    this.probes.failed(replicaId);
   }
 
   logTail(shardId: string): string | undefined {
