@@ -84,7 +84,7 @@ describe('an agent SIGKILLed while its engine lives', () => {
       const view = await eventually(
         async () => {
           const r = (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas'])).find((x) => x.id === silent.id);
-          return r?.note && /^serving, agent silent \d+s$/.test(r.note) && r;
+          return r?.note !== undefined && /^serving, agent silent \d+s$/.test(r.note) && r;
         },
         10_000,
         'serving, agent silent',
