@@ -219,6 +219,13 @@ export type AssignmentsReply = Static<typeof AssignmentsReplySchema>;
  */
 export const JoinRequestSchema = Type.Object({
   node_id: Id,
+  /**
+   * The agent's name for this join, random, kept in its state directory from before the
+   * join is sent until its credential is saved: the same node id and join id again (a
+   * retry whose reply was lost) is the same join, answered with a fresh credential that
+   * replaces the one never received. Absent from older agents: a retry is refused (409).
+   */
+  join_id: Type.Optional(Type.String({ minLength: 16, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' })),
 });
 export type JoinRequest = Static<typeof JoinRequestSchema>;
 

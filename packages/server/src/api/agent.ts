@@ -22,7 +22,7 @@ export function agentApi(ctl: Controller, membership: Membership, modelsDir?: st
   r.route('/join')
     .post(requireJoinToken(membership), ...jsonBody('64kb'), async (req, res) => {
       const body = parseBody(JoinRequestSchema, req.body);
-      res.json(await membership.join(body.node_id));
+      res.json(await membership.join(body.node_id, body.join_id));
     })
     .all(methodNotAllowed);
 

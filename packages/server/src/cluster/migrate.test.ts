@@ -229,8 +229,8 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     await s.close();
     // The store as the server before events left it.
     const raw = new Database(path.join(old, 'llmgw.db'));
-    raw.exec('DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority');
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 3}`);
+    raw.exec('DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE node_credentials DROP COLUMN join_hash');
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 4}`);
     raw.pragma('wal_checkpoint(TRUNCATE)');
     raw.close();
     const bytes = fs.readFileSync(path.join(old, 'llmgw.db'));

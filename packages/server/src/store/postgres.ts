@@ -197,11 +197,13 @@ export class PostgresStore implements Store {
 
   async addCredential(cred: StoredCredential): Promise<boolean> {
     return this.tx(async (c) => {
-      const r = await c.query('INSERT INTO node_credentials (node_id, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (node_id) DO NOTHING', [
-        cred.nodeId,
-        cred.hash,
-        cred.createdAt,
-      ]);
+      // The same join again (its join id's hash matches) replaces the credential; any other join of a taken id does nothing.
+      const r = await c.query(
+        `INSERT INTO node_credentials (node_id, hash, created_at, join_hash) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at
+         WHERE node_credentials.join_hash IS NOT NULL AND node_credentials.join_hash = excluded.join_hash`,
+        [cred.nodeId, cred.hash, cred.createdAt, cred.joinHash ?? null],
+      );
       if (r.rowCount !== 1) return false;
       await PostgresStore.notify(c, 'credentials');
       return true;

@@ -78,6 +78,8 @@ const MIGRATIONS = [
    );`,
   // Issue 26: a key's priority band when requests wait in the gateway; NULL = standard.
   `ALTER TABLE api_keys ADD COLUMN priority TEXT;`,
+  // Issue 28: the hash of the join id that issued a node's credential, so a retried join is the same join.
+  `ALTER TABLE node_credentials ADD COLUMN join_hash TEXT;`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */
