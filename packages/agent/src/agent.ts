@@ -46,6 +46,8 @@ export interface AgentSettings {
   serverStartGraceS?: number;
   /** The files in the model cache (`NodeReport.files`), read at each report. */
   files?: () => CachedFile[];
+  /** Where this start's heartbeat `seq` begins (`heartbeatSeqBase`); the clock in µs when absent. */
+  seqBase?: number;
 }
 
 /** A connection not made by then is an instance that is not there: the next address is tried. */
@@ -98,6 +100,8 @@ export class Agent {
   private wakePoll?: () => void;
   /** The server's addresses: the one in use, and where to go when it fails. */
   private readonly servers: ServerPool;
+  /** The last heartbeat's `seq`: each one sent, retries to another instance too, gets the next. */
+  private seq: number;
 
   constructor(
     private readonly settings: AgentSettings,
@@ -109,6 +113,7 @@ export class Agent {
     runner.onChange(() => this.beatSoon());
     this.http = serverClient(settings.ca);
     this.servers = ServerPool.of(settings.server, log);
+    this.seq = settings.seqBase ?? Date.now() * 1000;
   }
 
   /**
@@ -199,7 +204,9 @@ export class Agent {
         tails.set(st.id, tail);
         return this.sentTails.get(st.id) === tail ? st : { ...st, log_tail: tail };
       });
-      const body = { report: await this.report(), shards };
+      // Taken when the state is read: what is read later is sent with a later seq.
+      const seq = ++this.seq;
+      const body = { report: await this.report(), shards, seq };
       authorization = await this.authorization();
       const auth = authorization;
       // A heartbeat carries the node's whole state: sending it again to another instance is harmless.

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { Agent } from './agent.js';
-import { JoinRefused, NodeCredential, credentialFile } from './credential.js';
+import { JoinRefused, NodeCredential, credentialFile, joinFile } from './credential.js';
 
 /** A fake server: `/agent/v1/join` answers what `joinReply` says; other calls are recorded. */
 async function fakeServer(joinReply: (n: number) => [number, unknown], other: (auth: string) => [number, unknown] = () => [200, { node_id: 'n1' }]) {
@@ -47,7 +47,8 @@ describe('NodeCredential', () => {
     const dir = stateDir();
     const c = new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: dir, log: silent });
     expect(await Promise.all([c.header(), c.header()])).toEqual(['Bearer llmgw-node-first-credential', 'Bearer llmgw-node-first-credential']);
-    expect(s.calls).toEqual([{ url: '/agent/v1/join', auth: 'Bearer jt', body: '{"node_id":"n1"}' }]);
+    expect(s.calls).toEqual([{ url: '/agent/v1/join', auth: 'Bearer jt', body: expect.stringMatching(/^\{"node_id":"n1","join_id":"[A-Za-z0-9_-]{32}"\}$/) }]);
+    expect(fs.existsSync(joinFile(dir))).toBe(false);
     expect(fs.statSync(credentialFile(dir)).mode & 0o777).toBe(0o600);
     // A restarted agent finds it and does not join again; under another id it joins anew.
     expect(await new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: dir, log: silent }).header()).toBe(
@@ -76,6 +77,25 @@ describe('NodeCredential', () => {
     await expect(c2.header()).rejects.toThrow(
       `the server at ${bad.url} rejected the join token (invalid join token): set LLMGW_JOIN_TOKEN to the server's current join token`,
     );
+  });
+
+  it('sends one join id for one join: saved before it is sent, the same on a retry and after a restart, a new one for the next join', async () => {
+    const s = await fakeServer((n) => (n <= 2 ? [502, { error: 'the reply was lost' }] : joined('llmgw-node-retried')));
+    const dir = stateDir();
+    const make = () => new NodeCredential({ server: s.url, joinToken: 'jt', nodeId: 'n1', stateDir: dir, log: silent });
+    await expect(make().header()).rejects.toThrow(/502/);
+    expect(fs.statSync(joinFile(dir)).mode & 0o777).toBe(0o600);
+    // A restarted agent retries the same join.
+    const c = make();
+    await expect(c.header()).rejects.toThrow(/502/);
+    expect(await c.header()).toBe('Bearer llmgw-node-retried');
+    const ids = s.calls.map((x) => (JSON.parse(x.body) as { join_id: string }).join_id);
+    expect(new Set(ids).size).toBe(1);
+    expect(fs.existsSync(joinFile(dir))).toBe(false);
+    // The credential gone (ctl nodes delete): the next join is another one.
+    c.rejected('Bearer llmgw-node-retried');
+    await c.header();
+    expect((JSON.parse(s.calls[3]!.body) as { join_id: string }).join_id).not.toBe(ids[0]);
   });
 
   it('treats an unreachable or failing server as worth retrying, not as a refusal', async () => {

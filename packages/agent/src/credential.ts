@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { HTTPError } from 'got';
@@ -38,6 +39,20 @@ export function credentialFile(stateDir: string): string {
 interface Saved {
   node_id: string;
   credential: string;
+}
+
+/**
+ * `<state-dir>/node-join.json`, mode 0600: the join under way, written before it is sent
+ * and removed once its credential is saved, so a retry after a lost reply (or a restart
+ * in between) is the same join to the server.
+ */
+export function joinFile(stateDir: string): string {
+  return path.join(stateDir, 'node-join.json');
+}
+
+interface PendingJoin {
+  node_id: string;
+  join_id: string;
 }
 
 /**
@@ -99,12 +114,14 @@ export class NodeCredential implements AgentAuth {
     let server = this.servers.current;
     let body: unknown;
     try {
-      // A join with the same node id is idempotent on the server: another instance may take it.
+      // The same node id and join id is the same join to every instance: a retry whose
+      // first reply was lost gets a credential in place of the one it never received.
+      const joinId = this.pendingJoinId();
       body = await this.servers.request(async (url, signal) => {
         server = url;
         return client
           .post(`${url}/agent/v1/join`, {
-            json: { node_id: nodeId },
+            json: { node_id: nodeId, join_id: joinId },
             headers: { authorization: `Bearer ${this.o.joinToken}` },
             timeout: { connect: 5_000, request: 10_000 },
             retry: { limit: 0 },
@@ -124,6 +141,7 @@ export class NodeCredential implements AgentAuth {
         `the server at ${server} answered the join with a reply that is not one: ${r.ok ? `node_id ${r.value.node_id}` : formatFailure(r.error)}`,
       );
     this.save({ node_id: nodeId, credential: r.value.credential });
+    fs.rmSync(joinFile(this.o.stateDir), { force: true });
     this.secret = r.value.credential;
     this.o.log.info(
       { server, node: nodeId, state: r.value.state },
@@ -132,6 +150,20 @@ export class NodeCredential implements AgentAuth {
         : 'joined the server with its own credential',
     );
     return r.value.credential;
+  }
+
+  /** The join id of the join under way for this node id, or a new one, saved before it is sent. */
+  private pendingJoinId(): string {
+    try {
+      const p = JSON.parse(fs.readFileSync(joinFile(this.o.stateDir), 'utf8')) as Partial<PendingJoin>;
+      if (p.node_id === this.o.nodeId && typeof p.join_id === 'string' && /^[A-Za-z0-9_-]{16,128}$/.test(p.join_id)) return p.join_id;
+    } catch {
+      /* none under way */
+    }
+    const pending: PendingJoin = { node_id: this.o.nodeId, join_id: randomBytes(24).toString('base64url') };
+    fs.mkdirSync(this.o.stateDir, { recursive: true, mode: 0o700 });
+    writePrivateFile(joinFile(this.o.stateDir), `${JSON.stringify(pending)}\n`);
+    return pending.join_id;
   }
 
   /** Written whole or not at all (a temporary file renamed), never readable by others. */

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { LOG_REDACT, addSettings, nearest, readSettings, splitServerList } from '@llmgw/shared';
 import { Agent, AGENT_VERSION } from './agent.js';
 import { NodeCredential, credentialFile } from './credential.js';
+import { heartbeatSeqBase } from './heartbeat-seq.js';
 import { probeMachine } from './probe/index.js';
 import { RUN_SETTINGS, defaultAdvertiseAddr, defaultNodeId, parseLabels, parsePortRange, parseSize, type RunSettings } from './settings.js';
 import { ModelCache } from './files/cache.js';
@@ -138,6 +139,7 @@ const run = addSettings(program.command('run', { isDefault: true }), RUN_SETTING
         probeIntervalMs: Math.max(o.heartbeatIntervalMs, 10_000),
         allowCommandEngine,
         files: () => files.list(),
+        seqBase: heartbeatSeqBase(stateDir),
       },
       () => probeMachine({ nvidiaSmi: o.nvidiaSmi, procRoot: o.procRoot, sysRoot: o.sysRoot, extraFabrics }),
       {

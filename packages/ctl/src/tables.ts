@@ -95,7 +95,7 @@ export function replicasTable(replicas: ReplicaView[], c: ChalkInstance): string
       r.endpoint ?? '-',
       r.revision ?? '-',
       age(r.age_seconds),
-      oneLine(r.error ?? coming(r) ?? '-', 100),
+      oneLine(r.error ?? coming(r) ?? r.note ?? '-', 100),
     ]),
   );
 }

@@ -87,7 +87,8 @@ describe('operations under failure', () => {
       catalog: catalogFile(
         `models:\n  - name: echo\n    source: t\n    profiles:\n      - { name: cpu, engine: command, command: ${engine(['--token-delay-ms', '5'])} }\n`,
       ),
-      args: fast,
+      // Lost only well after the agent is back: this journey is about the time between.
+      args: [...fast, '--lost-after', '15'],
     });
     const agent = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', args: agentArgs });
     const before = await eventually(
@@ -99,8 +100,14 @@ describe('operations under failure', () => {
     const traffic = load(new OpenAI({ apiKey: secret, baseURL: `${server.clientUrl}/v1`, maxRetries: 0, timeout: 10_000 }), 'echo');
     await eventually(() => traffic.ok.length > 10, 10_000, 'traffic');
     await agent.stop('SIGKILL');
+    // The engine keeps serving while its agent is gone, past the not-ready grace (2 s):
+    // the server's probes of the engine answer (issue 28).
+    await eventually(
+      async () => (await ctlJson<ReplicaView[]>(server.adminUrl, ['replicas']))[0]?.note?.startsWith('serving, agent silent'),
+      10_000,
+      'serving with a silent agent',
+    );
     const during = traffic.ok.length;
-    // The engine keeps serving while its agent is gone (within the not-ready grace).
     await eventually(() => traffic.ok.length > during + 10, 5_000, 'traffic without an agent');
     const again = startAgent({ server: server.adminUrl, nodeId: 'cpu-a', proc: 'cpu-32gb', stateDir: agent.stateDir, args: agentArgs });
     await again.waitFor(/joined the server/);

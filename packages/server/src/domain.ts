@@ -23,6 +23,11 @@ export interface Shard {
   port?: number;
   pid?: number;
   restarts?: number;
+  /**
+   * The `seq` of the heartbeat that set this shard's state: stored with the replica, so a
+   * reload, a restart or a pulled row with an older heartbeat never moves it back.
+   */
+  reportSeq?: number;
 }
 
 /**

@@ -29,6 +29,12 @@ export interface InventoryNode {
    * and until when it shows as suspect in `ctl nodes`. In memory, this instance's view.
    */
   suspect?: { reason: string; untilMs: number };
+  /**
+   * The `seq` of the heartbeat `report` and `shards` are from: nothing with a lower one
+   * replaces them (`olderThanHeld`). Absent until a heartbeat that carries one, and for a
+   * node only remembered from the store: a restart holds no version of its own.
+   */
+  seq?: number;
 }
 
 export interface InventoryOptions {
@@ -93,8 +99,30 @@ export class Inventory {
     return new Inventory(store, policy, bootMs, await store.loadNodes(), opts);
   }
 
+  /**
+   * Whether a heartbeat of version `seq` is older than what this instance holds of the
+   * node: it reached this instance after a later one reached it, directly or through the
+   * database (an agent that failed over while a request was still on its way).
+   */
+  olderThanHeld(nodeId: string, seq: number | undefined): boolean {
+    const held = this.nodes.get(nodeId)?.seq;
+    return seq !== undefined && held !== undefined && seq < held;
+  }
+
+  /**
+   * A heartbeat that is older than what is held (`olderThanHeld`) still proves the node
+   * alive now; its report and shard statuses are not taken.
+   */
+  seen(nodeId: string, nowMs: number): void {
+    const node = this.nodes.get(nodeId);
+    if (!node || nowMs <= node.lastSeenMs) return;
+    node.lastSeenMs = nowMs;
+    node.reported = true;
+    node.remote = false;
+  }
+
   /** Records a heartbeat. Returns true when the report differs from the last one, or the node was not live. */
-  report(report: NodeReport, nowMs: number, shards?: ShardStatus[]): boolean {
+  report(report: NodeReport, nowMs: number, shards?: ShardStatus[], seq?: number): boolean {
     const existing = this.nodes.get(report.node_id);
     const node: InventoryNode = existing ?? { id: report.node_id, admin: { state: 'ready' }, lastSeenMs: 0, reported: false };
     const wasLive = existing ? this.liveness(existing, nowMs) === 'ready' : false;
@@ -109,6 +137,8 @@ export class Inventory {
     node.reported = true;
     node.remote = false;
     if (shards) node.shards = pending ? [] : shards;
+    if (seq !== undefined) node.seq = seq;
+    else delete node.seq;
     if (!existing) this.added(node);
     // SQLite keeps a node's last report for `ctl nodes` after a restart: a repeat adds
     // nothing. Either store takes the batch in one transaction (`persistReports`), which
@@ -124,11 +154,16 @@ export class Inventory {
   }
 
   /**
-   * A node as another instance wrote it to the shared store: its admin state, and its
-   * report when the database saw a heartbeat newer than the last one here (`seenAtMs`,
-   * on this clock). `changed`: something routing or placement reads changed; `newer`:
-   * the row's heartbeat is newer than any this instance had (a pulled row can be older
-   * than a heartbeat that reached this instance since), so its shard statuses count.
+   * A node as another instance wrote it to the shared store: its admin state; its report
+   * when the row's heartbeat is a later one than this instance holds; and its liveness
+   * when the database saw that heartbeat after the last one heard here (`seenAtMs`, on
+   * this clock). `changed`: something routing or placement reads changed; `newer`: the
+   * row's heartbeat is later than any this instance had, so its shard statuses count.
+   *
+   * Later is by `seq` where both carry one, which no clock, batching or pull order can
+   * turn around: a pulled row may be older than a heartbeat that reached this instance
+   * since, or be this instance's own write of an earlier heartbeat coming back. Without
+   * one (older agents), by when the database saw it, as before.
    */
   applyRemote(row: StoredNode, seenAtMs: number | undefined): { changed: boolean; newer: boolean } {
     const node = this.nodes.get(row.id);
@@ -137,6 +172,8 @@ export class Inventory {
         id: row.id,
         admin: row.admin,
         ...(row.report ? { report: row.report } : {}),
+        ...(row.shards ? { shards: row.shards } : {}),
+        ...(row.seq !== undefined ? { seq: row.seq } : {}),
         lastSeenMs: seenAtMs ?? 0,
         reported: seenAtMs !== undefined && row.report !== undefined,
         remote: true,
@@ -145,11 +182,16 @@ export class Inventory {
     }
     let changed = !sameJson(node.admin, row.admin);
     node.admin = row.admin;
-    const newer = row.report !== undefined && seenAtMs !== undefined && seenAtMs > node.lastSeenMs;
-    if (newer && row.report && seenAtMs !== undefined) {
+    const fresher = row.report !== undefined && seenAtMs !== undefined && seenAtMs > node.lastSeenMs;
+    const newer = row.report !== undefined && (row.seq !== undefined ? node.seq === undefined || row.seq > node.seq : node.seq === undefined && fresher);
+    if (newer && row.report) {
       if (!sameJson(node.report, row.report)) changed = true;
-      if (!node.reported) changed = true;
       node.report = row.report;
+      if (row.shards) node.shards = row.shards;
+      if (row.seq !== undefined) node.seq = row.seq;
+    }
+    if (fresher && seenAtMs !== undefined) {
+      if (!node.reported) changed = true;
       node.lastSeenMs = seenAtMs;
       node.reported = true;
       node.remote = true;
@@ -186,7 +228,9 @@ export class Inventory {
       this.unsaved.clear();
       const rows = ids.flatMap((id) => {
         const n = this.nodes.get(id);
-        return n?.report ? [{ id, report: n.report, lastSeenMs: n.lastSeenMs, ...(n.shards ? { shards: n.shards } : {}) }] : [];
+        return n?.report
+          ? [{ id, report: n.report, lastSeenMs: n.lastSeenMs, ...(n.shards ? { shards: n.shards } : {}), ...(n.seq !== undefined ? { seq: n.seq } : {}) }]
+          : [];
       });
       try {
         await this.store.saveNodeReports(rows);
@@ -293,9 +337,14 @@ export class Inventory {
     return node.suspect !== undefined && nowMs < node.suspect.untilMs ? node.suspect.reason : undefined;
   }
 
-  liveness(node: InventoryNode, nowMs: number): Liveness {
+  /** How long the node has been silent as this instance can know it (see `heardAtMs`). */
+  silenceMs(node: InventoryNode, nowMs: number): number {
     const at = node.remote && this.heardAtMs !== undefined ? Math.min(nowMs, Math.max(this.heardAtMs, node.lastSeenMs)) : nowMs;
-    const ago = at - node.lastSeenMs;
+    return at - node.lastSeenMs;
+  }
+
+  liveness(node: InventoryNode, nowMs: number): Liveness {
+    const ago = this.silenceMs(node, nowMs);
     if (ago >= this.policy.lostAfterMs) return 'lost';
     if (!node.reported || ago >= this.policy.notReadyAfterMs) return 'not-ready';
     return 'ready';

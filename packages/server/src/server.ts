@@ -194,6 +194,7 @@ export async function startServer(
     minHealthyMs: settings.minHealthyMs,
     drainTimeoutMs: settings.drainTimeoutMs,
     maxLostFraction: settings.maxLostFraction,
+    engineProbeIntervalMs: settings.engineProbeIntervalMs,
     engineKey: engineKeys(settings.engineKeySecret ?? tokenFor(undefined, settings.dataDir, 'engine-key-secret').token),
     // The gateway counts its traffic here; the controller copies it each pass, the metrics read it at scrape time.
     load: traffic,

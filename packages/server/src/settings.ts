@@ -70,6 +70,13 @@ export const SERVER_SETTINGS = {
     help: 'a node silent this long is not-ready (no traffic, no placement)',
   },
   lostAfterMs: { unit: 'seconds', flag: '--lost-after', default: 300, above: 0, help: 'a node silent this long is lost (its replicas are replaced)' },
+  engineProbeIntervalMs: {
+    unit: 'seconds',
+    flag: '--engine-probe-interval',
+    default: 2,
+    above: 0,
+    help: 'how often the server probes the engines of a node silent past half --not-ready-after (GET /health with the engine key): one that answers keeps serving until --lost-after (at most a quarter of --not-ready-after)',
+  },
   reconcileIntervalMs: {
     unit: 'seconds',
     flag: '--reconcile-interval',

@@ -179,6 +179,13 @@ export type ShardStatus = Static<typeof ShardStatusSchema>;
 export const HeartbeatSchema = Type.Object({
   report: NodeReportSchema,
   shards: List(ShardStatusSchema, L.shards),
+  /**
+   * The heartbeat's version: strictly increasing over the node's heartbeats, across agent
+   * restarts too. A server instance never lets a report or shard status replace one of a
+   * higher `seq` it already holds, however it came (a pulled row, a reload, a restart).
+   * Absent from older agents: their reports are ordered by when they arrived.
+   */
+  seq: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
 });
 export type Heartbeat = Static<typeof HeartbeatSchema>;
 
@@ -272,6 +279,13 @@ export type AssignmentsReply = Static<typeof AssignmentsReplySchema>;
  */
 export const JoinRequestSchema = Type.Object({
   node_id: Id,
+  /**
+   * The agent's name for this join, random, kept in its state directory from before the
+   * join is sent until its credential is saved: the same node id and join id again (a
+   * retry whose reply was lost) is the same join, answered with a fresh credential that
+   * replaces the one never received. Absent from older agents: a retry is refused (409).
+   */
+  join_id: Type.Optional(Type.String({ minLength: 16, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' })),
 });
 export type JoinRequest = Static<typeof JoinRequestSchema>;
 

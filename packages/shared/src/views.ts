@@ -183,6 +183,12 @@ export const ReplicaViewSchema = Type.Object({
   endpoint: Type.Optional(Type.String()),
   age_seconds: Type.Integer(),
   error: Type.Optional(Type.String()),
+  /**
+   * What else an operator should know of a replica that is not wrong: `serving, agent
+   * silent 42s` while its agent is silent but its engine answers the server's probes and
+   * takes traffic (until the node is lost and the replica replaced).
+   */
+  note: Type.Optional(Type.String()),
   /** The model's revision the replica runs; absent on one from before revisions. */
   revision: Type.Optional(Type.String()),
   /** The engine's per-replica key; only with `?show_keys=true`, for calling an engine directly. */

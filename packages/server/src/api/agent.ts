@@ -56,7 +56,7 @@ export function agentApi(ctl: Controller, membership: Membership, opts: AgentApi
   r.route('/join')
     .post(requireJoinToken(membership), ...jsonBody('64kb'), async (req, res) => {
       const body = parseBody(JoinRequestSchema, req.body);
-      res.json(await membership.join(body.node_id));
+      res.json(await membership.join(body.node_id, body.join_id));
     })
     .all(methodNotAllowed);
 

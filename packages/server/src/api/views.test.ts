@@ -10,6 +10,7 @@ import { modelViews, nodeViews, replicaViews } from './views.js';
 /** A controller over one ready replica on node-1, on a clock the test moves. */
 function fleet(replicas: Replica[], model = makeModel()) {
   let nowMs = 1_000_000;
+  const engineUp = { up: false };
   const store = memoryStore({ replicas });
   const catalog: CatalogView = { models: [model], resolve: () => model, suggest: () => [] };
   const opts = {
@@ -20,6 +21,8 @@ function fleet(replicas: Replica[], model = makeModel()) {
     maxLostFraction: 1,
     failedBackoffMs: 30_000,
     now: () => nowMs,
+    // The engine answers the server's probes while `engineUp` (issue 28).
+    probeEngine: () => Promise.resolve(engineUp.up),
   };
   const ctl = new Controller(
     new Inventory(store, { notReadyAfterMs: 15_000, lostAfterMs: 600_000 }),
@@ -29,7 +32,7 @@ function fleet(replicas: Replica[], model = makeModel()) {
     pino({ level: 'silent' }),
     replicas,
   );
-  return { ctl, advance: (ms: number) => (nowMs += ms) };
+  return { ctl, engineUp, advance: (ms: number) => (nowMs += ms) };
 }
 
 describe('views: honest shapes', () => {
@@ -44,6 +47,18 @@ describe('views: honest shapes', () => {
       error: 'node node-1 stopped reporting: whether its engine still runs is unknown (ctl nodes)',
       shards: [{ node: 'node-1', state: 'unknown' }],
     });
+  });
+
+  it('shows a replica whose agent is silent but whose engine answers the probes as ready: serving, agent silent 42s', async () => {
+    const { ctl, engineUp, advance } = fleet([makeReplica({ id: 'r-1', endpoint: 'http://10.0.0.1:40001' })]);
+    ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
+    engineUp.up = true;
+    advance(8_000);
+    await ctl.probes.round();
+    advance(34_000);
+    await ctl.probes.round();
+    expect(replicaViews(ctl)[0]).toMatchObject({ state: 'ready', note: 'serving, agent silent 42s', shards: [{ state: 'ready' }] });
+    expect(replicaViews(ctl)[0]!.error).toBeUndefined();
   });
 
   it('says when a node was last seen as a number of seconds', () => {

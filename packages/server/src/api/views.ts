@@ -141,7 +141,10 @@ export function modelViews(ctl: Controller, admin = false): ModelView[] {
 
 /**
  * A replica as the API shows it. `silent` says which nodes stopped reporting: a live
- * replica with a shard there is `unknown`, not `ready`, as is that shard, and says why.
+ * replica with a shard there is `unknown`, not `ready`, as is that shard, and says why —
+ * unless its engine still serves (`servingSilentS`, the seconds its agent has been silent
+ * while the server's probes of the engine answer): then it is `ready` with the note
+ * `serving, agent silent 42s`.
  */
 export function replicaView(
   r: Replica,
@@ -149,8 +152,9 @@ export function replicaView(
   showKeys = false,
   silent: (nodeId: string) => boolean = () => false,
   downloadOf: (shardId: string) => DownloadProgress | undefined = () => undefined,
+  servingSilentS?: number,
 ): ReplicaView {
-  const lost = LIVE_STATES.has(r.state) ? [...new Set(r.shards.filter((s) => silent(s.nodeId)).map((s) => s.nodeId))] : [];
+  const lost = LIVE_STATES.has(r.state) && servingSilentS === undefined ? [...new Set(r.shards.filter((s) => silent(s.nodeId)).map((s) => s.nodeId))] : [];
   const error = r.error ?? (lost.length ? `node ${lost.join(', ')} stopped reporting: whether its engine still runs is unknown (ctl nodes)` : undefined);
   return {
     id: r.id,
@@ -162,6 +166,7 @@ export function replicaView(
     ...(r.endpoint ? { endpoint: r.endpoint } : {}),
     age_seconds: Math.max(0, Math.floor((nowMs - r.createdAtMs) / 1000)),
     ...(error ? { error } : {}),
+    ...(servingSilentS !== undefined ? { note: `serving, agent silent ${servingSilentS}s` } : {}),
     ...(r.revision ? { revision: r.revision } : {}),
     ...(showKeys ? { api_key: r.apiKey } : {}),
     shards: r.shards.map((s) => ({
@@ -190,7 +195,7 @@ export function replicaViews(ctl: Controller, model?: string, showKeys = false):
   return ctl
     .listReplicas()
     .filter((r) => !model || r.model === model)
-    .map((r) => replicaView(r, nowMs, showKeys, silent, (id) => ctl.downloads.of(id)));
+    .map((r) => replicaView(r, nowMs, showKeys, silent, (id) => ctl.downloads.of(id), ctl.serving(r).silentS));
 }
 
 /** Why a model is or is not placed, from the reconciler's latest attempt. */

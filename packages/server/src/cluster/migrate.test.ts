@@ -231,7 +231,7 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     // The store as the server before events left it.
     const raw = new Database(path.join(old, 'llmgw.db'));
     raw.exec(
-      'DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes',
+      'DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes; ALTER TABLE node_credentials DROP COLUMN join_hash',
     );
     raw.pragma(`user_version = ${SCHEMA_VERSION - 4}`);
     raw.pragma('wal_checkpoint(TRUNCATE)');

@@ -25,6 +25,8 @@ import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
 import type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, ReportRefusal } from './options.js';
 import { routeTable, type RouteTarget } from './routes.js';
+import { EngineProbes } from './engine-probes.js';
+import { quietTargets, serving } from './serving.js';
 
 export type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, ReportRefusal, RouteTarget };
 
@@ -76,6 +78,8 @@ export class Controller {
   readonly now: () => number;
   readonly startedAtMs: number;
   protected readonly engineKey: EngineKeyOf;
+  /** The server's own probes of engines whose agent went quiet (`serving.ts`). */
+  readonly probes: EngineProbes;
 
   constructor(
     readonly inventory: Inventory,
@@ -96,6 +100,13 @@ export class Controller {
     this.events.on('replicas', () => (this.routeCache = undefined));
     this.engineKey = opts.engineKey ?? ephemeralEngineKeys();
     this.writes = new ReplicaWrites(store, (id) => this.replicas.get(id), log);
+    this.probes = new EngineProbes({
+      intervalMs: Math.min(opts.engineProbeIntervalMs ?? 2000, inventory.policy.notReadyAfterMs / 4),
+      targets: () => quietTargets(this.replicas.values(), this.inventory, this.now()),
+      changed: () => this.events.emit('replicas'),
+      now: this.now,
+      ...(opts.probeEngine ? { probe: opts.probeEngine } : {}),
+    });
     // Stored replicas have no key; what a store from before still held is replaced too,
     // so every key is the derived one (an engine started with an old key restarts once).
     for (const r of stored) this.replicas.set(r.id, frozen(withSpec({ ...r, apiKey: this.engineKey(r.id) }, catalog.models)));
@@ -110,11 +121,13 @@ export class Controller {
   start(): void {
     this.timer = setInterval(() => this.passes.run(), this.opts.reconcileIntervalMs);
     this.timer.unref();
+    this.probes.start();
     this.passes.run();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    this.probes.stop();
     this.passes.stop();
   }
 
@@ -137,16 +150,23 @@ export class Controller {
     return [...this.replicas.values()].sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
   }
 
-  /** Ready replicas of a model, for the gateway. Cached until replicas change. */
+  /** Ready replicas of a model that serve (`serving.ts`), for the gateway. Cached until replicas, liveness or probes change. */
   routes(model: string): readonly RouteTarget[] {
     if (!this.routeCache) {
       const nowMs = this.now();
-      this.routeCache = routeTable(this.replicas.values(), (id) => {
-        const n = this.inventory.get(id);
-        return n !== undefined && this.inventory.liveness(n, nowMs) === 'ready';
-      });
+      this.routeCache = routeTable(this.replicas.values(), (r) => serving(r, this.inventory, this.probes, nowMs).serves);
     }
     return this.routeCache.get(model) ?? [];
+  }
+
+  /** Whether a replica serves now, and for how long its silent agent has been so (`ctl replicas`). */
+  serving(r: Replica): { serves: boolean; silentS?: number } {
+    return serving(r, this.inventory, this.probes, this.now());
+  }
+
+  /** A gateway request to the replica's engine failed: an engine vouched for by probes alone is ejected. */
+  engineFailed(replicaId: string): void {
+    this.probes.failed(replicaId);
   }
 
   logTail(shardId: string): string | undefined {
@@ -180,9 +200,17 @@ export class Controller {
     const nodeId = hb.report.node_id;
     this.refusing.delete(nodeId);
     const nowMs = this.now();
+    const estimate = sourcesToEstimateOnce(this.catalog.models);
+    const reply = { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
+    // Older than what this instance holds (a later one came first, here or through the
+    // database): it proves the node alive, and says nothing else that is still true.
+    if (this.inventory.olderThanHeld(nodeId, hb.seq)) {
+      this.inventory.seen(nodeId, nowMs);
+      return reply;
+    }
     const before = this.inventory.get(nodeId);
     const wasLive = before !== undefined && this.inventory.liveness(before, nowMs) === 'ready';
-    const changed = this.inventory.report(hb.report, nowMs, hb.shards);
+    const changed = this.inventory.report(hb.report, nowMs, hb.shards, hb.seq);
     const touched = this.applyShardStatus(nodeId, hb);
     const moved = this.downloads.report(nodeId, hb.shards, (id) => this.replicas.get(id), nowMs);
     if (moved.length) this.events.emit('downloads', moved);
@@ -190,8 +218,7 @@ export class Controller {
     // placement now; a live node's new report only feeds the next plan (`notifyReport`).
     if (touched || (changed && !wasLive)) this.notify();
     else if (changed) this.passes.bounded();
-    const estimate = sourcesToEstimateOnce(this.catalog.models);
-    return { node_id: nodeId, ...(estimate.length ? { estimate_sources: estimate } : {}) };
+    return reply;
   }
 
   /**
@@ -234,7 +261,7 @@ export class Controller {
       }
       const head = before.shards.find((s) => s.rank === 0);
       const headAddr = (head && this.inventory.get(head.nodeId)?.report?.mgmt_addr) ?? hb.report.mgmt_addr;
-      const after = applyShardReports(before, nodeId, reports, this.now(), headAddr);
+      const after = applyShardReports(before, nodeId, reports, this.now(), headAddr, hb.seq);
       if (!after) continue;
       this.replicas.set(id, frozen(after));
       changed.push(id);

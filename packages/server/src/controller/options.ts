@@ -5,6 +5,7 @@ import type { ModelLoad, RolloutChange } from '../reconcile/reconcile.js';
 import type { PlacementOutcome } from '../snapshot.js';
 import type { DownloadChange } from './downloads.js';
 import type { EngineKeyOf } from './engine-keys.js';
+import type { ProbeEngine } from './engine-probes.js';
 
 // What a Controller is made with, what it reads and what it tells (controller.ts
 // re-exports each): its settings and the sources it is handed at construction.
@@ -53,6 +54,13 @@ export interface ControllerOptions {
   load?: LoadSource;
   /** The memory estimates of GGUF sources agents fetch (`files/header-estimates.ts`). */
   estimates?: FetchedEstimates;
+  /**
+   * How often the server probes the engines of replicas whose agent went quiet
+   * (`--engine-probe-interval`; default 2 s, and at most a quarter of `--not-ready-after`).
+   */
+  engineProbeIntervalMs?: number;
+  /** The probe itself (tests); `GET /health` with the engine key otherwise. */
+  probeEngine?: ProbeEngine;
 }
 
 /**

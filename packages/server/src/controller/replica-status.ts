@@ -5,9 +5,11 @@ import type { Replica, Shard } from '../domain.js';
  * A shard as its agent's report leaves it, or undefined when the report changes
  * nothing. `stopped` is not a shard state the server keeps: the replica's own state
  * says whether it is meant to run. A port, pid or restart count the report leaves out
- * stays as it was.
+ * stays as it was. A report from a heartbeat older (`seq`) than the one that set the
+ * shard changes nothing: readiness only moves on newer information.
  */
-export function mergeShardReport(shard: Shard, st: ShardStatus): Shard | undefined {
+export function mergeShardReport(shard: Shard, st: ShardStatus, seq?: number): Shard | undefined {
+  if (seq !== undefined && shard.reportSeq !== undefined && seq < shard.reportSeq) return undefined;
   const state = st.state === 'stopped' ? shard.state : st.state;
   if (state === shard.state && st.port === shard.port && st.pid === shard.pid && st.error === shard.error && st.restarts === shard.restarts) return undefined;
   const next: Shard = {
@@ -16,6 +18,7 @@ export function mergeShardReport(shard: Shard, st: ShardStatus): Shard | undefin
     ...(st.port !== undefined ? { port: st.port } : {}),
     ...(st.pid !== undefined ? { pid: st.pid } : {}),
     ...(st.restarts !== undefined ? { restarts: st.restarts } : {}),
+    ...(seq !== undefined ? { reportSeq: seq } : {}),
   };
   if (st.error) next.error = st.error;
   else delete next.error;
@@ -51,14 +54,21 @@ export function replicaStatus(r: Replica, nowMs: number, headAddr: string): Repl
  * nothing. Reports about shards that are not on that node are ignored: a node speaks
  * only for itself.
  */
-export function applyShardReports(r: Replica, nodeId: string, reports: readonly ShardStatus[], nowMs: number, headAddr: string): Replica | undefined {
+export function applyShardReports(
+  r: Replica,
+  nodeId: string,
+  reports: readonly ShardStatus[],
+  nowMs: number,
+  headAddr: string,
+  seq?: number,
+): Replica | undefined {
   let shards: Shard[] | undefined;
   for (const st of reports) {
     const current = shards ?? r.shards;
     const i = current.findIndex((s) => s.id === st.id && s.nodeId === nodeId);
     const shard = current[i];
     if (!shard) continue;
-    const merged = mergeShardReport(shard, st);
+    const merged = mergeShardReport(shard, st, seq);
     if (!merged) continue;
     shards = current.map((s, j) => (j === i ? merged : s));
   }

@@ -3,7 +3,7 @@ import { makeReplica } from '../../test/factories.js';
 import { routeTable } from './routes.js';
 
 describe('routeTable', () => {
-  it('routes to ready replicas with an endpoint whose nodes all report, per model', () => {
+  it('routes to ready replicas with an endpoint that serve, per model', () => {
     const replicas = [
       makeReplica({ id: 'a', endpoint: 'http://h:1' }),
       makeReplica({ id: 'b', endpoint: 'http://h:2', state: 'starting' }),
@@ -11,7 +11,7 @@ describe('routeTable', () => {
       makeReplica({ id: 'd', endpoint: 'http://h:4', shards: [{ id: 'd-0', nodeId: 'silent', rank: 0, gpuUuids: [], gpuIndices: [], state: 'ready' }] }),
       makeReplica({ id: 'e', model: 'other', endpoint: 'http://h:5' }),
     ];
-    const table = routeTable(replicas, (id) => id !== 'silent');
+    const table = routeTable(replicas, (r) => r.shards.every((s) => s.nodeId !== 'silent'));
     expect(table.get('qwen-coder-14b')).toEqual([{ replicaId: 'a', endpoint: 'http://h:1', apiKey: 'k' }]);
     expect(table.get('other')?.map((t) => t.replicaId)).toEqual(['e']);
   });

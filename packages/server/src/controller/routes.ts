@@ -8,15 +8,15 @@ export interface RouteTarget {
 }
 
 /**
- * What the gateway may route to, per model: ready replicas with an endpoint whose every
- * shard is on a node that reports (a node that stopped reporting gets no traffic: its
- * engines may be gone).
+ * What the gateway may route to, per model: the replicas `serves` lets through (ready,
+ * with an endpoint, on nodes that report or whose engines answer the server's probes;
+ * see `serving.ts`).
  */
-export function routeTable(replicas: Iterable<Replica>, nodeIsLive: (nodeId: string) => boolean): Map<string, readonly RouteTarget[]> {
+export function routeTable(replicas: Iterable<Replica>, serves: (r: Replica) => boolean): Map<string, readonly RouteTarget[]> {
   const table = new Map<string, RouteTarget[]>();
   for (const r of replicas) {
     if (r.state !== 'ready' || !r.endpoint) continue;
-    if (!r.shards.every((s) => nodeIsLive(s.nodeId))) continue;
+    if (!serves(r)) continue;
     const list = table.get(r.model) ?? [];
     list.push(Object.freeze({ replicaId: r.id, endpoint: r.endpoint, apiKey: r.apiKey }));
     table.set(r.model, list);

@@ -55,7 +55,8 @@ export class SharedController extends Controller {
   }
 
   override heartbeat(hb: Heartbeat): HeartbeatReply {
-    this.lastShards.set(hb.report.node_id, hb);
+    // One older than the last heard (through the database, say) must not be re-applied over reloads.
+    if (!this.inventory.olderThanHeld(hb.report.node_id, hb.seq)) this.lastShards.set(hb.report.node_id, hb);
     return super.heartbeat(hb);
   }
 
@@ -184,7 +185,7 @@ export class SharedController extends Controller {
     // Only a heartbeat newer than the last one here: a pulled row may be older than one
     // that reached this instance directly since, and its shard statuses would undo it.
     if (newer && row.report && row.shards) {
-      const hb: Heartbeat = { report: row.report, shards: row.shards };
+      const hb: Heartbeat = { report: row.report, shards: row.shards, ...(row.seq !== undefined ? { seq: row.seq } : {}) };
       this.lastShards.set(row.id, hb);
       touched = this.applyShardStatus(row.id, hb);
     }

@@ -28,15 +28,14 @@ export class Membership {
 
   /**
    * A node joins under its id and gets its credential. An id that already has one is
-   * refused (409), and nothing of that node changes. A node the inventory knows without
+   * refused (409), and nothing of that node changes — unless it is the same join again
+   * (`joinId` matches the one that issued the credential: a retry whose reply was lost),
+   * which gets a fresh credential in place of the one it never received. A node the inventory knows without
    * a credential — from a database older than credentials — is claimed by its first
    * join and keeps its admin state and replicas (see the store README: upgrading).
    */
-  async join(nodeId: string): Promise<JoinReply> {
+  async join(nodeId: string, joinId?: string): Promise<JoinReply> {
     const now = new Date(this.ctl.now());
-    if (this.credentials.has(nodeId)) {
-      this.log.warn({ node: nodeId }, `refused a join as node ${nodeId}, which has already joined with its own credential`);
-    }
     const known = this.ctl.inventory.get(nodeId);
     if (!known && !this.credentials.has(nodeId)) {
       await this.ctl.inventory.add(
@@ -45,11 +44,22 @@ export class Membership {
         now.getTime(),
       );
     }
-    const credential = await this.credentials.issue(nodeId, now);
+    const again = this.credentials.has(nodeId);
+    let credential: string;
+    try {
+      credential = await this.credentials.issue(nodeId, now, joinId);
+    } catch (err) {
+      if (again) this.log.warn({ node: nodeId }, `refused a join as node ${nodeId}, which has already joined with its own credential`);
+      throw err;
+    }
     const state = this.ctl.inventory.get(nodeId)?.admin.state === 'pending-approval' ? 'pending-approval' : 'ready';
     this.log.info(
-      { node: nodeId, state, claimed: Boolean(known) },
-      state === 'pending-approval' ? `node ${nodeId} joined and waits for approval (ctl nodes approve ${nodeId})` : `node ${nodeId} joined`,
+      { node: nodeId, state, claimed: Boolean(known), ...(again ? { retried: true } : {}) },
+      again
+        ? `node ${nodeId} joined again with the same join id (its first reply was lost): its credential is replaced`
+        : state === 'pending-approval'
+          ? `node ${nodeId} joined and waits for approval (ctl nodes approve ${nodeId})`
+          : `node ${nodeId} joined`,
     );
     this.ctl.notify();
     return { node_id: nodeId, credential, state };

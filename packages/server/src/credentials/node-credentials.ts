@@ -45,15 +45,20 @@ export class NodeCredentials {
   /**
    * Issues the credential of a node that has none, written to the store before it is
    * handed out (a refused write is a 503 and changes nothing). A node that has one is
-   * refused: a second machine must never take over a joined node's name.
+   * refused: a second machine must never take over a joined node's name — unless this is
+   * the join that issued it, again (`joinId`, a secret of the agent's: its retry after a
+   * lost reply). Then a fresh credential replaces that one, in the store's one statement,
+   * so the node never has two that work.
    */
-  async issue(nodeId: string, now: Date): Promise<string> {
-    if (this.byNode.has(nodeId)) throw taken(nodeId);
+  async issue(nodeId: string, now: Date, joinId?: string): Promise<string> {
+    if (this.byNode.has(nodeId) && joinId === undefined) throw taken(nodeId);
     const secret = newSecret('llmgw-node-', 32);
     const hash = hashSecret(secret);
     // The store decides, atomically: another join of this id (here, in flight, or at
     // another instance) may have been issued one since the check above.
-    if (!(await this.store.addCredential({ nodeId, hash, createdAt: now.toISOString() }))) throw taken(nodeId);
+    const joinHash = joinId === undefined ? undefined : hashSecret(`join:${joinId}`);
+    if (!(await this.store.addCredential({ nodeId, hash, createdAt: now.toISOString(), ...(joinHash ? { joinHash } : {}) }))) throw taken(nodeId);
+    this.forget(nodeId);
     this.remember(nodeId, hash);
     return secret;
   }

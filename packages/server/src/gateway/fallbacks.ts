@@ -83,6 +83,7 @@ export class Fallbacks {
             fallbackFrom,
             balancer.firstByte && (() => (balancer.firstByte?.(routed, t), this.freed(ex.model.name))),
           );
+          this.upstream.answered(target.replicaId);
           // A stream the client left returns, its tokens so far counted.
           if (ex.signal.aborted) this.metrics.cancelled.inc({ model: model.name });
           return;
@@ -94,6 +95,7 @@ export class Fallbacks {
           if (!(err instanceof RetryableUpstreamError)) throw err;
           failures.push(`${model.name} replica ${target.replicaId}: ${err.message}`);
           this.upstream.coolDown(target.replicaId);
+          this.ctl.engineFailed(target.replicaId);
           this.metrics.retries.inc({ model: model.name });
           this.log.warn({ replica: target.replicaId, model: model.name, err: err.message }, 'upstream failed before the first byte; trying another replica');
         } finally {

@@ -53,6 +53,7 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
     routes: (name: string) => (name === 'm' && started ? targets : []),
     listReplicas: () => [],
     lastAttempt: () => undefined,
+    engineFailed: () => {},
     notify: () => void setTimeout(() => (started = true), 20),
     events: new EventEmitter<ControllerEvents>(),
   } as unknown as Controller;
@@ -112,6 +113,7 @@ export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}
     routes: (name: string) => (name === 'm' ? targets.filter((t) => ready.has(t.replicaId)) : []),
     listReplicas: () => targets.map((t) => ({ id: t.replicaId, model: 'm', state: ready.has(t.replicaId) ? 'ready' : 'stopped', endpoint: t.endpoint })),
     lastAttempt: () => undefined,
+    engineFailed: () => {},
     notify: () => {},
     events,
   } as unknown as Controller;

@@ -37,6 +37,8 @@ export class RetryableUpstreamError extends Error {}
 export class Upstream {
   private readonly pools = new Map<string, Pool>();
   private readonly cooldownUntil = new Map<string, number>();
+  /** Failed attempts in a row per replica, since its last answer: each doubles the next cool-down. */
+  private readonly strikes = new Map<string, number>();
 
   /** Requests in flight on a replica (counted in `traffic`); bound once so the balancer can call it as is. */
   readonly inFlight: (replicaId: string) => number;
@@ -57,9 +59,20 @@ export class Upstream {
     return (this.cooldownUntil.get(replicaId) ?? 0) > now;
   }
 
-  /** Leaves a replica that failed out of routing for the cool-down. */
+  /**
+   * Leaves a replica that failed out of routing for the cool-down: outlier ejection with
+   * backoff, `--cooldown` after a first failure, doubling per failure in a row up to 16×,
+   * until it answers again (`answered`).
+   */
   coolDown(replicaId: string): void {
-    this.cooldownUntil.set(replicaId, Date.now() + this.settings.cooldownMs);
+    const strikes = Math.min((this.strikes.get(replicaId) ?? 0) + 1, 5);
+    this.strikes.set(replicaId, strikes);
+    this.cooldownUntil.set(replicaId, Date.now() + this.settings.cooldownMs * 2 ** (strikes - 1));
+  }
+
+  /** The replica answered an attempt: its next failure cools it down from the start. */
+  answered(replicaId: string): void {
+    if (this.strikes.size) this.strikes.delete(replicaId);
   }
 
   /**
@@ -70,6 +83,7 @@ export class Upstream {
     const ids = new Set(replicas.map((r) => r.id));
     const endpoints = new Set(replicas.map((r) => r.endpoint).filter((e): e is string => e !== undefined));
     for (const id of [...this.cooldownUntil.keys()]) if (!ids.has(id)) this.cooldownUntil.delete(id);
+    for (const id of [...this.strikes.keys()]) if (!ids.has(id)) this.strikes.delete(id);
     this.traffic.prune(ids);
     for (const [endpoint, pool] of [...this.pools]) {
       if (endpoints.has(endpoint)) continue;

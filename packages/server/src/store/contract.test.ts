@@ -236,6 +236,22 @@ describeEach('the store contract', (open, kind) => {
   );
 
   it(
+    'the same join again (its join hash) replaces the credential it issued, in one statement; any other join of the id does not (issue 28)',
+    withStore(open, async ({ store }) => {
+      const at = '2026-01-01T00:00:00.000Z';
+      expect(await store.addCredential({ nodeId: 'n1', hash: 'h1', createdAt: at, joinHash: 'j1' })).toBe(true);
+      expect(await store.addCredential({ nodeId: 'n1', hash: 'h-other', createdAt: at, joinHash: 'j2' })).toBe(false);
+      expect(await store.addCredential({ nodeId: 'n1', hash: 'h-none', createdAt: at })).toBe(false);
+      expect(await store.addCredential({ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z', joinHash: 'j1' })).toBe(true);
+      // One row per node: the retried join's credential, the lost one gone.
+      expect(await store.loadCredentials()).toEqual([{ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z' }]);
+      // A credential issued without a join id is never replaced.
+      expect(await store.addCredential({ nodeId: 'n2', hash: 'h2', createdAt: at })).toBe(true);
+      expect(await store.addCredential({ nodeId: 'n2', hash: 'h2b', createdAt: at })).toBe(false);
+    }),
+  );
+
+  it(
     'a credential is added once per node, never replaced, and deleting a node removes its credential and no other',
     withStore(open, async ({ store }) => {
       expect(await store.addCredential({ nodeId: 'n1', hash: 'h1', createdAt: '2026-01-01T00:00:00.000Z' })).toBe(true);

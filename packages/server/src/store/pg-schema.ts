@@ -129,6 +129,10 @@ const MIGRATIONS = [
    );
    CREATE INDEX usage_minutes_time ON usage_minutes (minute_ms);
    ALTER TABLE limit_counts ADD COLUMN tokens bigint NOT NULL DEFAULT 0;`,
+  // Issue 28: the seq of the heartbeat a node row holds, so an older one never replaces it.
+  `ALTER TABLE nodes ADD COLUMN seq bigint;`,
+  // Issue 28: the hash of the join id that issued a node's credential, so a retried join is the same join (schema.ts has the same step).
+  `ALTER TABLE node_credentials ADD COLUMN join_hash text;`,
 ];
 
 /** The newest schema version this server knows (the number of steps). */

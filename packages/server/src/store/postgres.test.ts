@@ -190,6 +190,17 @@ describePostgres('PostgresStore', () => {
     expect((await s.loadNodesChanged(first.dbNowMs)).nodes.map((n) => [n.id, n.admin.state, n.lastSeenMs])).toEqual([['n1', 'cordoned', seen]]);
   });
 
+  it('a node row never takes a heartbeat older (seq) than the one it holds, whichever instance writes last (issue 28)', async () => {
+    const s = await store();
+    const at = (state: 'ready' | 'starting') => [{ id: 'r-1-0', replica_id: 'r-1', state, port: 8000 }];
+    await s.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1, shards: at('ready'), seq: 12 }]);
+    // Another instance's batch with seq 11 commits after it: the row keeps seq 12.
+    await s.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1, shards: at('starting'), seq: 11 }]);
+    expect((await s.loadNodes()).map((n) => [n.seq, n.shards?.[0]?.state])).toEqual([[12, 'ready']]);
+    await s.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1, shards: at('starting'), seq: 13 }]);
+    expect((await s.loadNodes()).map((n) => [n.seq, n.shards?.[0]?.state])).toEqual([[13, 'starting']]);
+  });
+
   it('saveNodeReports writes 5,000 nodes in one call, well above 5,000 rows a second', async () => {
     const s = await store();
     const rows = Array.from({ length: 5000 }, (_, i) => {

@@ -36,7 +36,7 @@ export interface PostgresOptions {
   poolSize?: number;
 }
 
-const NODE_COLUMNS = 'n.id, n.admin, n.report, n.shards, n.last_seen_ms';
+const NODE_COLUMNS = 'n.id, n.admin, n.report, n.shards, n.last_seen_ms, n.seq';
 
 /**
  * The store on PostgreSQL, shared by several llmgw-server instances. Same behaviour as
@@ -167,13 +167,16 @@ export class PostgresStore implements Store {
     if (!latest.length) return;
     // The batch goes as one jsonb array: about twice as fast as unnest() over arrays of
     // JSON strings, which the driver must escape as array literals.
+    // A row holding a later heartbeat (another instance wrote it meanwhile) keeps it: the
+    // report and shards, and the liveness that heartbeat already proved.
     await this.pool.query(
-      `INSERT INTO nodes (id, admin, report, shards, last_seen_ms, updated_ms)
-       SELECT r->>'id', '{"state":"ready"}'::jsonb, r->'report', NULLIF(r->'shards', 'null'::jsonb), t.ms, t.ms
+      `INSERT INTO nodes (id, admin, report, shards, last_seen_ms, updated_ms, seq)
+       SELECT r->>'id', '{"state":"ready"}'::jsonb, r->'report', NULLIF(r->'shards', 'null'::jsonb), t.ms, t.ms, (r->>'seq')::bigint
        FROM jsonb_array_elements($1::jsonb) AS r, (SELECT ${DB_MS} AS ms) t
        ON CONFLICT (id) DO UPDATE SET report = excluded.report, shards = excluded.shards,
-         last_seen_ms = excluded.last_seen_ms, updated_ms = excluded.updated_ms`,
-      [JSON.stringify(latest.map((r) => ({ id: r.id, report: r.report, shards: r.shards ?? null })))],
+         last_seen_ms = excluded.last_seen_ms, updated_ms = excluded.updated_ms, seq = excluded.seq
+       WHERE nodes.seq IS NULL OR excluded.seq IS NULL OR excluded.seq >= nodes.seq`,
+      [JSON.stringify(latest.map((r) => ({ id: r.id, report: r.report, shards: r.shards ?? null, seq: r.seq ?? null })))],
     );
   }
 
@@ -194,11 +197,13 @@ export class PostgresStore implements Store {
 
   async addCredential(cred: StoredCredential): Promise<boolean> {
     return this.tx(async (c) => {
-      const r = await c.query('INSERT INTO node_credentials (node_id, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (node_id) DO NOTHING', [
-        cred.nodeId,
-        cred.hash,
-        cred.createdAt,
-      ]);
+      // The same join again (its join id's hash matches) replaces the credential; any other join of a taken id does nothing.
+      const r = await c.query(
+        `INSERT INTO node_credentials (node_id, hash, created_at, join_hash) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at
+         WHERE node_credentials.join_hash IS NOT NULL AND node_credentials.join_hash = excluded.join_hash`,
+        [cred.nodeId, cred.hash, cred.createdAt, cred.joinHash ?? null],
+      );
       if (r.rowCount !== 1) return false;
       await PostgresStore.notify(c, 'credentials');
       return true;

@@ -46,6 +46,7 @@ export interface NodeRow {
   report: NodeReport | null;
   shards: ShardStatus[] | null;
   last_seen_ms: string | null;
+  seq?: string | null;
 }
 
 /**
@@ -64,6 +65,7 @@ export function toNode(r: NodeRow): StoredNode {
     ...(report ? { report } : {}),
     ...(r.last_seen_ms != null ? { lastSeenMs: Number(r.last_seen_ms) } : {}),
     ...(shards ? { shards } : {}),
+    ...(r.seq != null && Number.isSafeInteger(Number(r.seq)) ? { seq: Number(r.seq) } : {}),
   };
 }
 

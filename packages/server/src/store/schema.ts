@@ -104,6 +104,8 @@ const MIGRATIONS = [
   // for ever. The VACUUM rewrites the file once, so an existing store gives back what it held.
   `${OUTSIDE_TRANSACTION}PRAGMA auto_vacuum = INCREMENTAL;
    VACUUM;`,
+  // Issue 28: the hash of the join id that issued a node's credential, so a retried join is the same join.
+  `ALTER TABLE node_credentials ADD COLUMN join_hash TEXT;`,
 ];
 
 /** The newest schema version this server knows (`user_version` after every step). */

@@ -59,9 +59,9 @@ describe('engine keys are not stored', () => {
     await new SqliteStore(dir).close();
     // The store as the previous version left it: a replica record with its key in clear.
     const db = new Database(path.join(dir, 'llmgw.db'));
-    // The steps after the one that removes keys (admin_tokens is made in it; events, rollouts, keys' priority, tpm and usage per minute after it) are undone too.
+    // The steps after the one that removes keys (admin_tokens is made in it; events, rollouts, keys' priority, tpm, usage per minute and credentials' join hash after it) are undone too.
     db.exec(
-      'DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes',
+      'DROP TABLE admin_tokens; DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes; ALTER TABLE node_credentials DROP COLUMN join_hash',
     );
     db.prepare('INSERT INTO replicas (id, model, data) VALUES (?, ?, ?)').run('r-1', 'm', JSON.stringify({ ...makeReplica(), apiKey: KEY }));
     db.pragma(`user_version = ${ADMIN_TOKENS_STEP - 1}`);

@@ -125,8 +125,12 @@ export class SqliteStore implements Store {
 
   async addCredential(c: StoredCredential): Promise<boolean> {
     const r = this.db
-      .prepare('INSERT INTO node_credentials (node_id, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(node_id) DO NOTHING')
-      .run(c.nodeId, c.hash, c.createdAt);
+      .prepare(
+        `INSERT INTO node_credentials (node_id, hash, created_at, join_hash) VALUES (?, ?, ?, ?)
+         ON CONFLICT(node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at
+         WHERE node_credentials.join_hash IS NOT NULL AND node_credentials.join_hash = excluded.join_hash`,
+      )
+      .run(c.nodeId, c.hash, c.createdAt, c.joinHash ?? null);
     return r.changes === 1;
   }
 

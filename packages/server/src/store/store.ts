@@ -76,6 +76,8 @@ export interface StoredCredential {
   nodeId: string;
   hash: string;
   createdAt: string;
+  /** The SHA-256 of the join id the agent sent with the join that issued it (issue 28); absent for a join without one. */
+  joinHash?: string;
 }
 
 /** An event as stored: its view (`EventView`), ordered by id. */
@@ -94,6 +96,8 @@ export interface StoredNode {
   lastSeenMs?: number;
   /** The shard statuses of the node's last heartbeat (PostgreSQL only: other instances derive replica states from them). */
   shards?: ShardStatus[];
+  /** The `seq` of the heartbeat the report and shards are from (PostgreSQL only; absent for older agents). */
+  seq?: number;
 }
 
 /** One node's latest heartbeat, as written in a batch. */
@@ -102,6 +106,8 @@ export interface NodeReportRow {
   report: NodeReport;
   lastSeenMs: number;
   shards?: ShardStatus[];
+  /** Its `seq`: a row already holding a higher one is left as it is. */
+  seq?: number;
 }
 
 /**
@@ -132,7 +138,10 @@ export interface Store {
   /**
    * Adds the credential of `c.nodeId` in one statement that does nothing when the node
    * already has one, and says whether it was added: two joins of one id, on one instance
-   * or several, can never both be issued a credential.
+   * or several, can never both be issued a credential. The one exception is the same join
+   * again (a retry whose first reply was lost): a credential with `c.joinHash` set that
+   * matches the stored one's is replaced by `c`, in the same statement, so the node still
+   * has exactly one live credential.
    */
   addCredential(c: StoredCredential): Promise<boolean>;
   loadReplicas(): Promise<StoredReplica[]>;
