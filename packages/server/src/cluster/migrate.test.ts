@@ -233,7 +233,7 @@ describePostgres('llmgw-server migrate --from-sqlite', () => {
     raw.exec(
       'DROP TABLE events; DROP TABLE rollouts; ALTER TABLE api_keys DROP COLUMN priority; ALTER TABLE api_keys DROP COLUMN tpm; DROP TABLE usage_minutes; ALTER TABLE node_credentials DROP COLUMN join_hash',
     );
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 4}`);
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 6}`);
     raw.pragma('wal_checkpoint(TRUNCATE)');
     raw.close();
     const bytes = fs.readFileSync(path.join(old, 'llmgw.db'));

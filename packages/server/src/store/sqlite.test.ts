@@ -77,7 +77,9 @@ describe('SqliteStore', () => {
       const db = new Database(path.join(dir, 'llmgw.db'));
       db.pragma('auto_vacuum = NONE');
       db.exec('VACUUM');
-      db.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+      // Before the auto-vacuum step, and so before the join hash that came after it.
+      db.exec('ALTER TABLE node_credentials DROP COLUMN join_hash');
+      db.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
       db.close();
       expect(pages(dir).autoVacuum).toBe(0);
       const store = new SqliteStore(dir);
