@@ -3,6 +3,7 @@ import type { Model } from '@llmgw/shared';
 import type { CatalogView } from '../controller/controller.js';
 import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import { DomainError } from '../errors.js';
+import { validateParams } from './params.js';
 
 /** The OpenAI endpoints the gateway forwards; everything else but /health(z) and /v1/models[/{id}] is a 404. */
 export const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
@@ -73,6 +74,7 @@ export function parseRequest(path: string, raw: Buffer, catalog: CatalogView): C
     const hint = close.length ? `; did you mean ${close.map((c) => `\`${c}\``).join(', ')}?` : '';
     throw new DomainError('model_not_found', `The model \`${clip(requested)}\` does not exist${hint}`, { field: 'model' });
   }
+  validateParams(path, body);
   const stream = body.stream === true;
   const clientWantsUsage = stream && (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return { path, raw, body, requested, model, stream, clientWantsUsage };

@@ -9,6 +9,9 @@ const USAGE_MARK_NULL = Buffer.from('"choices":null');
 /** A chat delta's and a completion's text: what one streamed token arrives in. */
 const CONTENT_MARKS = [Buffer.from('"content":"'), Buffer.from('"text":"')];
 const QUOTE = 0x22;
+const COMMA = 0x2c;
+/** `usage: null`, which engines put on every chunk once asked for usage (as OpenAI does). */
+const NULL_USAGE = Buffer.from('"usage":null');
 const BLANK_LINE = Buffer.from('\n\n');
 const EMPTY = Buffer.alloc(0);
 
@@ -110,7 +113,7 @@ export class SseRelay {
         // The common case: whole events with no usage in them go out as the same bytes.
         if (pending.length === 0 && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
           relayed += countContent(chunk);
-          await send(chunk);
+          await send(cx.clientWantsUsage ? chunk : stripNullUsage(chunk));
           continue;
         }
         const buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
@@ -133,8 +136,9 @@ export class SseRelay {
           out += `${ev}\n\n`;
         }
         if (out) {
-          relayed += countContent(Buffer.from(out));
-          await send(out);
+          const bytes = Buffer.from(out);
+          relayed += countContent(bytes);
+          await send(cx.clientWantsUsage ? bytes : stripNullUsage(bytes));
         }
       }
       if (failure === undefined) {
@@ -201,6 +205,31 @@ export function countContent(b: Buffer): number {
     }
   }
   return n;
+}
+
+/**
+ * The events without their `"usage":null`: the gateway asks every stream for usage, so
+ * engines put `usage: null` on each chunk, and a client that did not ask for usage gets
+ * no `usage` field at all, as from OpenAI. The mark cannot be inside a JSON string (its
+ * quotes would be escaped there), so this is a byte search, and the common chunk without
+ * it is returned as it is.
+ */
+export function stripNullUsage(b: Buffer): Buffer {
+  let i = b.indexOf(NULL_USAGE);
+  if (i === -1) return b;
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (; i !== -1; i = b.indexOf(NULL_USAGE, from)) {
+    // The comma that joined it to the object: before it (`,"usage":null`) or after it (`{"usage":null,`).
+    if (b[i - 1] === COMMA) parts.push(b.subarray(from, i - 1));
+    else {
+      parts.push(b.subarray(from, i));
+      if (b[i + NULL_USAGE.length] === COMMA) i++;
+    }
+    from = i + NULL_USAGE.length;
+  }
+  parts.push(b.subarray(from));
+  return Buffer.concat(parts);
 }
 
 /**
