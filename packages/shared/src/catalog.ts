@@ -54,6 +54,12 @@ export const ProfileSchema = Type.Object(
     /** argv template for `engine: command`, with placeholders such as `{port}`. */
     command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /**
+     * Whether the engine serves the OpenAI Responses API (`/v1/responses`) itself: the
+     * gateway then passes such requests through instead of translating them to chat
+     * completions. Default: true for vllm, false for the others.
+     */
+    responses_api: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );

@@ -6,6 +6,9 @@ import { findUsage, type UsageReport } from './usage.js';
 
 const USAGE_MARK_EMPTY = Buffer.from('"choices":[]');
 const USAGE_MARK_NULL = Buffer.from('"choices":null');
+/** The last event of a Responses API stream, which carries its usage (and is always relayed). */
+const RESPONSE_DONE_MARK = Buffer.from('"type":"response.');
+const RESPONSE_DONE = /"type":"response\.(completed|incomplete|failed)"/;
 /** A chat delta's and a completion's text: what one streamed token arrives in. */
 const CONTENT_MARKS = [Buffer.from('"content":"'), Buffer.from('"text":"')];
 const QUOTE = 0x22;
@@ -111,7 +114,13 @@ export class SseRelay {
           onFirst?.();
         }
         // The common case: whole events with no usage in them go out as the same bytes.
-        if (pending.length === 0 && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
+        if (
+          pending.length === 0 &&
+          endsWithBlankLine(chunk) &&
+          chunk.indexOf(USAGE_MARK_EMPTY) === -1 &&
+          chunk.indexOf(USAGE_MARK_NULL) === -1 &&
+          !responseDone(chunk)
+        ) {
           relayed += countContent(chunk);
           await send(cx.clientWantsUsage ? chunk : stripNullUsage(chunk));
           continue;
@@ -129,9 +138,12 @@ export class SseRelay {
         let out = '';
         for (const ev of events) {
           if (ev.includes('"choices":[]') || ev.includes('"choices":null')) {
-            const found = findUsage(ev.replace(/^data: ?/, ''));
+            const found = findUsage(dataOf(ev));
             if (found) usage = found;
             if (!cx.clientWantsUsage) continue;
+          } else if (RESPONSE_DONE.test(ev)) {
+            const found = findUsage(dataOf(ev));
+            if (found) usage = found;
           }
           out += `${ev}\n\n`;
         }
@@ -248,6 +260,17 @@ function drained(res: ServerResponse): Promise<void> {
     res.on('drain', done);
     res.on('close', done);
   });
+}
+
+/** Whether whole events may hold a Responses API stream's last event (a cheap test first: most chunks have no `"type":"response.`). */
+function responseDone(b: Buffer): boolean {
+  return b.indexOf(RESPONSE_DONE_MARK) !== -1 && RESPONSE_DONE.test(b.toString('utf8'));
+}
+
+/** The JSON of an event: its `data:` line, after any `event:` line (the Responses API names its events). */
+function dataOf(ev: string): string {
+  const at = ev.startsWith('data:') ? 0 : ev.indexOf('\ndata:') + 1;
+  return ev.slice(at).replace(/^data: ?/, '');
 }
 
 function endsWithBlankLine(b: Buffer): boolean {

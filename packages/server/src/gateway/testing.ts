@@ -83,7 +83,7 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
     await keys.close();
     await gw.close();
   });
-  return { url, secret, keys, store, gw, metrics, lookups };
+  return { url, secret, keys, store, gw, metrics, lookups, model };
 }
 
 /**
