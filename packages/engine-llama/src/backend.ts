@@ -134,7 +134,7 @@ export class LlamaBackend implements InferenceBackend {
     const generation: Omit<GenerationParams, 'onText'> = {
       ...this.generationParams(r, body),
       ...(forced ? { grammar: features.forcedCallGrammar(tools.tools) } : format ? { grammar: format } : {}),
-      ...(tools?.mode === 'auto' ? { functions: tools.tools } : {}),
+      ...(tools?.mode === 'auto' ? { functions: tools.tools, parallelToolCalls: params.optionalBoolean(body, 'parallel_tool_calls') !== false } : {}),
       ...(logprobs !== undefined ? { logprobs } : {}),
     };
     const base = this.base('chatcmpl');

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeTestModel } from '@llmgw/gguf';
+import { SUPPORT } from './support.js';
 
 // The request features agents and harnesses send, on the built engine with a generated
 // GGUF: the real llama.cpp samples, so each feature is seen to change the output.
@@ -193,5 +194,27 @@ describe('logprobs', () => {
     const l = lm.body.choices[0]!.logprobs;
     expect(l.token_logprobs).toHaveLength(5);
     expect(l.top_logprobs.slice(1).every((t) => t !== null && Object.keys(t).length === 1)).toBe(true);
+  });
+});
+
+describe('what SUPPORT says is refused', () => {
+  const bodies = { chat: GREEDY, completions: { prompt: 'a b', max_tokens: 2 } };
+  const refused: [string, string, unknown][] = [];
+  for (const key of ['chat', 'completions'] as const) {
+    for (const [param, what] of Object.entries(SUPPORT[key])) {
+      if (what === 'refused') refused.push([key, param, 'x']);
+      if (what === '1 only') refused.push([key, param, 2]);
+    }
+  }
+  it.each(refused)('%s %s (%p) is a 400 naming it', async (key, param, value) => {
+    const r = await post(key === 'chat' ? '/v1/chat/completions' : '/v1/completions', { ...bodies[key as 'chat'], [param]: value });
+    expect([r.status, r.body.error.param]).toEqual([400, param]);
+  });
+
+  it('logprobs and echo with stream are refused by name', async () => {
+    const chat = await post('/v1/chat/completions', { ...GREEDY, stream: true, logprobs: true });
+    expect([chat.status, chat.body.error.param]).toEqual([400, 'logprobs']);
+    const echo = await post('/v1/completions', { prompt: 'a', stream: true, echo: true, logprobs: 1 });
+    expect([echo.status, echo.body.error.param]).toEqual([400, 'echo']);
   });
 });

@@ -47,6 +47,8 @@ export interface GenerationParams {
   grammar?: OutputGrammar;
   /** Chat: functions the model may call (node-llama-cpp's function calling). */
   functions?: readonly Tool[];
+  /** `parallel_tool_calls: false`: at most one call per turn. */
+  parallelToolCalls?: boolean;
   /** Alternatives per token when logprobs are asked for; undefined for none. */
   logprobs?: number;
   /** Completions: the prompt's logprobs too (`echo`); `maxTokens: 0` then generates nothing. */
@@ -341,7 +343,12 @@ export class LlamaRuntime implements ModelRuntime {
     const { contextText } = this.chatWrapper.generateContextState({ chatHistory: history, ...(functions ? { availableFunctions: functions } : {}) });
     // The tokens LlamaChat evaluates for this history, so the slot's cache can be compared with them.
     const prompt = contextText.tokenize(this.model.tokenizer);
-    return this.generate(params, prompt, (slot, opts) => slot.chat.generateResponse(history, functions ? { ...opts, grammar: undefined, functions } : opts));
+    return this.generate(params, prompt, (slot, opts) =>
+      slot.chat.generateResponse(
+        history,
+        functions ? { ...opts, grammar: undefined, functions, ...(params.parallelToolCalls === false ? { maxParallelFunctionCalls: 1 } : {}) } : opts,
+      ),
+    );
   }
 
   complete(prompt: string | readonly number[], params: GenerationParams): Promise<GenerationResult> {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { DomainError } from '../errors.js';
-import { validateParams } from './params.js';
+import { PARAMETERS, validateParams } from './params.js';
 import { stripNullUsage } from './sse.js';
 import { closeAll, post, reply, setup, sse } from './testing.js';
 
@@ -106,5 +106,23 @@ describe('through the gateway', () => {
     expect(strip('{"usage":null,"id":"a"}')).toBe('{"id":"a"}');
     expect(strip('{"id":"a","usage":null}')).toBe('{"id":"a"}');
     expect(strip('{"content":"\\"usage\\":null"}')).toBe('{"content":"\\"usage\\":null"}');
+  });
+});
+
+describe("the README's parameter table", () => {
+  it('lists exactly the parameters the gateway checks, per endpoint, and marks the others as passing through', async () => {
+    const { readFileSync } = await import('node:fs');
+    const readme = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
+    const rows = readme
+      .slice(readme.indexOf('<!-- parameters:'))
+      .split('\n')
+      .filter((l) => /^\| `\/v1\//.test(l))
+      .map((l) => l.split('|').map((c) => c.trim()));
+    expect(rows.length).toBeGreaterThan(0);
+    for (const [path, params] of Object.entries(PARAMETERS)) {
+      const listed = rows.filter((r) => r[1] === `\`${path}\``);
+      const checked = listed.filter((r) => r[3] !== 'passes through').map((r) => r[2]!.replaceAll('`', ''));
+      expect(checked.sort()).toEqual(Object.keys(params).sort());
+    }
   });
 });
