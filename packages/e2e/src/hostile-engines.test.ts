@@ -104,7 +104,7 @@ describe('clients', () => {
 
   it('answers /healthz at once while 10 MB model names are refused', async () => {
     // 10 MB, just under the default --max-body-size of 10 MiB.
-    const big = JSON.stringify({ model: 'q'.repeat(10_000_000), messages: [] });
+    const big = JSON.stringify({ model: 'q'.repeat(10_000_000), messages: [{ role: 'user', content: 'hi' }] });
     const refused = Promise.all([1, 2, 3, 4].map(() => chat(big).then(async (r) => [r.status, (await r.text()).length])));
     const t0 = performance.now();
     expect((await fetch(`${server.clientUrl}/healthz`)).status).toBe(200);

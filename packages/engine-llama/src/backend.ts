@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { EngineError, isObject, openai, params } from '@llmgw/engine-http';
+import { EngineError, openai, params } from '@llmgw/engine-http';
 import type { EngineRequest, InferenceBackend, JsonObject } from '@llmgw/engine-http';
 import { chatMessages } from './params.js';
+import * as features from './features.js';
+import { chatLogprobs, completionLogprobs } from './logprobs.js';
 import type { FinishReason, GenerationParams, GenerationResult, ModelRuntime } from './runtime.js';
 
 /** Sampler defaults when a request sets none: llama-server's, so a GGUF behaves as it does there. */
@@ -25,6 +27,24 @@ export interface LlamaBackendOptions {
 
 function newId(prefix: string): string {
   return `${prefix}-${randomBytes(12).toString('hex')}`;
+}
+
+/** OpenAI `tool_calls` from a forced call's JSON (`{name, arguments}`) or node-llama-cpp's function calls; undefined for none. */
+function toolCalls(result: GenerationResult, forced: boolean): JsonObject[] | undefined {
+  let calls: { name: string; params: unknown }[] = result.functionCalls ?? [];
+  if (forced) {
+    let parsed: { name?: unknown; arguments?: unknown } | undefined;
+    try {
+      parsed = JSON.parse(result.text) as { name?: unknown; arguments?: unknown };
+    } catch {
+      // Cut off by max_tokens before the JSON closed: no call, the text as content.
+      return undefined;
+    }
+    if (typeof parsed?.name !== 'string') return undefined;
+    calls = [{ name: parsed.name, params: parsed.arguments ?? {} }];
+  }
+  if (calls.length === 0) return undefined;
+  return calls.map((c) => ({ id: newId('call'), type: 'function', function: { name: c.name, arguments: JSON.stringify(c.params ?? {}) } }));
 }
 
 function openAIFinish(reason: FinishReason): 'stop' | 'length' {
@@ -65,7 +85,13 @@ export class LlamaBackend implements InferenceBackend {
   }
 
   private generationParams(r: EngineRequest, body: JsonObject): Omit<GenerationParams, 'onText'> {
+    const sampling = features.sampling(body);
+    const vocab = this.options.vocabSize;
+    if (vocab !== null && sampling.logitBias && [...sampling.logitBias.keys()].some((t) => t >= vocab)) {
+      throw new EngineError('invalid_value', `logit_bias has a token id outside the vocabulary (0..${vocab - 1})`, { param: 'logit_bias' });
+    }
     return {
+      sampling,
       maxTokens: params.maxTokens(body),
       temperature: params.optionalNumber(body, 'temperature', 0, 2) ?? DEFAULT_TEMPERATURE,
       topP: params.optionalNumber(body, 'top_p', 0, 1) ?? DEFAULT_TOP_P,
@@ -95,14 +121,22 @@ export class LlamaBackend implements InferenceBackend {
     params.checkModel(body, this.options.servedName, false);
     const messages = chatMessages(body);
     params.rejectMultipleChoices(body);
-    params.rejectUnsupported(body, PROGRAM, [
-      ['tools', (v) => Array.isArray(v) && v.length > 0],
-      ['functions', (v) => Array.isArray(v) && v.length > 0],
-      ['logprobs', (v) => v === true],
-      ['response_format', (v) => isObject(v) && v.type !== 'text'],
-    ]);
     const { stream, wantUsage } = params.streamMode(body);
-    const generation = this.generationParams(r, body);
+    const tools = features.toolUse(body);
+    const format = features.outputGrammar(body);
+    if (tools && format)
+      throw new EngineError('unsupported_parameter', `response_format with tools is not supported by ${PROGRAM}`, { param: 'response_format' });
+    const logprobs = features.chatLogprobs(body);
+    // Logprobs are computed once the text is whole (logprobs.ts), after a stream's chunks have gone.
+    if (logprobs !== undefined && stream)
+      throw new EngineError('unsupported_parameter', `logprobs with stream is not supported by ${PROGRAM}`, { param: 'logprobs' });
+    const forced = tools?.mode === 'forced';
+    const generation: Omit<GenerationParams, 'onText'> = {
+      ...this.generationParams(r, body),
+      ...(forced ? { grammar: features.forcedCallGrammar(tools.tools) } : format ? { grammar: format } : {}),
+      ...(tools?.mode === 'auto' ? { functions: tools.tools, parallelToolCalls: params.optionalBoolean(body, 'parallel_tool_calls') !== false } : {}),
+      ...(logprobs !== undefined ? { logprobs } : {}),
+    };
     const base = this.base('chatcmpl');
 
     if (!stream) {
@@ -110,15 +144,17 @@ export class LlamaBackend implements InferenceBackend {
       this.account(result);
       if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
       r.note = `${base.id}, ${result.promptTokens}+${result.completionTokens} tokens (${result.cachedTokens} cached), ${result.finishReason}`;
-      return r.json(
-        200,
-        openai.chatCompletion(
-          base,
-          result.text,
-          openAIFinish(result.finishReason),
-          openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens),
-        ),
+      const calls = toolCalls(result, forced);
+      const reply = openai.chatCompletion(
+        base,
+        calls ? '' : result.text,
+        calls ? 'tool_calls' : openAIFinish(result.finishReason),
+        openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens),
       );
+      const choice = (reply.choices as JsonObject[])[0]!;
+      if (calls) choice.message = { role: 'assistant', content: null, tool_calls: calls, refusal: null };
+      if (result.logprobs) choice.logprobs = chatLogprobs(result.logprobs) as JsonObject;
+      return r.json(200, reply);
     }
 
     // Headers wait for the first text, so a prompt too long for the context is still a plain 400.
@@ -129,13 +165,16 @@ export class LlamaBackend implements InferenceBackend {
       onText: (text) => {
         if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
         first = false;
-        if (text !== '') events.send(openai.chatChunk(base, { content: text }, null, wantUsage));
+        // A forced call's JSON is not content: it goes out as tool_calls at the end.
+        if (text !== '' && !forced) events.send(openai.chatChunk(base, { content: text }, null, wantUsage));
       },
     });
     this.account(result);
     if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, result.completionTokens);
     if (first) events.send(openai.chatChunk(base, openai.ROLE_DELTA, null, wantUsage));
-    events.send(openai.chatChunk(base, {}, openAIFinish(result.finishReason), wantUsage));
+    const calls = toolCalls(result, forced);
+    if (calls) events.send(openai.chatChunk(base, { tool_calls: calls.map((c, index) => ({ index, ...c })) }, null, wantUsage));
+    events.send(openai.chatChunk(base, {}, calls ? 'tool_calls' : openAIFinish(result.finishReason), wantUsage));
     if (wantUsage)
       events.send(openai.usageChunk(base, 'chat.completion.chunk', openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens)));
     r.note = `${base.id}, stream, ${result.promptTokens}+${result.completionTokens} tokens (${result.cachedTokens} cached), ${result.finishReason}`;
@@ -148,13 +187,26 @@ export class LlamaBackend implements InferenceBackend {
     this.checkTokens(prompts, 'prompt');
     params.rejectMultipleChoices(body);
     params.rejectUnsupported(body, PROGRAM, [
-      ['echo', (v) => v === true],
-      ['logprobs', (v) => v !== 0 && v !== false],
       ['suffix', (v) => v !== ''],
       ['best_of', (v) => v !== 1],
     ]);
     const { stream, wantUsage } = params.streamMode(body);
-    const generation = this.generationParams(r, body);
+    const echo = params.optionalBoolean(body, 'echo') === true;
+    const logprobs = features.completionLogprobs(body);
+    if ((logprobs !== undefined || echo) && stream)
+      throw new EngineError('unsupported_parameter', `${echo ? 'echo' : 'logprobs'} with stream is not supported by ${PROGRAM}`, {
+        param: echo ? 'echo' : 'logprobs',
+      });
+    // max_tokens 0 (nothing generated) only makes sense for the prompt's logprobs.
+    const zero = body.max_tokens === 0 && echo;
+    const format = features.outputGrammar(body);
+    const generation: Omit<GenerationParams, 'onText'> = {
+      ...this.generationParams(r, zero ? { ...body, max_tokens: null } : body),
+      ...(zero ? { maxTokens: 0 } : {}),
+      ...(format ? { grammar: format } : {}),
+      ...(logprobs !== undefined ? { logprobs } : {}),
+      ...(echo ? { echo } : {}),
+    };
     const base = this.base('cmpl');
     const events = stream ? r.sse() : null;
     const choices: JsonObject[] = [];
@@ -168,7 +220,13 @@ export class LlamaBackend implements InferenceBackend {
       this.account(result);
       total = openai.addUsage(total, openai.usage(result.promptTokens, result.completionTokens, result.cachedTokens));
       if (result.finishReason === 'cancelled') return this.cancelled(r, base.id, total.completion_tokens);
-      choices.push(openai.completionChoice(index, result.text, openAIFinish(result.finishReason)));
+      const promptText = echo ? (typeof prompt === 'string' ? prompt : this.runtime.detokenize(prompt)) : '';
+      const choice = openai.completionChoice(index, promptText + result.text, openAIFinish(result.finishReason));
+      if (logprobs !== undefined) {
+        const lps = [...(result.promptLogprobs ?? []), ...(result.logprobs ?? [])];
+        choice.logprobs = completionLogprobs(lps) as JsonObject;
+      }
+      choices.push(choice);
       events?.send(openai.completionChunk(base, index, '', openAIFinish(result.finishReason), wantUsage));
     }
     r.note = `${base.id}, ${stream ? 'stream, ' : ''}${total.prompt_tokens}+${total.completion_tokens} tokens`;

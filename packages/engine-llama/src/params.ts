@@ -22,6 +22,7 @@ const ROLES: Readonly<Record<string, ChatMessage['role']>> = {
   developer: 'system',
   user: 'user',
   assistant: 'assistant',
+  tool: 'tool',
 };
 
 /** Validates `messages` into the roles a chat template knows. */
@@ -30,8 +31,24 @@ export function chatMessages(body: JsonObject): ChatMessage[] {
     const param = `messages[${i}]`;
     const role = ROLES[m.role];
     if (role === undefined) {
-      throw new EngineError('invalid_value', `${param}.role '${m.role}' is not supported (system, developer, user, assistant)`, { param: `${param}.role` });
+      throw new EngineError('invalid_value', `${param}.role '${m.role}' is not supported (system, developer, user, assistant, tool)`, {
+        param: `${param}.role`,
+      });
     }
-    return { role, content: contentText(m.content, `${param}.content`) };
+    const message: ChatMessage = { role, content: contentText(m.content, `${param}.content`) };
+    if (role === 'tool') {
+      if (typeof m.tool_call_id !== 'string') throw new EngineError('invalid_value', `${param}.tool_call_id is required`, { param: `${param}.tool_call_id` });
+      message.toolCallId = m.tool_call_id;
+    }
+    if (role === 'assistant' && Array.isArray(m.tool_calls)) {
+      message.toolCalls = m.tool_calls.map((c, j) => {
+        const fn = isObject(c) ? c.function : undefined;
+        if (!isObject(c) || typeof c.id !== 'string' || !isObject(fn) || typeof fn.name !== 'string') {
+          throw new EngineError('invalid_value', `${param}.tool_calls[${j}] needs an id and a function name`, { param: `${param}.tool_calls` });
+        }
+        return { id: c.id, name: fn.name, arguments: typeof fn.arguments === 'string' ? fn.arguments : '{}' };
+      });
+    }
+    return message;
   });
 }

@@ -1,14 +1,35 @@
 import { randomInt } from 'node:crypto';
-import type { ChatHistoryItem, ChatWrapper, LlamaChat, LlamaCompletion, LlamaContextSequence, LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
+import type {
+  ChatModelFunctions,
+  ChatWrapper,
+  GbnfJsonSchema,
+  Llama,
+  LlamaChat,
+  LlamaCompletion,
+  LlamaContextSequence,
+  LlamaEmbeddingContext,
+  LlamaGrammar,
+  LlamaModel,
+  Token,
+  TokenBias,
+} from 'node-llama-cpp';
 import { EngineError } from '@llmgw/engine-http';
 import { DEFAULT_CONTEXT_SIZE } from './options.js';
 import { SlotPool, QueueAbortedError } from './pool.js';
 import { chooseSlot, reusedTokens } from './reuse.js';
+import type { OutputGrammar, Sampling, Tool } from './features.js';
+import { scoreGeneration, scoreTokens, type TokenLogprob } from './logprobs.js';
+import { toHistory } from './history.js';
+import { outputGrammar, tokenBiasOf } from './sampler.js';
 
 /** A chat message after validation; `developer` is folded into `system`. */
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
+  role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** An assistant turn's tool calls (arguments as the JSON text the client sent back). */
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** A tool message: the call it answers. */
+  toolCallId?: string;
 }
 
 /** Sampling and stopping, already validated and defaulted by the HTTP layer. */
@@ -20,6 +41,20 @@ export interface GenerationParams {
   /** undefined = a fresh random seed per request. */
   seed: number | undefined;
   stop: readonly string[];
+  /** top_k, min_p, penalties and logit_bias (`features.ts`). */
+  sampling: Sampling;
+  /** The output's grammar (response_format, a forced tool call). */
+  grammar?: OutputGrammar;
+  /** Chat: functions the model may call (node-llama-cpp's function calling). */
+  functions?: readonly Tool[];
+  /** `parallel_tool_calls: false`: at most one call per turn. */
+  parallelToolCalls?: boolean;
+  /** Alternatives per token when logprobs are asked for; undefined for none. */
+  logprobs?: number;
+  /** Completions: the prompt's logprobs too (`echo`); `maxTokens: 0` then generates nothing. */
+  echo?: boolean;
+  /** With `echo`: the first prompt token that is the client's (1 when the engine put a BOS token first). */
+  echoFrom?: number;
   /** Fires when the client leaves; generation (or the wait for a slot) stops at once. */
   signal: AbortSignal;
   /** Streaming: called with each piece of text as it is generated. */
@@ -35,6 +70,12 @@ export interface GenerationResult {
   cachedTokens: number;
   completionTokens: number;
   finishReason: FinishReason;
+  /** Calls node-llama-cpp's function calling made (`functions`), arguments parsed. */
+  functionCalls?: { name: string; params: unknown }[];
+  /** The generated tokens' logprobs, when asked for. */
+  logprobs?: TokenLogprob[];
+  /** The prompt tokens' logprobs (`echo` with logprobs), the first one null. */
+  promptLogprobs?: TokenLogprob[];
 }
 
 export interface EmbeddingResult {
@@ -59,6 +100,8 @@ export interface ModelRuntime {
   readonly prefixCacheTokens: number;
   /** Length of an embedding vector; null when the model cannot embed. */
   readonly embeddingLength: number | null;
+  /** Text of token ids (an echoed token prompt). */
+  detokenize(tokens: readonly number[]): string;
   chat(messages: readonly ChatMessage[], params: GenerationParams): Promise<GenerationResult>;
   complete(prompt: string | readonly number[], params: GenerationParams): Promise<GenerationResult>;
   embed(inputs: ReadonlyArray<string | readonly number[]>): Promise<EmbeddingResult>;
@@ -109,17 +152,6 @@ function l2normalise(v: readonly number[]): number[] {
   return norm > 0 ? v.map((x) => x / norm) : [...v];
 }
 
-function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
-  const history: ChatHistoryItem[] = messages.map((m): ChatHistoryItem => {
-    if (m.role === 'system') return { type: 'system', text: m.content };
-    if (m.role === 'user') return { type: 'user', text: m.content };
-    return { type: 'model', response: [m.content] };
-  });
-  // A trailing assistant message is a prefix the model continues; otherwise it answers anew.
-  if (messages[messages.length - 1]?.role !== 'assistant') history.push({ type: 'model', response: [] });
-  return history;
-}
-
 /**
  * llama.cpp through node-llama-cpp, in this process: one context with `parallel`
  * sequences (each a slot with its own KV cache, batched together by node-llama-cpp),
@@ -136,6 +168,7 @@ export class LlamaRuntime implements ModelRuntime {
   private processing = 0;
 
   private constructor(
+    private readonly llama: Llama,
     private readonly model: LlamaModel,
     private readonly chatWrapper: ChatWrapper,
     slots: Slot[],
@@ -181,7 +214,7 @@ export class LlamaRuntime implements ModelRuntime {
     }
     const [first] = slots;
     if (first === undefined) throw new Error('--parallel must be at least 1');
-    return new LlamaRuntime(model, first.chat.chatWrapper, slots, embeddingContext, context.contextSize, async () => {
+    return new LlamaRuntime(llama, model, first.chat.chatWrapper, slots, embeddingContext, context.contextSize, async () => {
       await embeddingContext?.dispose();
       await context.dispose();
       await model.dispose();
@@ -191,6 +224,10 @@ export class LlamaRuntime implements ModelRuntime {
 
   get embeddingLength(): number | null {
     return this.embeddingContext === null ? null : this.model.embeddingVectorSize;
+  }
+
+  detokenize(tokens: readonly number[]): string {
+    return this.model.detokenize(tokens as Token[]);
   }
 
   activity(): { processing: number; queued: number } {
@@ -211,10 +248,15 @@ export class LlamaRuntime implements ModelRuntime {
   private async generate(
     params: GenerationParams,
     prompt: readonly Token[],
-    run: (slot: Slot, opts: SharedGenerationOptions) => Promise<{ response: string; metadata: { stopReason: string } }>,
+    run: (
+      slot: Slot,
+      opts: SharedGenerationOptions,
+    ) => Promise<{ response: string; metadata: { stopReason: string }; functionCalls?: readonly { functionName: string; params: unknown }[] }>,
   ): Promise<GenerationResult> {
     const promptTokens = prompt.length;
     const maxTokens = Math.min(params.maxTokens ?? Number.POSITIVE_INFINITY, this.room(promptTokens));
+    const grammar = await outputGrammar(this.llama, params.grammar);
+    const tokenBias = await tokenBiasOf(this.model, params.sampling);
     const commonPrefix = (slot: Slot): number => slot.sequence.compareContextTokens(prompt as Token[]).firstDifferentIndex;
     let slot: Slot;
     try {
@@ -227,21 +269,36 @@ export class LlamaRuntime implements ModelRuntime {
     const cachedTokens = reusedTokens(commonPrefix(slot), promptTokens);
     this.processing++;
     let completionTokens = 0;
+    const generated: Token[] = [];
     const text: string[] = [];
     try {
+      let promptLogprobs: TokenLogprob[] | undefined;
+      if (params.echo && params.logprobs !== undefined) {
+        // Every prompt token is evaluated again, each asking for the next one's distribution.
+        await slot.sequence.eraseContextTokenRanges([{ start: 0, end: slot.sequence.nextTokenIndex }]);
+        // A BOS token the engine put first is not the client's: its entries start after it.
+        promptLogprobs = await scoreTokens(slot.sequence, this.model, prompt, params.echoFrom ?? 0, params.logprobs);
+        // As OpenAI: nothing the client sent predicts its first token.
+        if (promptLogprobs[0]) promptLogprobs[0] = { ...promptLogprobs[0], logprob: null, top: [] };
+      }
+      if (maxTokens === 0)
+        return { text: '', promptTokens, cachedTokens, completionTokens: 0, finishReason: 'length', ...(promptLogprobs ? { promptLogprobs } : {}) };
       const result = await run(slot, {
         signal: params.signal,
         stopOnAbortSignal: true,
         maxTokens,
         temperature: params.temperature,
         topP: params.topP,
-        topK: TOP_K,
-        minP: MIN_P,
+        topK: params.sampling.topK ?? TOP_K,
+        minP: params.sampling.minP ?? MIN_P,
         seed: params.seed ?? randomInt(0, 2 ** 31),
-        repeatPenalty: false,
+        repeatPenalty: params.sampling.repeat ?? false,
+        ...(grammar ? { grammar } : {}),
+        ...(tokenBias ? { tokenBias } : {}),
         customStopTriggers: params.stop,
         onToken: (tokens: Token[]) => {
           completionTokens += tokens.length;
+          generated.push(...tokens);
         },
         onTextChunk: (chunk: string) => {
           text.push(chunk);
@@ -253,8 +310,16 @@ export class LlamaRuntime implements ModelRuntime {
       // node-llama-cpp can hold the last token back from onToken (an unfinished UTF-8
       // sequence, a possible stop trigger) when maxTokens ends the generation; having
       // stopped for length means exactly maxTokens were generated.
-      const generated = finishReason === 'length' && maxTokens !== undefined ? Math.max(completionTokens, maxTokens) : completionTokens;
-      return { text: result.response, promptTokens, cachedTokens, completionTokens: generated, finishReason };
+      const count = finishReason === 'length' && maxTokens !== undefined ? Math.max(completionTokens, maxTokens) : completionTokens;
+      const out: GenerationResult = { text: result.response, promptTokens, cachedTokens, completionTokens: count, finishReason };
+      if (promptLogprobs) out.promptLogprobs = promptLogprobs;
+      if (result.functionCalls?.length) out.functionCalls = result.functionCalls.map((c) => ({ name: c.functionName, params: c.params }));
+      if (params.logprobs !== undefined && finishReason !== 'cancelled') {
+        // Tokens held back from onToken (see above) are recovered from the text.
+        const tokens = generated.length ? generated : this.model.tokenize(result.response, false);
+        out.logprobs = await scoreGeneration(slot.sequence, this.model, prompt, tokens, params.logprobs);
+      }
+      return out;
     } catch (e) {
       // Aborted before the first token, node-llama-cpp throws the signal's reason.
       if (params.signal.aborted) return { text: text.join(''), promptTokens, cachedTokens, completionTokens, finishReason: 'cancelled' };
@@ -267,10 +332,23 @@ export class LlamaRuntime implements ModelRuntime {
 
   chat(messages: readonly ChatMessage[], params: GenerationParams): Promise<GenerationResult> {
     const history = toHistory(messages);
-    const { contextText } = this.chatWrapper.generateContextState({ chatHistory: history });
+    const functions: ChatModelFunctions | undefined = params.functions?.length
+      ? Object.fromEntries(
+          params.functions.map((f) => [
+            f.name,
+            { ...(f.description ? { description: f.description } : {}), ...(f.parameters ? { params: f.parameters as unknown as GbnfJsonSchema } : {}) },
+          ]),
+        )
+      : undefined;
+    const { contextText } = this.chatWrapper.generateContextState({ chatHistory: history, ...(functions ? { availableFunctions: functions } : {}) });
     // The tokens LlamaChat evaluates for this history, so the slot's cache can be compared with them.
     const prompt = contextText.tokenize(this.model.tokenizer);
-    return this.generate(params, prompt, (slot, opts) => slot.chat.generateResponse(history, opts));
+    return this.generate(params, prompt, (slot, opts) =>
+      slot.chat.generateResponse(
+        history,
+        functions ? { ...opts, grammar: undefined, functions, ...(params.parallelToolCalls === false ? { maxParallelFunctionCalls: 1 } : {}) } : opts,
+      ),
+    );
   }
 
   complete(prompt: string | readonly number[], params: GenerationParams): Promise<GenerationResult> {
@@ -278,7 +356,10 @@ export class LlamaRuntime implements ModelRuntime {
     const vocab = this.model.tokens;
     // LlamaCompletion puts the BOS token first when the model wants one and the prompt lacks it.
     const evaluated = vocab.shouldPrependBosToken && vocab.bos !== null && tokens[0] !== vocab.bos ? [vocab.bos, ...tokens] : tokens;
-    return this.generate(params, evaluated, (slot, opts) => slot.completion.generateCompletionWithMeta(tokens, { ...opts, disableContextShift: true }));
+    const echoFrom = evaluated.length - tokens.length;
+    return this.generate({ ...params, echoFrom }, evaluated, (slot, opts) =>
+      slot.completion.generateCompletionWithMeta(tokens, { ...opts, disableContextShift: true }),
+    );
   }
 
   embed(inputs: ReadonlyArray<string | readonly number[]>): Promise<EmbeddingResult> {
@@ -310,7 +391,9 @@ interface SharedGenerationOptions {
   topK: number;
   minP: number;
   seed: number;
-  repeatPenalty: false;
+  repeatPenalty: false | { penalty: number; frequencyPenalty: number; presencePenalty: number };
+  grammar?: LlamaGrammar;
+  tokenBias?: TokenBias;
   customStopTriggers: readonly string[];
   onToken: (tokens: Token[]) => void;
   onTextChunk: (text: string) => void;

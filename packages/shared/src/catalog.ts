@@ -62,6 +62,12 @@ export const ProfileSchema = Type.Object(
     startup_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     /** LoRA adapters one replica of this profile holds loaded at once (default `DEFAULT_MAX_LOADED_ADAPTERS`). */
     max_loaded_adapters: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+    /**
+     * Whether the engine serves the OpenAI Responses API (`/v1/responses`) itself: the
+     * gateway then passes such requests through instead of translating them to chat
+     * completions. Default: true for vllm, false for the others.
+     */
+    responses_api: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );

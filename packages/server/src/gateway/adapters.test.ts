@@ -27,9 +27,9 @@ describe('LoRA adapters through the gateway', () => {
     const { url, secret, metrics } = await setupFleet([engine(1), engine(2)], { adapters });
     const first = said((await post(url, secret, { model: 'sql-lora', messages: [{ role: 'user', content: 'q' }] })).text);
     expect(first).toMatch(/^[12]:sql-lora$/);
-    for (let i = 0; i < 5; i++) expect(said((await post(url, secret, { model: 'sql-lora', messages: [] })).text)).toBe(first);
+    for (let i = 0; i < 5; i++) expect(said((await post(url, secret, { model: 'sql-lora', messages: [{ role: 'user', content: 'q' }] })).text)).toBe(first);
     // The base model is asked for by its own name.
-    expect(said((await post(url, secret, { model: 'm', messages: [] })).text)).toMatch(/^[12]:m$/);
+    expect(said((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] })).text)).toMatch(/^[12]:m$/);
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/llmgw_adapter_loads_total\{model="m",adapter="sql-lora"\} 1\n/);
   });
@@ -37,9 +37,9 @@ describe('LoRA adapters through the gateway', () => {
   it("lets a key use the adapters its models name, and refuses the others with OpenAI's 403 shape", async () => {
     const { url, keys } = await setupFleet([engine(1)], { adapters });
     const { secret } = await keys.create({ name: 'sql-team', models: ['sql-lora'] }, (n) => n);
-    expect((await post(url, secret, { model: 'sql-lora', messages: [] })).status).toBe(200);
+    expect((await post(url, secret, { model: 'sql-lora', messages: [{ role: 'user', content: 'q' }] })).status).toBe(200);
     for (const model of ['chat-lora', 'm']) {
-      const r = await post(url, secret, { model, messages: [] });
+      const r = await post(url, secret, { model, messages: [{ role: 'user', content: 'q' }] });
       expect({ model, status: r.status }).toEqual({ model, status: 403 });
       expect(reply(r.text).error.message).toContain(`may not use model \`${model}\``);
     }

@@ -36,7 +36,7 @@ function send(url: string, secret: string, body: Buffer): Promise<{ status: numb
 describe('model names', () => {
   it('refuses a name over 256 characters before any lookup, echoing only its start', async () => {
     const { url, secret, lookups, keys, store } = await setup(ok, {}, 1, undefined, catalog);
-    const r = await post(url, secret, { model: 'x'.repeat(257), messages: [] });
+    const r = await post(url, secret, { model: 'x'.repeat(257), messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(400);
     const e = reply(r.text).error;
     expect(e.param).toBe('model');
@@ -45,13 +45,13 @@ describe('model names', () => {
     await keys.flushUsage();
     expect(store.usage).toEqual([]);
     // 256 is still a name (unknown here), looked up and suggested for as before.
-    expect((await post(url, secret, { model: 'y'.repeat(256), messages: [] })).status).toBe(404);
+    expect((await post(url, secret, { model: 'y'.repeat(256), messages: [{ role: 'user', content: 'hi' }] })).status).toBe(404);
     expect(lookups).toEqual({ resolve: 1, suggest: 1 });
   });
 
   it('echoes only a bounded prefix of an unknown model name', async () => {
     const { url, secret } = await setup(ok, {}, 1, undefined, catalog);
-    const r = await post(url, secret, { model: 'z'.repeat(200), messages: [] });
+    const r = await post(url, secret, { model: 'z'.repeat(200), messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(404);
     expect(reply(r.text).error.message).toBe(`The model \`${'z'.repeat(64)}…\` does not exist`);
   });
@@ -62,7 +62,7 @@ describe('model names', () => {
     // the cause, not a wall-clock bound a loaded machine can break: no lookup or suggestion
     // is made for a name past the cap, so no work grows with the name past reading it.
     const { url, secret, lookups } = await setup(ok, { maxBodyBytes: 16 * 1024 * 1024 }, 1, undefined, catalog);
-    const big = Buffer.from(JSON.stringify({ model: 'q'.repeat(10 * 1024 * 1024), messages: [] }));
+    const big = Buffer.from(JSON.stringify({ model: 'q'.repeat(10 * 1024 * 1024), messages: [{ role: 'user', content: 'hi' }] }));
     const refused = Array.from({ length: 4 }, () => send(url, secret, big));
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);
@@ -77,9 +77,9 @@ describe('admission comes first', () => {
   it('refuses a key over its per-minute limit before reading or resolving the body', async () => {
     const { url, keys, lookups } = await setup(ok);
     const { secret } = await keys.create({ name: 'limited', rpm: 1 }, (n) => n);
-    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
+    expect((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
     expect(lookups.resolve).toBe(1);
-    const r = await post(url, secret, { model: 'nope', messages: [] });
+    const r = await post(url, secret, { model: 'nope', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(429);
     expect((await post(url, secret, '{not json')).status).toBe(429);
     expect(lookups.resolve).toBe(1);
@@ -90,6 +90,6 @@ describe('admission comes first', () => {
     const { secret } = await keys.create({ name: 'one', max_concurrent: 1 }, (n) => n);
     expect((await post(url, secret, '{not json')).status).toBe(400);
     expect((await post(url, secret, { model: 'nope' })).status).toBe(404);
-    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
+    expect((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
   });
 });

@@ -16,10 +16,10 @@ const usageEvent = (v: string) => `data: {"id":"c","choices":[],"usage":{"prompt
 describe('bad usage from an engine', () => {
   it.each(BAD_USAGE)('streamed usage %s is ignored, counted, and the gateway keeps serving', async (v) => {
     const { url, secret, keys, store, metrics } = await setup(sse([content, usageEvent(v), 'data: [DONE]\n\n']));
-    const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
+    const r = await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(200);
     expect(r.text).toBe(`${content}data: [DONE]\n\n`);
-    const again = await post(url, secret, { model: 'm', stream: true, messages: [] });
+    const again = await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(again.status).toBe(200);
     await keys.flushUsage();
     // The one content event relayed is what is counted instead.
@@ -32,7 +32,7 @@ describe('bad usage from an engine', () => {
   it.each(BAD_USAGE)('non-streamed usage %s is ignored and the reply still reaches the client', async (v) => {
     const body = `{"id":"x","choices":[],"usage":{"prompt_tokens":${v},"completion_tokens":3}}`;
     const { url, secret, keys, store } = await setup(json(200, body));
-    const r = await post(url, secret, { model: 'm', messages: [] });
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(200);
     expect(r.text).toBe(body);
     await keys.flushUsage();
@@ -41,14 +41,14 @@ describe('bad usage from an engine', () => {
 
   it('keeps good usage as it is', async () => {
     const { url, secret, keys, store } = await setup(sse([content, usageEvent('0'), 'data: [DONE]\n\n']));
-    await post(url, secret, { model: 'm', stream: true, messages: [] });
+    await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ promptTokens: 0, completionTokens: 0 })]);
   });
 
   it('ignores a usage that is not an object', async () => {
     const { url, secret, keys, store } = await setup(json(200, '{"id":"x","usage":"lots"}'));
-    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
+    expect((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
     await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, promptTokens: 0, completionTokens: 0 })]);
   });
@@ -58,21 +58,21 @@ describe('oversized engine replies', () => {
   it('refuses a non-streamed reply over the cap with a 502-ish retryable error, not a 500', async () => {
     const big = `{"id":"x","pad":"${'a'.repeat(64 * 1024)}"}`;
     const { url, secret } = await setup(json(200, big), { maxReplyBytes: 16 * 1024 });
-    const r = await post(url, secret, { model: 'm', messages: [] });
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(503);
     expect(reply(r.text).error.message).toMatch(/over the limit of 16384 bytes/);
   });
 
   it('reads no more than the cap of a 5xx body and keeps the message short', async () => {
     const { url, secret } = await setup(json(500, 'x'.repeat(1 << 20)), { maxReplyBytes: 16 * 1024 });
-    const r = await post(url, secret, { model: 'm', messages: [] });
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(503);
     expect(r.text.length).toBeLessThan(2000);
   });
 
   it('ends a stream whose single event grows past the cap with an error event', async () => {
     const { url, secret } = await setup(sse([content, `data: {"x":"${'a'.repeat(40 * 1024)}`, 'a'.repeat(40 * 1024)]), { maxEventBytes: 32 * 1024 });
-    const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
+    const r = await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(200);
     expect(r.text.startsWith(content)).toBe(true);
     const last = r.text.trim().split('\n\n').pop()!;
@@ -84,7 +84,7 @@ describe('cached tokens from an engine', () => {
   it.each(['-1', '"3"', '1.5', '{}'])('a prompt_tokens_details.cached_tokens of %s makes the usage bad, as any other count', async (v) => {
     const body = `{"id":"x","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":${v}}}}`;
     const { url, secret, keys, store, metrics } = await setup(json(200, body));
-    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
+    expect((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
     await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ promptTokens: 0 })]);
     expect(await metrics.registry.metrics()).toMatch(/llmgw_engine_bad_usage_total\{model="m"\} 1/);

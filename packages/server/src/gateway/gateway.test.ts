@@ -8,7 +8,7 @@ describe('gateway SSE pass-through', () => {
     const event = Buffer.from('data: {"choices":[{"delta":{"content":"héllo €"}}]}\n\n', 'utf8');
     const cut = event.indexOf(Buffer.from('€')) + 1; // inside the three bytes of €
     const { url, secret } = await setup(sse([event.subarray(0, cut), event.subarray(cut), 'data: [DONE]\n\n']));
-    const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
+    const r = await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(200);
     expect(r.text).toContain('"content":"héllo €"');
     expect(r.text).not.toContain('\uFFFD');
@@ -20,7 +20,7 @@ describe('gateway SSE pass-through', () => {
     const { url, secret, keys, store } = await setup(
       sse(['data: {"choices":[{"delta":{"cont', 'ent":"hi"}}]}\n\n', usage.slice(0, 25), usage.slice(25), 'data: [DONE]\n\n']),
     );
-    const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
+    const r = await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(r.text).toBe('data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n');
     await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 0, promptTokens: 7, completionTokens: 3 })]);
@@ -48,7 +48,7 @@ describe('gateway non-streaming', () => {
 
   it('tries another replica when the engine dies while sending a body the client has not seen yet', async () => {
     const { url, secret, store, keys } = await setup(failFirst(), {}, 2);
-    const r = await post(url, secret, { model: 'm', messages: [] });
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(200);
     expect(reply(r.text).id).toBe('ok');
     await keys.flushUsage();
@@ -57,7 +57,7 @@ describe('gateway non-streaming', () => {
 
   it('answers a retryable 503, not an internal 500, when the only replica dies mid-body', async () => {
     const { url, secret, store, keys } = await setup(failFirst());
-    const r = await post(url, secret, { model: 'm', messages: [] });
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(503);
     expect(reply(r.text).error.code).toBe('no_ready_replica');
     await keys.flushUsage();
@@ -69,9 +69,9 @@ describe('gateway non-streaming', () => {
       req.resume();
       req.on('end', () => res.destroy());
     });
-    const first = await post(url, secret, { model: 'm', messages: [] });
+    const first = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(first.status).toBe(503);
-    const again = await post(url, secret, { model: 'm', messages: [] });
+    const again = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(again.status).toBe(503);
     expect(reply(again.text).error.message).toMatch(/^no replica could serve `m`: m: every ready replica \(r\S+\) failed a moment ago and is cooling down$/);
   });
@@ -91,7 +91,7 @@ describe('gateway cold start', () => {
       1,
       { min: 0, max: 1 },
     );
-    const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
+    const r = await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(200);
     const events = r.text.split('\n\n').filter((e) => e.startsWith('data: '));
     expect(events).toHaveLength(1);

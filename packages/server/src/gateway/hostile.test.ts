@@ -200,7 +200,7 @@ describe('hostile input to the gateway', () => {
           'POST',
           '/v1/chat/completions',
           { authorization: `Bearer ${g.secret}` },
-          Buffer.from(JSON.stringify({ model: 'm', stream: clientStreams, messages: [] })),
+          Buffer.from(JSON.stringify({ model: 'm', stream: clientStreams, messages: [{ role: 'user', content: 'hi' }] })),
         );
         note('engine replies', r.status);
         expect(allowed(r.status)).toBe(true);

@@ -3,9 +3,13 @@ import type { Model } from '@llmgw/shared';
 import type { CatalogView } from '../controller/controller.js';
 import { MAX_MODEL_NAME } from '../catalog/loaded.js';
 import { DomainError } from '../errors.js';
+import { validateParams } from './params.js';
 
 /** The OpenAI endpoints the gateway forwards; everything else but /health(z) and /v1/models[/{id}] is a 404. */
-export const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
+export const ENDPOINTS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']);
+
+/** The Responses API's endpoint: passed through or translated (`responses.ts`). */
+export const RESPONSES = '/v1/responses';
 
 /** At most `max` characters of client input for an error message, with `…` when cut. */
 export function clip(s: string, max = 64): string {
@@ -77,8 +81,10 @@ export function parseRequest(path: string, raw: Buffer, catalog: CatalogView): C
     const hint = close.length ? `; did you mean ${close.map((c) => `\`${c}\``).join(', ')}?` : '';
     throw new DomainError('model_not_found', `The model \`${clip(requested)}\` does not exist${hint}`, { field: 'model' });
   }
+  validateParams(path, body);
   const stream = body.stream === true;
-  const clientWantsUsage = stream && (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+  // A Responses API stream always ends with its usage (in `response.completed`): nothing to add or drop.
+  const clientWantsUsage = path === RESPONSES || (stream && (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true);
   return { path, raw, body, requested, model, ...(adapted ? { adapter: requested } : {}), stream, clientWantsUsage };
 }
 

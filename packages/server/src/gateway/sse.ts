@@ -6,9 +6,15 @@ import { findUsage, type UsageReport } from './usage.js';
 
 const USAGE_MARK_EMPTY = Buffer.from('"choices":[]');
 const USAGE_MARK_NULL = Buffer.from('"choices":null');
+/** The last event of a Responses API stream, which carries its usage (and is always relayed). */
+const RESPONSE_DONE_MARK = Buffer.from('"type":"response.');
+const RESPONSE_DONE = /"type":"response\.(completed|incomplete|failed)"/;
 /** A chat delta's and a completion's text: what one streamed token arrives in. */
 const CONTENT_MARKS = [Buffer.from('"content":"'), Buffer.from('"text":"')];
 const QUOTE = 0x22;
+const COMMA = 0x2c;
+/** `usage: null`, which engines put on every chunk once asked for usage (as OpenAI does). */
+const NULL_USAGE = Buffer.from('"usage":null');
 const BLANK_LINE = Buffer.from('\n\n');
 const EMPTY = Buffer.alloc(0);
 
@@ -108,9 +114,15 @@ export class SseRelay {
           onFirst?.();
         }
         // The common case: whole events with no usage in them go out as the same bytes.
-        if (pending.length === 0 && endsWithBlankLine(chunk) && chunk.indexOf(USAGE_MARK_EMPTY) === -1 && chunk.indexOf(USAGE_MARK_NULL) === -1) {
+        if (
+          pending.length === 0 &&
+          endsWithBlankLine(chunk) &&
+          chunk.indexOf(USAGE_MARK_EMPTY) === -1 &&
+          chunk.indexOf(USAGE_MARK_NULL) === -1 &&
+          !responseDone(chunk)
+        ) {
           relayed += countContent(chunk);
-          await send(chunk);
+          await send(cx.clientWantsUsage ? chunk : stripNullUsage(chunk));
           continue;
         }
         const buf = pending.length ? Buffer.concat([pending, chunk]) : chunk;
@@ -126,15 +138,19 @@ export class SseRelay {
         let out = '';
         for (const ev of events) {
           if (ev.includes('"choices":[]') || ev.includes('"choices":null')) {
-            const found = findUsage(ev.replace(/^data: ?/, ''));
+            const found = findUsage(dataOf(ev));
             if (found) usage = found;
             if (!cx.clientWantsUsage) continue;
+          } else if (RESPONSE_DONE.test(ev)) {
+            const found = findUsage(dataOf(ev));
+            if (found) usage = found;
           }
           out += `${ev}\n\n`;
         }
         if (out) {
-          relayed += countContent(Buffer.from(out));
-          await send(out);
+          const bytes = Buffer.from(out);
+          relayed += countContent(bytes);
+          await send(cx.clientWantsUsage ? bytes : stripNullUsage(bytes));
         }
       }
       if (failure === undefined) {
@@ -204,6 +220,31 @@ export function countContent(b: Buffer): number {
 }
 
 /**
+ * The events without their `"usage":null`: the gateway asks every stream for usage, so
+ * engines put `usage: null` on each chunk, and a client that did not ask for usage gets
+ * no `usage` field at all, as from OpenAI. The mark cannot be inside a JSON string (its
+ * quotes would be escaped there), so this is a byte search, and the common chunk without
+ * it is returned as it is.
+ */
+export function stripNullUsage(b: Buffer): Buffer {
+  let i = b.indexOf(NULL_USAGE);
+  if (i === -1) return b;
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (; i !== -1; i = b.indexOf(NULL_USAGE, from)) {
+    // The comma that joined it to the object: before it (`,"usage":null`) or after it (`{"usage":null,`).
+    if (b[i - 1] === COMMA) parts.push(b.subarray(from, i - 1));
+    else {
+      parts.push(b.subarray(from, i));
+      if (b[i + NULL_USAGE.length] === COMMA) i++;
+    }
+    from = i + NULL_USAGE.length;
+  }
+  parts.push(b.subarray(from));
+  return Buffer.concat(parts);
+}
+
+/**
  * Waits until a slow client has taken what was written (or has gone). Reading from the
  * engine pauses meanwhile, so a slow client slows its own stream instead of making the
  * gateway buffer without limit.
@@ -219,6 +260,17 @@ function drained(res: ServerResponse): Promise<void> {
     res.on('drain', done);
     res.on('close', done);
   });
+}
+
+/** Whether whole events may hold a Responses API stream's last event (a cheap test first: most chunks have no `"type":"response.`). */
+function responseDone(b: Buffer): boolean {
+  return b.indexOf(RESPONSE_DONE_MARK) !== -1 && RESPONSE_DONE.test(b.toString('utf8'));
+}
+
+/** The JSON of an event: its `data:` line, after any `event:` line (the Responses API names its events). */
+function dataOf(ev: string): string {
+  const at = ev.startsWith('data:') ? 0 : ev.indexOf('\ndata:') + 1;
+  return ev.slice(at).replace(/^data: ?/, '');
 }
 
 function endsWithBlankLine(b: Buffer): boolean {

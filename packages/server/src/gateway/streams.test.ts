@@ -33,7 +33,7 @@ describe('an engine that stalls mid-stream', () => {
       { streamIdleTimeoutMs: 200, keepAliveMs: 50 },
     );
     const t0 = Date.now();
-    const r = await post(url, secret, { model: 'm', stream: true, messages: [] });
+    const r = await post(url, secret, { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
     expect(r.status).toBe(200);
     const data = r.text.split('\n\n').filter((e) => e.startsWith('data: '));
@@ -64,7 +64,7 @@ describe('an engine that stalls mid-stream', () => {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}` },
-      body: JSON.stringify({ model: 'm', stream: true }),
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     });
     const reader = res.body!.getReader();
     let text = '';

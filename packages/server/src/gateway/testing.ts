@@ -84,7 +84,7 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
     await keys.close();
     await gw.close();
   });
-  return { url, secret, keys, store, gw, metrics, lookups };
+  return { url, secret, keys, store, gw, metrics, lookups, model };
 }
 
 /**
@@ -196,7 +196,7 @@ export async function openStream(url: string, secret: string): Promise<{ reader:
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${secret}` },
-    body: JSON.stringify({ model: 'm', stream: true, messages: [] }),
+    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     signal: ac.signal,
   });
   return { reader: res.body!.getReader(), abort: () => ac.abort() };

@@ -11,7 +11,9 @@ import type { ClientRequest } from './request.js';
 import type { Traffic } from './traffic.js';
 import { end, replyAsEvent, type SseRelay, type StreamContext } from './sse.js';
 import { overBudget, type ReplyBudget, type ReplyHold } from './reply-budget.js';
-import { usageOfReply, type UsageMeter, type UsageReport } from './usage.js';
+import { findUsage, usageOfReply, type UsageMeter, type UsageReport } from './usage.js';
+import { RESPONSES } from './request.js';
+import { ResponsesTranslation, servesResponses, toChat } from './responses.js';
 
 /** The engine's prefix cache capacity in tokens, sent by llmgw's own engines on completions. */
 export const PREFIX_CACHE_HEADER = 'x-llmgw-prefix-cache-tokens';
@@ -123,12 +125,15 @@ export class Upstream {
     fallbackFrom: string | undefined,
     onFirstByte?: () => void,
   ): Promise<AttemptOutcome> {
+    // The Responses API on an engine that serves only chat completions: translated both ways.
+    const tr = ex.path === RESPONSES && !servesResponses(model) ? new ResponsesTranslation(ex.body) : undefined;
+    if (tr) payload = JSON.stringify(toChat(ex.body, model.name));
     this.traffic.attemptStarted(target.replicaId, model.name);
     try {
       let up;
       try {
         up = await this.pool(target.endpoint).request({
-          path: ex.path,
+          path: tr ? '/v1/chat/completions' : ex.path,
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${target.apiKey}` },
           body: payload,
@@ -152,7 +157,10 @@ export class Upstream {
       const headers: Record<string, string> = { 'x-llmgw-model': model.name, 'x-llmgw-replica': target.replicaId };
       const ctype = String(up.headers['content-type'] ?? 'application/json');
       if (ctype.startsWith('text/event-stream')) {
-        const o = await this.sse.pipe(res, up.body, headers, status, model.name, ex, onFirstByte);
+        // A translated stream carries the chat usage chunk for the relay to count and drop.
+        const o = tr
+          ? await this.sse.pipe(res, tr.stream(up.body), headers, status, model.name, { ...ex, clientWantsUsage: false }, onFirstByte)
+          : await this.sse.pipe(res, up.body, headers, status, model.name, ex, onFirstByte);
         this.usage.served(ex.key, model.name, target.replicaId, {
           usage: o.usage,
           relayed: o.relayed,
@@ -165,7 +173,15 @@ export class Upstream {
       } else {
         // Headers of a non-streamed reply come when it is done: prefill and decode.
         onFirstByte?.();
-        const reply = await this.readReply(res, ex, up.body, Number(up.headers['content-length'] ?? 0), status);
+        let reply = await this.readReply(res, ex, up.body, Number(up.headers['content-length'] ?? 0), status);
+        // Usage is read from the engine's own reply, before any translation, so it counts the same way.
+        let translatedUsage: UsageReport | undefined;
+        if (tr && status < 400) {
+          const whole = joined(reply);
+          translatedUsage = findUsage(whole.toString('utf8'));
+          const out = tr.json(whole);
+          reply = { chunks: [out], size: out.length };
+        }
         if (res.headersSent) {
           // A cold-start stream already said 200: the engine's answer goes in the stream,
           // as an error event when it is one.
@@ -180,7 +196,7 @@ export class Upstream {
           }
         }
         if (status < 400) {
-          usage = usageOfReply(reply.chunks, reply.size);
+          usage = translatedUsage ?? usageOfReply(reply.chunks, reply.size);
           this.usage.served(ex.key, model.name, target.replicaId, { usage });
         } else this.usage.failed(ex.key, model.name);
       }

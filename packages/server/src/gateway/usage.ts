@@ -102,7 +102,11 @@ const count = (v: unknown): boolean =>
 export function checkUsage(u: unknown): UsageReport {
   if (u === undefined || u === null) return undefined;
   if (typeof u !== 'object' || Array.isArray(u)) return 'bad';
-  const { prompt_tokens: p, completion_tokens: c, prompt_tokens_details: d } = u as Record<string, unknown>;
+  const o = u as Record<string, unknown>;
+  // The Responses API's words for the same counts (`input_tokens`, ...).
+  const p = o.prompt_tokens ?? o.input_tokens;
+  const c = o.completion_tokens ?? o.output_tokens;
+  const d = o.prompt_tokens_details ?? o.input_tokens_details;
   if (!count(p) || !count(c)) return 'bad';
   let cached: unknown;
   if (d !== undefined && d !== null) {
@@ -127,7 +131,9 @@ export function findUsage(json: string): UsageReport {
     return undefined;
   }
   if (!parsed || typeof parsed !== 'object') return undefined;
-  return checkUsage((parsed as { usage?: unknown }).usage);
+  const p = parsed as { usage?: unknown; response?: { usage?: unknown } };
+  // A Responses API reply has it at the top; its `response.completed` event, in `response`.
+  return checkUsage(p.usage ?? (p.response && typeof p.response === 'object' ? p.response.usage : undefined));
 }
 
 /**

@@ -96,7 +96,7 @@ describe('a real full disk', () => {
         const res = await fetch(`${client}/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-          body: '{"model":"m","messages":[]}',
+          body: '{"model":"m","messages":[{"role":"user","content":"hi"}]}',
         });
         expect(res.status).toBe(503);
         await res.text();

@@ -1,0 +1,61 @@
+/**
+ * What the built-in engine does with each OpenAI request parameter, per endpoint: the
+ * README's parameter table states it (support.test.ts checks the two agree) and the
+ * engine's tests send each one (features.test.ts). `yes`: honoured; `refused`: a 400
+ * naming it; any other text: honoured within that limit, refused beyond it.
+ */
+export const SUPPORT: Readonly<Record<'chat' | 'completions' | 'embeddings', Readonly<Record<string, string>>>> = {
+  chat: {
+    messages: 'yes (text parts; tool calls and results)',
+    temperature: 'yes',
+    top_p: 'yes',
+    frequency_penalty: 'yes',
+    presence_penalty: 'yes',
+    logit_bias: 'yes',
+    seed: 'yes',
+    stop: 'yes',
+    n: '1 only',
+    stream: 'yes',
+    stream_options: 'yes',
+    user: 'yes (not used)',
+    max_tokens: 'yes',
+    max_completion_tokens: 'yes',
+    logprobs: 'yes (not with stream)',
+    top_logprobs: 'yes (not with stream)',
+    tools: 'yes',
+    tool_choice: 'yes',
+    parallel_tool_calls: 'yes',
+    response_format: 'yes (not with tools)',
+    top_k: 'yes',
+    min_p: 'yes',
+    repetition_penalty: 'yes',
+  },
+  completions: {
+    prompt: 'yes',
+    temperature: 'yes',
+    top_p: 'yes',
+    frequency_penalty: 'yes',
+    presence_penalty: 'yes',
+    logit_bias: 'yes',
+    seed: 'yes',
+    stop: 'yes',
+    n: '1 only',
+    stream: 'yes',
+    stream_options: 'yes',
+    user: 'yes (not used)',
+    max_tokens: 'yes',
+    echo: 'yes (not with stream)',
+    logprobs: 'yes (not with stream)',
+    suffix: 'refused',
+    best_of: '1 only',
+    top_k: 'yes',
+    min_p: 'yes',
+    repetition_penalty: 'yes',
+  },
+  embeddings: {
+    input: 'yes',
+    encoding_format: 'yes',
+    dimensions: "the model's only",
+    user: 'yes (not used)',
+  },
+};
