@@ -35,9 +35,9 @@ describe('the reply budget', () => {
   it('takes a declared reply whole, refuses with 503 overloaded one that does not fit, and gives the bytes back', async () => {
     const e = slowEngine(3 * 1024 * 1024, true);
     const { url, secret, gw } = await setup(e.handler, { replyBufferBytes: 4 * 1024 * 1024, maxReplyBytes: 8 * 1024 * 1024 });
-    const first = post(url, secret, { model: 'm', messages: [] });
+    const first = post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] });
     await until(() => gw.replies.inUse === e.body.length);
-    const second = await post(url, secret, { model: 'm', messages: [] });
+    const second = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] });
     expect(second.status).toBe(503);
     expect(reply(second.text).error.code).toBe('overloaded');
     expect(second.headers['retry-after']).toBe('1');
@@ -48,7 +48,7 @@ describe('the reply budget', () => {
     expect(r.text.length).toBe(e.body.length);
     await until(() => gw.replies.inUse === 0);
     // Room again: the next one is served.
-    const third = post(url, secret, { model: 'm', messages: [] });
+    const third = post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] });
     await until(() => e.finishers.length === 1);
     e.finishers.pop()!();
     expect((await third).status).toBe(200);
@@ -57,7 +57,7 @@ describe('the reply budget', () => {
   it('counts an undeclared (chunked) reply as it arrives and stops reading it at the budget', async () => {
     const e = slowEngine(3 * 1024 * 1024, false);
     const { url, secret, gw } = await setup(e.handler, { replyBufferBytes: 2 * 1024 * 1024, maxReplyBytes: 8 * 1024 * 1024 });
-    const r = post(url, secret, { model: 'm', messages: [] });
+    const r = post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] });
     await until(() => e.finishers.length === 1);
     e.finishers.pop()!();
     const answer = await r;
@@ -109,7 +109,7 @@ describe('usage of a large reply', () => {
       },
       { maxReplyBytes: 4 * PARSE_WHOLE_BYTES },
     );
-    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
+    expect((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] })).status).toBe(200);
     await keys.flushUsage();
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, promptTokens: 5, completionTokens: 4 })]);
   });

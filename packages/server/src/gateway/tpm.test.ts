@@ -165,8 +165,8 @@ describe('a tpm quota through the gateway', () => {
   it('serves the first request, answers the next 429 with Retry-After and reason tpm, and counts it in the metrics', async () => {
     const { url, keys, metrics } = await setup(json(200, '{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}'));
     const { secret } = await keys.create({ name: 'tiny', tpm: 5 }, (m) => m);
-    expect((await post(url, secret, { model: 'm', messages: [] })).status).toBe(200);
-    const r = await post(url, secret, { model: 'm', messages: [] });
+    expect((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] })).status).toBe(200);
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] });
     expect(r.status).toBe(429);
     expect(reply(r.text).error).toMatchObject({
       code: 'rate_limit_exceeded',
