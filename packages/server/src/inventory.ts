@@ -1,7 +1,7 @@
 import type { Liveness, NodeAdminState, NodeReport, ShardStatus } from '@llmgw/shared';
 import type { AdminState } from './domain.js';
 import { DomainError, echo } from './errors.js';
-import type { NodeSnapshot } from './snapshot.js';
+import { nodeSnapshot, type NodeSnapshot } from './snapshot.js';
 import { serialWrites } from './store/serial.js';
 import type { Store, StoredNode } from './store/store.js';
 
@@ -352,7 +352,7 @@ export class Inventory {
 
   /** The plain-data picture placement works on. */
   snapshot(nowMs: number): NodeSnapshot[] {
-    return this.list().map((n) => toSnapshot(n, this.liveness(n, nowMs), nowMs));
+    return this.list().map((n) => nodeSnapshot(n, this.liveness(n, nowMs), nowMs));
   }
 }
 
@@ -363,27 +363,6 @@ export class Inventory {
  */
 export function identityOf(r: NodeReport): NodeReport {
   return { node_id: r.node_id, hostname: r.hostname, mgmt_addr: r.mgmt_addr, agent_version: r.agent_version, labels: {}, gpus: [], fabrics: [] };
-}
-
-function toSnapshot(n: InventoryNode, liveness: Liveness, nowMs: number): NodeSnapshot {
-  const r = n.report;
-  return {
-    id: n.id,
-    ...(r?.pool ? { pool: r.pool } : {}),
-    labels: r?.labels ?? {},
-    admin: n.admin.state,
-    ...(n.admin.reason ? { adminReason: n.admin.reason } : {}),
-    liveness,
-    lastSeenAgoS: Math.max(0, Math.round((nowMs - n.lastSeenMs) / 1000)),
-    ...(r?.memory_total_mb !== undefined ? { memoryTotalMb: r.memory_total_mb } : {}),
-    ...(r?.cpu_cores !== undefined ? { cpuCores: r.cpu_cores } : {}),
-    gpus: r?.gpus ?? [],
-    fabrics: r?.fabrics ?? [],
-    ...(r?.allow_command_engine === false ? { allowsCommandEngine: false } : {}),
-    ...(r?.files?.length ? { files: new Set(r.files.map((f) => f.sha256.toLowerCase())) } : {}),
-    ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drainDeadlineMs: Date.parse(n.admin.drainDeadline) } : {}),
-    ...(n.admin.state === 'draining' && n.admin.force ? { drainForce: true } : {}),
-  };
 }
 
 /**

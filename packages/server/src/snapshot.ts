@@ -1,4 +1,4 @@
-import type { GpuReport, Liveness, Model, NodeAdminState, Profile, RejectionCount, RejectionView } from '@llmgw/shared';
+import type { GpuReport, Liveness, Model, NodeAdminState, NodeReport, Profile, RejectionCount, RejectionView } from '@llmgw/shared';
 
 /**
  * What placement and reconciliation see: plain data, no I/O, no clock. The controller
@@ -78,3 +78,34 @@ export interface PlacementOutcome {
 export type PlacementProfile = Profile & { memory_estimated?: boolean };
 
 export type { Model, Profile };
+
+/** A node of the inventory as placement sees it: its last report, admin state and liveness, as plain data. */
+export function nodeSnapshot(
+  n: {
+    id: string;
+    report?: NodeReport | undefined;
+    admin: { state: NodeAdminState; reason?: string; drainDeadline?: string; force?: boolean };
+    lastSeenMs: number;
+  },
+  liveness: Liveness,
+  nowMs: number,
+): NodeSnapshot {
+  const r = n.report;
+  return {
+    id: n.id,
+    ...(r?.pool ? { pool: r.pool } : {}),
+    labels: r?.labels ?? {},
+    admin: n.admin.state,
+    ...(n.admin.reason ? { adminReason: n.admin.reason } : {}),
+    liveness,
+    lastSeenAgoS: Math.max(0, Math.round((nowMs - n.lastSeenMs) / 1000)),
+    ...(r?.memory_total_mb !== undefined ? { memoryTotalMb: r.memory_total_mb } : {}),
+    ...(r?.cpu_cores !== undefined ? { cpuCores: r.cpu_cores } : {}),
+    gpus: r?.gpus ?? [],
+    fabrics: r?.fabrics ?? [],
+    ...(r?.allow_command_engine === false ? { allowsCommandEngine: false } : {}),
+    ...(r?.files?.length ? { files: new Set(r.files.map((f) => f.sha256.toLowerCase())) } : {}),
+    ...(n.admin.state === 'draining' && n.admin.drainDeadline ? { drainDeadlineMs: Date.parse(n.admin.drainDeadline) } : {}),
+    ...(n.admin.state === 'draining' && n.admin.force ? { drainForce: true } : {}),
+  };
+}

@@ -1,13 +1,5 @@
 import { EventEmitter } from 'node:events';
-import {
-  type AssignmentsReply,
-  type Heartbeat,
-  type HeartbeatReply,
-  type Model,
-  type NodeAdminState,
-  type ShardAssignment,
-  type ShardStatus,
-} from '@llmgw/shared';
+import { type AssignmentsReply, type Heartbeat, type HeartbeatReply, type Model, type NodeAdminState, type ShardAssignment } from '@llmgw/shared';
 import type { Logger } from 'pino';
 import type { Decision, Replica, RolloutRecord } from '../domain.js';
 import type { Inventory } from '../inventory.js';
@@ -18,7 +10,7 @@ import { ephemeralEngineKeys, type EngineKeyOf } from './engine-keys.js';
 import { allocatePort, applyActions, frozen, MASTER_PORTS, newReplicaIds, withSpec } from './apply.js';
 import { AssignmentFeed } from './assignment-feed.js';
 import { assignmentsFor } from './assignments.js';
-import { applyShardReports, maskKey } from './replica-status.js';
+import { applyHeartbeatShards } from './replica-status.js';
 import { Downloads } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
@@ -247,22 +239,10 @@ export class Controller {
   }
 
   protected applyShardStatus(nodeId: string, hb: Heartbeat, write = true): boolean {
-    const byReplica = new Map<string, ShardStatus[]>();
-    for (const st of hb.shards) byReplica.set(st.replica_id, [...(byReplica.get(st.replica_id) ?? []), st]);
     const changed: string[] = [];
-    for (const [id, raw] of byReplica) {
-      const before = this.replicas.get(id);
-      if (!before) continue;
-      // An agent masks the key, but engine output is not ours to trust: what an agent sends
-      // is shown by ctl logs and replicas and written to the log, so it is masked here too.
-      const reports = raw.map((st) => maskKey(st, before.apiKey));
-      for (const st of reports) {
-        if (st.log_tail !== undefined && before.shards.some((s) => s.id === st.id && s.nodeId === nodeId)) this.logTails.set(st.id, st.log_tail);
-      }
-      const head = before.shards.find((s) => s.rank === 0);
-      const headAddr = (head && this.inventory.get(head.nodeId)?.report?.mgmt_addr) ?? hb.report.mgmt_addr;
-      const after = applyShardReports(before, nodeId, reports, this.now(), headAddr, hb.seq);
-      if (!after) continue;
+    const addrOf = (id: string) => this.inventory.get(id)?.report?.mgmt_addr;
+    for (const { before, after } of applyHeartbeatShards(this.replicas, nodeId, hb, this.now(), addrOf, (id, tail) => this.logTails.set(id, tail))) {
+      const id = after.id;
       this.replicas.set(id, frozen(after));
       changed.push(id);
       if (before.state !== after.state) {

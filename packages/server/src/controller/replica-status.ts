@@ -1,4 +1,4 @@
-import { redactSecrets, redactUrls, type ShardStatus } from '@llmgw/shared';
+import { redactSecrets, redactUrls, type Heartbeat, type ShardStatus } from '@llmgw/shared';
 import type { Replica, Shard } from '../domain.js';
 
 /**
@@ -87,4 +87,37 @@ export function maskKey(st: ShardStatus, key: string): ShardStatus {
     ...(st.error !== undefined ? { error: redactUrls(redactSecrets(st.error, [key])) } : {}),
     ...(st.log_tail !== undefined ? { log_tail: redactUrls(redactSecrets(st.log_tail, [key])) } : {}),
   };
+}
+
+/**
+ * A heartbeat's shard statuses applied to the replicas they belong to; returns each
+ * replica that changed, before and after. An agent masks the key, but engine output is
+ * not ours to trust: what an agent sends is shown by ctl logs and replicas and written to
+ * the log, so it is masked here too. `logTail` gets the tails of this node's own shards.
+ * `addrOf` gives a node's address, for a replica whose head is on another node.
+ */
+export function applyHeartbeatShards(
+  replicas: ReadonlyMap<string, Replica>,
+  nodeId: string,
+  hb: Heartbeat,
+  nowMs: number,
+  addrOf: (nodeId: string) => string | undefined,
+  logTail: (shardId: string, tail: string) => void,
+): Array<{ before: Replica; after: Replica }> {
+  const byReplica = new Map<string, ShardStatus[]>();
+  for (const st of hb.shards) byReplica.set(st.replica_id, [...(byReplica.get(st.replica_id) ?? []), st]);
+  const out: Array<{ before: Replica; after: Replica }> = [];
+  for (const [id, raw] of byReplica) {
+    const before = replicas.get(id);
+    if (!before) continue;
+    const reports = raw.map((st) => maskKey(st, before.apiKey));
+    for (const st of reports) {
+      if (st.log_tail !== undefined && before.shards.some((s) => s.id === st.id && s.nodeId === nodeId)) logTail(st.id, st.log_tail);
+    }
+    const head = before.shards.find((s) => s.rank === 0);
+    const headAddr = (head && addrOf(head.nodeId)) ?? hb.report.mgmt_addr;
+    const after = applyShardReports(before, nodeId, reports, nowMs, headAddr, hb.seq);
+    if (after) out.push({ before, after });
+  }
+  return out;
 }
