@@ -1,6 +1,4 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { TEST_MODEL_SHAPE, type WrittenModel } from './test-model.js';
+import { TEST_MODEL_SHAPE, prng, writeWhole, type WrittenModel } from './test-model.js';
 import { encodeGguf, type GgufWriteTensor } from './writer.js';
 
 export interface TestLoraOptions {
@@ -8,18 +6,6 @@ export interface TestLoraOptions {
   seed?: number;
   /** The adapter's rank (the inner size of each `lora_a`/`lora_b` pair). Default 4. */
   rank?: number;
-}
-
-/** The same mulberry32 as the model's, so an adapter is as reproducible as its base. */
-function uniformSource(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
-  };
 }
 
 /**
@@ -34,7 +20,8 @@ function uniformSource(seed: number): () => number {
  */
 export function buildTestLora(options: TestLoraOptions = {}): Buffer {
   const rank = options.rank ?? 4;
-  const uniform = uniformSource(options.seed ?? 7);
+  const next = prng(options.seed ?? 7);
+  const uniform = () => next() * 2 - 1;
   const { embeddingLength: E, feedForwardLength: F, blockCount } = TEST_MODEL_SHAPE;
   const random = (name: string, dims: readonly [number, number], scale: number): GgufWriteTensor => {
     const data = new Float32Array(dims[0] * dims[1]);
@@ -64,11 +51,5 @@ export function buildTestLora(options: TestLoraOptions = {}): Buffer {
 
 /** Writes {@link buildTestLora}'s bytes to `file` through a temporary file and a rename, like {@link writeTestModel}. */
 export function writeTestLora(file: string, options: TestLoraOptions = {}): WrittenModel {
-  const bytes = buildTestLora(options);
-  const target = path.resolve(file);
-  mkdirSync(path.dirname(target), { recursive: true });
-  const tmp = `${target}.${process.pid}.tmp`;
-  writeFileSync(tmp, bytes);
-  renameSync(tmp, target);
-  return { path: target, sizeBytes: bytes.length };
+  return writeWhole(file, buildTestLora(options));
 }

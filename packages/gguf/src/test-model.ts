@@ -28,7 +28,7 @@ export interface WrittenModel {
 }
 
 /** mulberry32: tiny, fast and good enough for weights nobody reads. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -191,7 +191,11 @@ export function buildTestModel(options: TestModelOptions = {}): Buffer {
  * a model.
  */
 export function writeTestModel(file: string, options: TestModelOptions = {}): WrittenModel {
-  const bytes = buildTestModel(options);
+  return writeWhole(file, buildTestModel(options));
+}
+
+/** Writes `bytes` to `file` (creating its directory) through a temporary file and a rename. */
+export function writeWhole(file: string, bytes: Buffer): WrittenModel {
   const target = path.resolve(file);
   mkdirSync(path.dirname(target), { recursive: true });
   const tmp = `${target}.${process.pid}.tmp`;
