@@ -148,7 +148,7 @@ describe('misleading setups, each named with its fix', () => {
         message: `${url} answered 502 to GET /api/v1/nodes without llmgw's error body: a proxy in front of a server that does not answer, or not llmgw's admin address? (address set by --server)`,
       });
       // A code that is not ours is no code.
-      answer = { status: 503, body: '{"error":"busy","code":"overloaded"}' };
+      answer = { status: 503, body: '{"error":"busy","code":"no_such_code"}' };
       await expect(call(conn(), 'GET', '/nodes')).rejects.toMatchObject({ message: 'busy', failure: 'unreachable', code: undefined });
     });
   });

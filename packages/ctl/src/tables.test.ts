@@ -46,6 +46,10 @@ describe('nodesTable', () => {
     expect(nodeDetails([n])).toBe('gpu-1: suspect: node credential of gpu-1 heard from 10.0.0.5 and 10.0.0.66 at once');
   });
 
+  it('shows - for the GPUs of a node waiting for approval: it keeps only its identity (issue 27)', () => {
+    expect(nodesTable([node({ id: 'big', state: 'pending-approval' })], plain)).toMatch(/big\s+pending-approval\s+-\s/);
+  });
+
   it('says how to join a machine when there is none', () => {
     expect(nodesTable([], plain)).toMatch(/Start llmgw-agent/);
   });

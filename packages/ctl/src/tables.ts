@@ -44,6 +44,8 @@ function nodeState(n: NodeView, c: ChalkInstance): string {
 }
 
 function gpus(n: NodeView, c: ChalkInstance): string {
+  // A node waiting for approval keeps only its identity: its GPUs are not known, not zero.
+  if (n.state === 'pending-approval') return '-';
   const text = `${n.gpu_free}/${n.gpu_total}`;
   if (n.gpu_error) return c.red(`${text}!`);
   return n.unhealthy_gpus.length ? c.yellow(text) : text;
