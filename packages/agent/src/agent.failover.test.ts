@@ -15,7 +15,7 @@ import { ModelFiles } from './files/store.js';
 import type { MachineProbe } from './probe/index.js';
 import { ServerPool } from './servers.js';
 import { ClusterState, TEST_CA, startInstance, type Instance } from './test-control-plane.js';
-import { waitFor } from './testing.js';
+import { shardAssignment, waitFor } from './testing.js';
 import { checkServerList, establishTrust, serverClient } from './trust.js';
 
 const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
@@ -34,23 +34,7 @@ function capture() {
   return { log, lines };
 }
 
-function assignment(id: string): ShardAssignment {
-  return {
-    id,
-    replica_id: id.replace(/-0$/, ''),
-    model: 'm',
-    profile: 'cpu',
-    engine: 'llama.cpp',
-    source: 'x',
-    rank: 0,
-    shards: 1,
-    gpus: [],
-    gpu_indices: [],
-    args: [],
-    env: {},
-    api_key: 'k',
-  };
-}
+const assignment = (id: string): ShardAssignment => shardAssignment(id);
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {

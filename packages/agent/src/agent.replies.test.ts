@@ -4,26 +4,11 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
 import type { AssignmentsReply, HeartbeatReply, ShardAssignment } from '@llmgw/shared';
 import { Agent } from './agent.js';
+import { shardAssignment } from './testing.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function assignment(id: string): ShardAssignment {
-  return {
-    id,
-    replica_id: id.replace(/-0$/, ''),
-    model: 'm',
-    profile: 'cpu',
-    engine: 'llama.cpp',
-    source: 'x',
-    rank: 0,
-    shards: 1,
-    gpus: [],
-    gpu_indices: [],
-    args: [],
-    env: {},
-    api_key: 'k',
-  };
-}
+const assignment = (id: string): ShardAssignment => shardAssignment(id);
 
 const reply = (version: number, ids: string[]): AssignmentsReply => ({ node_id: 'n1', version, assignments: ids.map(assignment) });
 const ack: HeartbeatReply = { node_id: 'n1' };

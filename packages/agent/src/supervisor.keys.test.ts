@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { ShardAssignment } from '@llmgw/shared';
 import { Supervisor } from './supervisor/index.js';
-import { waitFor } from './testing.js';
+import { shardAssignment, waitFor } from './testing.js';
 
 /**
  * Issue 27, finding 7: every engine runs as the one engine user, so each could read every
@@ -38,22 +38,15 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const shard = (id: string): ShardAssignment => ({
-  id,
-  replica_id: `rep-${id}`,
-  model: `model-${id}`,
-  profile: 'cpu',
-  engine: 'command',
-  source: '/dev/null',
-  rank: 0,
-  shards: 1,
-  gpus: [],
-  gpu_indices: [],
-  args: [],
-  env: {},
-  api_key: `key-${id}-0123456789`,
-  command: ['llmgw-test-engine', '--port', '{port}', '--model', '{model}', '--host', '{host}'],
-});
+const shard = (id: string): ShardAssignment =>
+  shardAssignment(id, {
+    replica_id: `rep-${id}`,
+    model: `model-${id}`,
+    engine: 'command',
+    source: '/dev/null',
+    api_key: `key-${id}-0123456789`,
+    command: ['llmgw-test-engine', '--port', '{port}', '--model', '{model}', '--host', '{host}'],
+  });
 
 describe('an engine key on descriptor 3', () => {
   it('is in no engine’s environment, command line, open descriptors or key folder, and the engine requires it', async () => {

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import type { ShardAssignment, ShardStatus } from '@llmgw/shared';
 import { Supervisor, type SupervisorOptions } from './supervisor/index.js';
 import { groupExists, readProcStat } from './proc.js';
-import { waitFor } from './testing.js';
+import { shardAssignment, waitFor } from './testing.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkg = path.resolve(here, '..');
@@ -50,23 +50,15 @@ function supervisor(stateDir: string, over: Partial<SupervisorOptions> = {}): Su
 }
 
 function testEngine(id: string, extra: string[] = [], over: Partial<ShardAssignment> = {}): ShardAssignment {
-  return {
-    id,
+  return shardAssignment(id, {
     replica_id: `rep-${id}`,
     model: `model-${id}`,
-    profile: 'cpu',
     engine: 'command',
     source: '/dev/null',
-    rank: 0,
-    shards: 1,
-    gpus: [],
-    gpu_indices: [],
-    args: [],
-    env: {},
     api_key: `key-${id}`,
     command: [process.execPath, ENGINE, '--port', '{port}', '--model', '{model}', '--api-key', '{api_key}', '--host', '{host}', ...extra],
     ...over,
-  };
+  });
 }
 
 const only = (s: Supervisor): ShardStatus => {

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { KeyCreated, ReplicaView, StatusView } from '@llmgw/shared';
-import { ADMIN_TOKEN, adminFetch, cleanup, ctlJson, eventually, freePort, removeTmp, startAgent, startServer, tmpDir, type ServerProc } from './harness.js';
+import { ADMIN_TOKEN, adminFetch, cleanup, ctlJson, eventually, removeTmp, startAgent, tmpDir } from './harness.js';
+import { instance, PAIR_CATALOG, type Instance } from './instances.js';
 import { describePostgres, dropDatabases, freshDatabase } from './postgres.js';
 
 /**
@@ -22,36 +23,6 @@ afterAll(async () => {
   await dropDatabases();
   removeTmp();
 });
-
-const CATALOG = `models:
-  - name: echo
-    source: test
-    scaling: { min: 2, max: 2 }
-    profiles:
-      - { name: cpu, engine: command, min_memory_gb: 20, command: [llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"] }
-`;
-const fast = ['--not-ready-after', '3', '--lost-after', '6', '--reconcile-interval', '1'];
-
-interface Instance extends ServerProc {
-  id: string;
-  start: () => Promise<Instance>;
-}
-
-async function instance(db: string, id: string, catalog: string): Promise<Instance> {
-  const [adminPort, clientPort] = [await freePort(), await freePort()];
-  const dataDir = tmpDir(`llmgw-${id}-`);
-  const start = async (): Promise<Instance> => ({
-    ...(await startServer({
-      dataDir,
-      catalog,
-      adminAddr: `127.0.0.1:${adminPort}`,
-      args: ['--client-addr', `127.0.0.1:${clientPort}`, '--database-url', db, '--instance-id', id, ...fast],
-    })),
-    id,
-    start,
-  });
-  return start();
-}
 
 async function get<T>(url: string, p: string): Promise<T> {
   const res = await adminFetch(`${url}/api/v1/${p}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
@@ -100,7 +71,7 @@ describeRuns('failover runs (issue 28)', () => {
       for (let run = 1; run <= RUNS; run++) {
         const db = await freshDatabase();
         const catalog = path.join(tmpDir('llmgw-catalog-'), 'catalog.yaml');
-        fs.writeFileSync(catalog, CATALOG);
+        fs.writeFileSync(catalog, PAIR_CATALOG);
         let a = await instance(db, 'inst-a', catalog);
         await eventually(async () => (await get<StatusView>(a.adminUrl, 'status')).leader.instance === 'inst-a', 10_000, 'A leading');
         const b = await instance(db, 'inst-b', catalog);

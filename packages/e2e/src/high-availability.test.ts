@@ -3,21 +3,8 @@ import path from 'node:path';
 import { afterAll, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import type { KeyCreated, NodeView, ReplicaView, StatusView } from '@llmgw/shared';
-import {
-  ADMIN_TOKEN,
-  adminFetch,
-  cleanup,
-  ctl,
-  ctlJson,
-  eventually,
-  freePort,
-  removeTmp,
-  startAgent,
-  startServer,
-  tmpDir,
-  type Proc,
-  type ServerProc,
-} from './harness.js';
+import { ADMIN_TOKEN, adminFetch, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, tmpDir, type Proc } from './harness.js';
+import { instance, PAIR_CATALOG, type Instance } from './instances.js';
 import { describePostgres, dropDatabases, freshDatabase } from './postgres.js';
 
 /**
@@ -34,38 +21,7 @@ afterAll(async () => {
   removeTmp();
 });
 
-// Two replicas that cannot share a node (20 GB each on 32 GB nodes): one engine per agent.
-const CATALOG = `models:
-  - name: echo
-    source: test
-    scaling: { min: 2, max: 2 }
-    profiles:
-      - { name: cpu, engine: command, min_memory_gb: 20, command: [llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}", --api-key, "{api_key}"] }
-`;
-const fast = ['--not-ready-after', '3', '--lost-after', '6', '--reconcile-interval', '1'];
 const agentArgs = ['--stop-engines-on-exit', '--restart-backoff', '0.2'];
-
-interface Instance extends ServerProc {
-  id: string;
-  start: () => Promise<Instance>;
-}
-
-/** An instance on `db` with fixed ports and data dir, so that `start` brings the same one back. */
-async function instance(db: string, id: string, catalog: string): Promise<Instance> {
-  const [adminPort, clientPort] = [await freePort(), await freePort()];
-  const dataDir = tmpDir(`llmgw-${id}-`);
-  const start = async (): Promise<Instance> => {
-    const s = await startServer({
-      dataDir,
-      catalog,
-      adminAddr: `127.0.0.1:${adminPort}`,
-      // HTTPS on both: the CA is shared through the database, so one join token (its pin) holds for both.
-      args: ['--client-addr', `127.0.0.1:${clientPort}`, '--database-url', db, '--instance-id', id, ...fast],
-    });
-    return { ...s, id, start };
-  };
-  return start();
-}
 
 async function status(url: string): Promise<StatusView> {
   const res = await adminFetch(`${url}/api/v1/status`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
@@ -80,7 +36,7 @@ async function replicas(url: string): Promise<ReplicaView[]> {
 }
 
 /** Two instances (A leading, started first), two agents given both addresses, both replicas ready. */
-async function cluster(text = CATALOG, spread = true) {
+async function cluster(text = PAIR_CATALOG, spread = true) {
   const db = await freshDatabase();
   const catalog = path.join(tmpDir('llmgw-catalog-'), 'catalog.yaml');
   fs.writeFileSync(catalog, text);
@@ -332,7 +288,7 @@ describePostgres('two instances on one PostgreSQL', () => {
   it('a rollout goes on across a leader SIGKILL: each old replica replaced once, no double start, no failed request', async () => {
     // Room for one surge replica beside each old one (12 of 32 GB each), and new replicas
     // that take 2.5 s to load, so the leader dies with a replacement still starting.
-    const roomy = CATALOG.replace('min_memory_gb: 20', 'min_memory_gb: 12');
+    const roomy = PAIR_CATALOG.replace('min_memory_gb: 20', 'min_memory_gb: 12');
     const { a, b, before, catalog } = await cluster(roomy, false);
     const secret = (await ctlJson<KeyCreated>(b.adminUrl, ['keys', 'create', '--name', 'load'])).secret;
     const watch = watchReplicas(b.adminUrl);

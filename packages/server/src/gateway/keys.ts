@@ -321,16 +321,7 @@ export class KeyRing {
 
   /** Usage per key and model, from memory: it answers while the store is unavailable. */
   usageRows(): UsageRow[] {
-    const rows = [...this.totals.values()].map((u) => ({
-      key_id: u.keyId,
-      key_name: this.keys.get(u.keyId)?.name ?? u.keyId,
-      model: u.model,
-      requests: u.requests,
-      errors: u.errors,
-      cancelled: u.cancelled,
-      prompt_tokens: u.promptTokens,
-      completion_tokens: u.completionTokens,
-    }));
+    const rows = [...this.totals.values()].map((u) => usageRow(u, this.keys.get(u.keyId)?.name ?? u.keyId));
     const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
     return rows.sort((a, b) => cmp(a.key_name, b.key_name) || cmp(a.model, b.model));
   }
@@ -344,16 +335,7 @@ export class KeyRing {
   async usageSince(sinceMs: number): Promise<UsageRow[]> {
     await this.flushUsage();
     const rows = await this.store.loadUsage(sinceMs);
-    return rows.map((u) => ({
-      key_id: u.keyId,
-      key_name: this.keys.get(u.keyId)?.name ?? u.keyName,
-      model: u.model,
-      requests: u.requests,
-      errors: u.errors,
-      cancelled: u.cancelled,
-      prompt_tokens: u.promptTokens,
-      completion_tokens: u.completionTokens,
-    }));
+    return rows.map((u) => usageRow(u, this.keys.get(u.keyId)?.name ?? u.keyName));
   }
 
   /** Stops the flush timer and writes what is pending; returns the requests it could not write. */
@@ -365,6 +347,20 @@ export class KeyRing {
 }
 
 const usageId = (keyId: string, model: string) => `${keyId}\u0000${model}`;
+
+/** The API's row of a key's usage of one model, under the key's name. */
+function usageRow(u: Omit<UsageDelta, 'minuteMs'>, keyName: string): UsageRow {
+  return {
+    key_id: u.keyId,
+    key_name: keyName,
+    model: u.model,
+    requests: u.requests,
+    errors: u.errors,
+    cancelled: u.cancelled,
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+  };
+}
 
 function keyView(k: StoredKey): KeyView {
   return {
