@@ -40,3 +40,19 @@ export function memoryStore(o: { replicas?: Replica[] } & Partial<Store> = {}): 
     ...overrides,
   };
 }
+
+/**
+ * `usage` summed per key and model, the minute dropped: requests of one test that
+ * straddle a minute boundary are written as two rows (one per minute), and a test of
+ * what was counted should not fail on the clock.
+ */
+export function usageTotals(usage: readonly UsageDelta[]): Omit<UsageDelta, 'minuteMs'>[] {
+  const by = new Map<string, Omit<UsageDelta, 'minuteMs'>>();
+  for (const { minuteMs: _, ...u } of usage) {
+    const id = `${u.keyId}\u0000${u.model}`;
+    const t = by.get(id);
+    if (!t) by.set(id, { ...u });
+    else for (const k of ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const) t[k] += u[k];
+  }
+  return [...by.values()];
+}
