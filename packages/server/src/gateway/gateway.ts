@@ -129,13 +129,17 @@ export class Gateway {
     balancer?: Balancer,
   ) {
     const usage = new UsageMeter(keys, metrics, log);
-    const sse = new SseRelay(metrics, {
-      keepAliveMs: settings.keepAliveMs,
-      streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
-      maxEventBytes: settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
-    });
+    const maxEventBytes = settings.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    const sse = new SseRelay(metrics, { keepAliveMs: settings.keepAliveMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs, maxEventBytes });
     this.replies = new ReplyBudget(settings.replyBufferBytes ?? DEFAULT_REPLY_BUFFER_BYTES);
-    this.upstream = new Upstream(traffic, metrics, sse, usage, { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES }, this.replies);
+    this.upstream = new Upstream(
+      traffic,
+      metrics,
+      sse,
+      usage,
+      { ...settings, maxReplyBytes: settings.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES, maxEventBytes },
+      this.replies,
+    );
     this.coldStart = new ColdStart(ctl, traffic, settings, log);
     const leastLoaded = new LeastLoaded();
     const cacheAware = new CacheAware({ prefixCacheTokens: settings.prefixCacheTokens }, metrics);

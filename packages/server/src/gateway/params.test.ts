@@ -75,6 +75,21 @@ describe('the parameter table', () => {
       "'text.format.name'",
     );
   });
+
+  it('refuses content parts that are not objects with a type, or whose text is not a string, naming the part (a 400, not a crash)', () => {
+    const msg = (content: unknown) => refusal('/v1/responses', { model: 'm', input: [{ role: 'user', content }] })?.message;
+    expect(msg([null])).toContain("'input[0].content[0]'");
+    expect(msg([7])).toContain("'input[0].content[0]'");
+    expect(msg([{ text: 'x' }])).toContain("'input[0].content[0].type'");
+    expect(
+      msg([
+        { type: 'input_text', text: 'a' },
+        { type: 'input_text', text: 3 },
+      ]),
+    ).toContain("'input[0].content[1].text'");
+    expect(msg([{ type: 'input_image', image_url: {} }])).toContain("'input[0].content[0].image_url'");
+    expect(msg([{ type: 'input_text', text: 'fine' }])).toBeUndefined();
+  });
 });
 
 describe('through the gateway', () => {

@@ -157,6 +157,19 @@ const streamOptions: Check = (v, name) => {
 };
 
 /** Responses `input`: a string, or message and function-call items. */
+/** A Responses message's content parts: objects with a type, their text or image URL a string. */
+function contentParts(parts: unknown[], name: string): string | undefined {
+  for (const [j, p] of parts.entries()) {
+    const at = `${name}[${j}]`;
+    if (!isObject(p)) return wrongType(at, 'an object', p);
+    if (typeof p.type !== 'string') return wrongType(`${at}.type`, 'a string', p.type);
+    if ((p.type === 'input_text' || p.type === 'output_text' || p.type === 'text') && typeof p.text !== 'string')
+      return wrongType(`${at}.text`, 'a string', p.text);
+    if (p.type === 'input_image' && typeof p.image_url !== 'string') return wrongType(`${at}.image_url`, 'a string', p.image_url);
+  }
+  return undefined;
+}
+
 const responsesInput: Check = (v, name) => {
   if (typeof v === 'string') return undefined;
   if (!Array.isArray(v)) return wrongType(name, 'a string or an array of input items', v);
@@ -169,6 +182,10 @@ const responsesInput: Check = (v, name) => {
       if (role) return role;
       if (typeof item.content !== 'string' && !Array.isArray(item.content))
         return wrongType(`${at}.content`, 'a string or an array of content parts', item.content);
+      if (Array.isArray(item.content)) {
+        const bad = contentParts(item.content, `${at}.content`);
+        if (bad) return bad;
+      }
     } else if (type === 'function_call') {
       if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string')
         return `Invalid '${at}': a function_call item needs call_id, name and arguments strings.`;

@@ -84,6 +84,19 @@ describe('/v1/responses translated to chat completions', () => {
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, promptTokens: 7, completionTokens: 3 })]);
   });
 
+  it('answers 502 to an engine 200 that is not JSON, and counts it as an error', async () => {
+    const e = engine((_p, _b, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('<html>oops</html>');
+    });
+    const { url, secret, keys, store, metrics } = await setup(e.upstream);
+    const r = await responses(url, secret, { input: 'Hi' });
+    expect(r.status).toBe(502);
+    await keys.flushUsage();
+    expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
+    expect(await metrics.registry.metrics()).toMatch(/llmgw_requests_total\{[^}]*status="502"[^}]*\} 1/);
+  });
+
   it('turns function tools, tool choice, function calls and their outputs into chat, and tool_calls into function_call items', async () => {
     const e = engine((_p, _b, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
 import type { Model } from '@llmgw/shared';
 import { DomainError } from '../errors.js';
 import { isObject } from './params.js';
@@ -191,15 +192,24 @@ export class ResponsesTranslation {
     return Buffer.from(JSON.stringify(this.response(incomplete ? 'incomplete' : 'completed', output, responseUsage(chat.usage), incomplete)));
   }
 
-  /** A streamed chat completion as the Responses API's events (see {@link ResponseEvents}). */
-  stream(body: EngineBody): EngineBody {
+  /**
+   * A streamed chat completion as the Responses API's events (see {@link ResponseEvents}).
+   * The engine's bytes are decoded across chunks (a character split between two is read
+   * whole), and an event growing past `maxEventBytes` ends the stream as the relay's own
+   * bound does: an engine that never ends an event must not grow the gateway's memory.
+   */
+  stream(body: EngineBody, maxEventBytes: number): EngineBody {
     const events = new ResponseEvents(this);
     async function* translate(): AsyncGenerator<Buffer> {
+      const decoder = new StringDecoder('utf8');
       let pending = '';
       for await (const chunk of body) {
-        pending += chunk.toString('utf8');
+        pending += decoder.write(chunk);
         const end = pending.lastIndexOf('\n\n');
-        if (end === -1) continue;
+        if (end === -1) {
+          if (Buffer.byteLength(pending) > maxEventBytes) throw new Error(`the engine sent an event over ${maxEventBytes} bytes`);
+          continue;
+        }
         const whole = pending.slice(0, end);
         pending = pending.slice(end + 2);
         const out = whole

@@ -50,7 +50,7 @@ export class Upstream {
     private readonly metrics: Metrics,
     private readonly sse: SseRelay,
     private readonly usage: UsageMeter,
-    private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number; maxReplyBytes: number; streamIdleTimeoutMs: number },
+    private readonly settings: { upstreamTimeoutMs: number; cooldownMs: number; maxReplyBytes: number; streamIdleTimeoutMs: number; maxEventBytes: number },
     /** What every non-streamed reply being held takes its bytes from. */
     private readonly replies: ReplyBudget,
   ) {
@@ -159,7 +159,15 @@ export class Upstream {
       if (ctype.startsWith('text/event-stream')) {
         // A translated stream carries the chat usage chunk for the relay to count and drop.
         const o = tr
-          ? await this.sse.pipe(res, tr.stream(up.body), headers, status, model.name, { ...ex, clientWantsUsage: false }, onFirstByte)
+          ? await this.sse.pipe(
+              res,
+              tr.stream(up.body, this.settings.maxEventBytes),
+              headers,
+              status,
+              model.name,
+              { ...ex, clientWantsUsage: false },
+              onFirstByte,
+            )
           : await this.sse.pipe(res, up.body, headers, status, model.name, ex, onFirstByte);
         this.usage.served(ex.key, model.name, target.replicaId, {
           usage: o.usage,
@@ -179,7 +187,15 @@ export class Upstream {
         if (tr && status < 400) {
           const whole = joined(reply);
           translatedUsage = findUsage(whole.toString('utf8'));
-          const out = tr.json(whole);
+          let out: Buffer;
+          try {
+            out = tr.json(whole);
+          } catch (err) {
+            // An engine's 200 that is not JSON is its failure, counted as one.
+            this.usage.failed(ex.key, model.name);
+            this.metrics.countRequest(model.name, ex.path, 502);
+            throw err;
+          }
           reply = { chunks: [out], size: out.length };
         }
         if (res.headersSent) {
