@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { writeTestLora, writeTestModel } from '@llmgw/gguf';
 import { LlamaRuntime } from './runtime.js';
@@ -86,6 +88,21 @@ describe('the built-in engine with LoRA adapters', () => {
     expect(log.some((l) => /^loaded adapter lora-a in /.test(l))).toBe(true);
   }, 60_000);
 
+  it('streams a chat with the adapter, each chunk naming it', async () => {
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'lora-b', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, temperature: 0, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const chunks = (await res.text())
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)) as { model: string });
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(new Set(chunks.map((c) => c.model))).toEqual(new Set(['lora-b']));
+  }, 30_000);
+
   it('answers 404 model_not_found for a name that is neither the model nor an adapter', async () => {
     const r = await complete('lora-c');
     expect(r.status).toBe(404);
@@ -95,6 +112,30 @@ describe('the built-in engine with LoRA adapters', () => {
   it('lists the adapter counts in /metrics', async () => {
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/^llmgw_engine_lora_loaded 1$/m);
-    expect(metrics).toMatch(/^llmgw_engine_lora_loads_total 3$/m);
+    expect(metrics).toMatch(/^llmgw_engine_lora_loads_total 4$/m);
+    expect(metrics).toMatch(/^llmgw_engine_lora_unloads_total 3$/m);
   });
+});
+
+describe('node-llama-cpp-engine --lora', () => {
+  const ENGINE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
+  const run = (args: string[]) =>
+    new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = execFile(process.execPath, [ENGINE, ...args], (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }));
+    });
+
+  it('refuses at start, naming the adapter, a file that is not a LoRA GGUF', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-lora-bad-'));
+    try {
+      const model = writeTestModel(path.join(dir, 'tiny.gguf'), { seed: 3 }).path;
+      const missing = await run(['--model', model, '--port', '0', '--lora', `gone=${path.join(dir, 'gone.gguf')}`]);
+      expect(missing.code).not.toBe(0);
+      expect(missing.stderr).toContain(`cannot load LoRA adapter gone from ${path.join(dir, 'gone.gguf')}`);
+      const notAdapter = await run(['--model', model, '--port', '0', '--lora', `base=${model}`]);
+      expect(notAdapter.code).not.toBe(0);
+      expect(notAdapter.stderr).toContain(`cannot load LoRA adapter base: ${model} is not a LoRA GGUF (general.type null, not "adapter")`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
