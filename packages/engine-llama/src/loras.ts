@@ -18,6 +18,8 @@ interface Entry<S> {
   /** Settles once the adapter's context exists; requests that come meanwhile wait on it. */
   ready: Promise<SlotPool<S>>;
   dispose?: () => Promise<void>;
+  /** Its slots, once loaded. */
+  pool?: SlotPool<S>;
   /** Requests holding a lease: an adapter in use is never unloaded under them. */
   users: number;
   lastUse: number;
@@ -66,6 +68,13 @@ export class LoraContexts<S> {
   /** The adapters loaded now, least recently used first. */
   loadedNames(): string[] {
     return [...this.loaded.values()].sort((a, b) => a.lastUse - b.lastUse).map((e) => e.name);
+  }
+
+  /** Requests waiting for a slot of a loaded adapter. */
+  queued(): number {
+    let n = 0;
+    for (const e of this.loaded.values()) n += e.pool?.queued ?? 0;
+    return n;
   }
 
   /** The adapter's slots, its context created first when it is not loaded. Rejects for an adapter this engine does not serve. */
@@ -124,8 +133,9 @@ export class LoraContexts<S> {
     entry.dispose = made.dispose;
     this.counts.loads++;
     this.log(`loaded adapter ${adapter.name} in ${((performance.now() - started) / 1000).toFixed(2)}s (${this.loaded.size} of ${this.maxLoras} loaded)`);
+    entry.pool = new SlotPool(made.slots);
     this.evict();
-    return new SlotPool(made.slots);
+    return entry.pool;
   }
 
   /** Unloads least recently used adapters no request holds while more than `maxLoras` are loaded. */

@@ -22,10 +22,10 @@ import { SlotPool, QueueAbortedError } from './pool.js';
 import { chooseSlot, reusedTokens } from './reuse.js';
 import { scoreGeneration, scoreTokens, type TokenLogprob } from './logprobs.js';
 import type { ChatMessage, EmbeddingResult, FinishReason, GenerationParams, GenerationResult, ModelRuntime, RuntimeOptions } from './runtime-types.js';
-
-export type { ChatMessage, EmbeddingResult, FinishReason, GenerationParams, GenerationResult, ModelRuntime, RuntimeOptions } from './runtime-types.js';
 import { toHistory } from './history.js';
 import { outputGrammar, tokenBiasOf } from './sampler.js';
+
+export type { ChatMessage, EmbeddingResult, FinishReason, GenerationParams, GenerationResult, ModelRuntime, RuntimeOptions } from './runtime-types.js';
 
 /** The prompt does not fit the context: 400 context_length_exceeded, in OpenAI's words. */
 function contextOverflow(promptTokens: number, contextSize: number): EngineError {
@@ -159,7 +159,7 @@ export class LlamaRuntime implements ModelRuntime {
   }
 
   activity(): { processing: number; queued: number } {
-    return { processing: this.processing, queued: this.pool.queued };
+    return { processing: this.processing, queued: this.pool.queued + this.loras.queued() };
   }
 
   adapters(): { served: string[]; loaded: string[]; loads: number; unloads: number } {
