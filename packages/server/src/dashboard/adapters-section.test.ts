@@ -24,7 +24,7 @@ describe('dashboard: a model page with LoRA adapters (issue 31)', () => {
     ];
     const text = modelPage({
       model: { ...model, adapters },
-      replicas: [],
+      replicas: [{ id: 'r-1', model: 'm', profile: 'cpu', state: 'ready', age_seconds: 1, adapters: ['chat-lora', 'sql-lora'], shards: [] }],
       explain,
       adapterProblems: { 'sql-lora': [], 'chat-lora': ['its file failed its checksum on replica r-3: <bad>'] },
       now: new Date(),
@@ -36,6 +36,8 @@ describe('dashboard: a model page with LoRA adapters (issue 31)', () => {
       ['chat-lora', '<span class="muted">not loaded</span>'],
     ]);
     expect(text).toContain('cannot be served');
+    // Each replica's own, in the replicas table, least recently used first.
+    expect(text).toContain('<span class="sub">adapters loaded: chat-lora, sql-lora</span>');
     // Escaped, as everything an agent reports.
     expect(text).toContain('its file failed its checksum on replica r-3: &lt;bad&gt;');
   });

@@ -149,7 +149,7 @@ function replicasTable(rs: ReplicaView[]): Html {
     rs.map((r) => {
       const span = Math.max(1, r.shards.length);
       const head = html`<th scope="rowgroup" rowspan="${span}">${r.id}<span class="sub">profile ${r.profile}${r.pool ? ` · pool ${r.pool}` : ''} · ${age(r.age_seconds)} old</span></th>
-<td rowspan="${span}">${state(r.state)}${r.revision ? html`<span class="sub">revision ${r.revision}</span>` : ''}</td><td rowspan="${span}">${r.endpoint ? html`<code>${r.endpoint}</code>` : '-'}</td>`;
+<td rowspan="${span}">${state(r.state)}${r.revision ? html`<span class="sub">revision ${r.revision}</span>` : ''}${r.adapters?.length ? html`<span class="sub">adapters loaded: ${r.adapters.join(', ')}</span>` : ''}</td><td rowspan="${span}">${r.endpoint ? html`<code>${r.endpoint}</code>` : '-'}</td>`;
       const err = html`<td rowspan="${span}">${r.error ? html`<span class="sub">${clip(r.error)}</span>` : '-'}</td>`;
       if (r.shards.length === 0) return html`<tbody><tr>${head}<td>-</td><td>-</td><td>-</td><td>-</td>${err}</tr></tbody>`;
       return html`<tbody>${r.shards.map(
