@@ -15,7 +15,7 @@ import { ModelFiles } from './files/store.js';
 import { serverClient } from './trust.js';
 import { DEFAULT_ENGINE_USER, resolveEngineUser, type EngineUser } from './engine-user.js';
 import { installService } from './service.js';
-import { estimateForSource, writeTestModel } from '@llmgw/gguf';
+import { estimateForSource, writeTestLora, writeTestModel } from '@llmgw/gguf';
 import { findEnginePrograms } from './engine-programs.js';
 import { Supervisor } from './supervisor/index.js';
 import { checkServerList, establishTrust } from './trust.js';
@@ -242,6 +242,21 @@ program
     if (!/^\d+$/.test(o.seed) || Number(o.seed) > 0xffffffff) fail(`invalid --seed "${o.seed}": want a whole number from 0 to 4294967295`);
     try {
       const m = writeTestModel(o.out, { seed: Number(o.seed) });
+      process.stdout.write(`${m.path} ${m.sizeBytes} bytes\n`);
+    } catch (e) {
+      fail(`cannot write ${o.out}: ${(e as Error).message}`);
+    }
+  });
+
+program
+  .command('make-test-lora')
+  .description("write a tiny LoRA GGUF adapter for make-test-model's model: a catalog adapter whose output differs from the base's")
+  .requiredOption('--out <file>', 'where to write the .gguf')
+  .option('--seed <n>', 'seed for the weights; the same seed gives the same file, another seed another adapter', '7')
+  .action((o: { out: string; seed: string }) => {
+    if (!/^\d+$/.test(o.seed) || Number(o.seed) > 0xffffffff) fail(`invalid --seed "${o.seed}": want a whole number from 0 to 4294967295`);
+    try {
+      const m = writeTestLora(o.out, { seed: Number(o.seed) });
       process.stdout.write(`${m.path} ${m.sizeBytes} bytes\n`);
     } catch (e) {
       fail(`cannot write ${o.out}: ${(e as Error).message}`);

@@ -15,7 +15,7 @@ import { addEventsCommand } from './events-cmd.js';
 import { addFilesCommand } from './files-cmd.js';
 import { addStatusCommand } from './status-cmd.js';
 import { addRolloutCommands } from './rollout-cmd.js';
-import { explainText, modelsTable, nodeDetails, nodesTable, replicaErrors, replicasTable } from './tables.js';
+import { adaptersTable, explainText, modelsTable, nodeDetails, nodesTable, replicaErrors, replicasTable } from './tables.js';
 import { addKeyCommands } from './keys-cmd.js';
 
 // `ctl events | head`: once the reader has gone, a write fails with EPIPE; stop quietly,
@@ -50,7 +50,7 @@ const program = new Command('ctl')
       'allow an http:// --server on another machine (only behind a proxy that terminates TLS) (or LLMGW_INSECURE_HTTP=1; 0/false/no/off is off)',
     ),
   )
-  .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+  .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'wide', 'json']).default('table'))
   // Each command's help lists the connection flags too, with their defaults.
   .configureHelp({ showGlobalOptions: true });
 examples(
@@ -62,7 +62,7 @@ examples(
   'ctl <command> --help',
 );
 
-function globals(): { conn: Connection; json: boolean } {
+function globals(): { conn: Connection; json: boolean; wide: boolean } {
   const o = program.opts<{ server?: string; token?: string; ca?: string; insecureHttp?: boolean; output: string }>();
   // Not commander's .env(): it turns the flag on whenever the variable is defined, =0 included.
   let insecureHttp: boolean;
@@ -74,6 +74,8 @@ function globals(): { conn: Connection; json: boolean } {
   return {
     conn: resolveConnection({ ...o, insecureHttp }, program.getOptionValueSource('server'), program.getOptionValueSource('token')),
     json: o.output === 'json',
+    // `-o wide`: a table with the columns a command keeps for it; other commands print their table.
+    wide: o.output === 'wide',
   };
 }
 
@@ -107,18 +109,22 @@ addMembershipCommands(program, nodes, globals);
 addNodeStateCommands(program, io);
 
 program
-  .command('models')
+  .command('models [model]')
   .description(
-    'list the catalog: ready/total replicas, replicas at the current revision (UP-TO-DATE; ctl rollout status), scaling, profiles, aliases, fallbacks, routing policy, revision; a failed reload of the catalog file is the line above',
+    'list the catalog: ready/total replicas, replicas at the current revision (UP-TO-DATE; ctl rollout status), scaling, profiles, aliases, fallbacks, routing policy, LoRA adapters, revision; a failed reload of the catalog file is the line above. With a model (name or alias), or -o wide: its LoRA adapters too, and the replicas holding each loaded',
   )
-  .addHelpText('after', examplesText('ctl models', 'ctl models -o json'))
-  .action(async () => {
-    const { conn, json } = globals();
-    const models = await call<ModelView[]>(conn, 'GET', '/models');
-    if (json) return printJson(models);
+  .addHelpText('after', examplesText('ctl models', 'ctl models qwen   # with its LoRA adapters', 'ctl models -o wide', 'ctl models -o json'))
+  .action(async (name: string | undefined) => {
+    const { conn, json, wide } = globals();
+    const all = await call<ModelView[]>(conn, 'GET', '/models');
+    const models = name === undefined ? all : all.filter((m) => m.name === name || m.aliases.includes(name));
+    if (name !== undefined && models.length === 0) throw new CtlError(`model "${name}" is not in the catalog (see ctl models)`);
+    if (json) return printJson(name === undefined ? models : models[0]);
     const c = colours();
     print(catalogNotice(await call<CatalogStatusView>(conn, 'GET', '/catalog'), c));
     print(modelsTable(models, c));
+    const adapters = name !== undefined || wide ? adaptersTable(models) : '';
+    if (adapters) print(`\n${adapters}`);
     const short = models.filter((m) => m.placement_summary);
     if (short.length) print(`\n${short.map((m) => `${m.name}: ${m.placement_summary} (ctl explain ${m.name})`).join('\n')}`);
   });
@@ -130,14 +136,14 @@ program
   .option('--show-keys', "include each engine's API key (to call an engine directly)")
   .addHelpText('after', examplesText('ctl replicas --model coder', "ctl replicas --show-keys   # each engine's key, in lines under the table"))
   .action(async (o: { model?: string; showKeys?: boolean }) => {
-    const { conn, json } = globals();
+    const { conn, json, wide } = globals();
     const params = new URLSearchParams();
     if (o.model) params.set('model', o.model);
     if (o.showKeys) params.set('show_keys', 'true');
     const q = params.size ? `?${params}` : '';
     const replicas = await call<ReplicaView[]>(conn, 'GET', `/replicas${q}`);
     if (json) return printJson(replicas);
-    print(replicasTable(replicas, colours()));
+    print(replicasTable(replicas, colours(), wide));
     const errors = replicaErrors(replicas);
     if (errors) print(`\n${errors}`);
     if (o.showKeys) print(`\n${replicas.map((r) => `${r.id}: ${r.api_key ?? '-'}`).join('\n')}`);
@@ -147,7 +153,7 @@ addLogsCommand(program, io);
 
 program
   .command('explain <model>')
-  .description('say why a model is or is not placed, node by node')
+  .description('say why a model is or is not placed, node by node; for a LoRA adapter, why it cannot be served too')
   .addHelpText('after', examplesText('ctl explain qwen-coder-14b'))
   .action(async (model: string) => {
     const { conn, json } = globals();

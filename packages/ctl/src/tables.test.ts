@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ExplainView, ModelView, NodeView } from '@llmgw/shared';
+import type { ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { Chalk } from 'chalk';
 import { colours } from './render.js';
-import { explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, usageTable } from './tables.js';
+import { adaptersTable, explainText, keysTable, modelsTable, nodeDetails, nodesTable, parseExpiry, replicasTable, usageTable } from './tables.js';
 
 const plain = new Chalk({ level: 0 });
 
@@ -187,5 +187,77 @@ describe('modelsTable', () => {
     expect(lines[0]).toMatch(/ROUTING/);
     expect(lines.find((l) => l.includes('qwen'))).toMatch(/cache-aware/);
     expect(lines.find((l) => l.includes('embed'))).toMatch(/least-loaded/);
+  });
+
+  it("counts each model's LoRA adapters, and lists them with where each is loaded", () => {
+    const adapters = [
+      { name: 'sql-lora', source: '/m/sql.gguf', loaded_on: ['r-1', 'r-2'] },
+      { name: 'chat-lora', source: 'https://files.invalid', loaded_on: [] },
+    ];
+    const lines = modelsTable([model({ adapters }), model({ name: 'embed' })], plain).split('\n');
+    const col = lines[0]!.indexOf('ADAPTERS');
+    expect(col).toBeGreaterThan(lines[0]!.indexOf('ROUTING'));
+    expect(
+      lines
+        .find((l) => l.startsWith('qwen'))!
+        .slice(col)
+        .split(/\s+/)[0],
+    ).toBe('2');
+    expect(
+      lines
+        .find((l) => l.startsWith('embed'))!
+        .slice(col)
+        .split(/\s+/)[0],
+    ).toBe('-');
+    expect(adaptersTable([model({ adapters }), model({ name: 'embed' })]).split('\n')).toEqual([
+      'MODEL  ADAPTER    SOURCE                 LOADED ON',
+      'qwen   sql-lora   /m/sql.gguf            r-1,r-2',
+      'qwen   chat-lora  https://files.invalid  -',
+    ]);
+    expect(adaptersTable([model()])).toBe('');
+  });
+});
+
+describe('replicasTable', () => {
+  const replica = (o: Partial<ReplicaView> = {}): ReplicaView => ({
+    id: 'r-1',
+    model: 'qwen',
+    profile: 'cpu',
+    state: 'ready',
+    age_seconds: 5,
+    shards: [],
+    ...o,
+  });
+
+  it('shows the LoRA adapters each replica holds loaded only with -o wide', () => {
+    const rs = [replica({ adapters: ['chat-lora', 'sql-lora'] }), replica({ id: 'r-2', adapters: [] }), replica({ id: 'r-3' })];
+    expect(replicasTable(rs, plain)).not.toContain('ADAPTERS');
+    const lines = replicasTable(rs, plain, true).split('\n');
+    const col = lines[0]!.indexOf('ADAPTERS');
+    expect(col).toBeGreaterThan(0);
+    expect(lines.map((l) => l.slice(col).split(/\s+/)[0])).toEqual(['ADAPTERS', 'chat-lora,sql-lora', '-', '-']);
+  });
+});
+
+describe('explainText for a LoRA adapter', () => {
+  const base: ExplainView = { model: 'm', placed: false, attempted: true, summary: '0/1 nodes can run m: 1 cordoned', notes: [], rejections: [] };
+
+  it('says why it cannot be served, then its base placement', () => {
+    const text = explainText(
+      { ...base, adapter: { name: 'sql-lora', problems: ['no replica of its base m is ready', 'its file failed its checksum on replica r-1: x'] } },
+      plain,
+    );
+    expect(text.split('\n')).toEqual([
+      'adapter sql-lora of m cannot be served:',
+      '  no replica of its base m is ready',
+      '  its file failed its checksum on replica r-1: x',
+      '',
+      'm:',
+      '0/1 nodes can run m: 1 cordoned',
+    ]);
+  });
+
+  it('says when it can be served', () => {
+    expect(explainText({ ...base, placed: true, adapter: { name: 'sql-lora', problems: [] } }, plain)).toMatch(/^adapter sql-lora of m can be served/);
   });
 });

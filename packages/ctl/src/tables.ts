@@ -67,7 +67,7 @@ export function nodeDetails(nodes: NodeView[]): string {
 export function modelsTable(models: ModelView[], c: ChalkInstance): string {
   if (models.length === 0) return 'The catalog has no models. Start the server with --catalog FILE.';
   return table(
-    ['NAME', 'READY', 'UP-TO-DATE', 'MIN', 'MAX', 'PROFILES', 'ALIASES', 'FALLBACKS', 'ROUTING', 'REVISION'],
+    ['NAME', 'READY', 'UP-TO-DATE', 'MIN', 'MAX', 'PROFILES', 'ALIASES', 'FALLBACKS', 'ROUTING', 'ADAPTERS', 'REVISION'],
     models.map((m) => [
       m.name,
       m.ready_replicas >= m.min_replicas ? `${m.ready_replicas}/${m.total_replicas}` : c.yellow(`${m.ready_replicas}/${m.total_replicas}`),
@@ -79,15 +79,26 @@ export function modelsTable(models: ModelView[], c: ChalkInstance): string {
       m.aliases.join(',') || '-',
       m.fallbacks.join(',') || '-',
       m.routing,
+      m.adapters?.length ?? '-',
       m.revision ?? '-',
     ]),
   );
 }
 
-export function replicasTable(replicas: ReplicaView[], c: ChalkInstance): string {
+/**
+ * The models' LoRA adapters, one line each (`ctl models MODEL`, `ctl models -o wide`): the
+ * base, the adapter, its source and the replicas that hold it loaded; empty when none has any.
+ */
+export function adaptersTable(models: ModelView[]): string {
+  const rows = models.flatMap((m) => (m.adapters ?? []).map((a) => [m.name, a.name, a.source, a.loaded_on.join(',') || '-']));
+  return rows.length ? table(['MODEL', 'ADAPTER', 'SOURCE', 'LOADED ON'], rows) : '';
+}
+
+/** The replicas; `wide` (`-o wide`) adds the LoRA adapters each holds loaded, least recently used first. */
+export function replicasTable(replicas: ReplicaView[], c: ChalkInstance, wide = false): string {
   if (replicas.length === 0) return 'No replicas.';
   return table(
-    ['ID', 'MODEL', 'PROFILE', 'STATE', 'NODES', 'ENDPOINT', 'REVISION', 'AGE', 'ERROR'],
+    ['ID', 'MODEL', 'PROFILE', 'STATE', 'NODES', 'ENDPOINT', 'REVISION', 'AGE', ...(wide ? ['ADAPTERS'] : []), 'ERROR'],
     replicas.map((r) => [
       r.id,
       r.model,
@@ -97,6 +108,7 @@ export function replicasTable(replicas: ReplicaView[], c: ChalkInstance): string
       r.endpoint ?? '-',
       r.revision ?? '-',
       age(r.age_seconds),
+      ...(wide ? [r.adapters?.join(',') || '-'] : []),
       oneLine(r.error ?? coming(r) ?? r.note ?? '-', 100),
     ]),
   );
@@ -130,8 +142,20 @@ export function age(seconds: number): string {
   return `${Math.floor(seconds / 86400)}d`;
 }
 
-/** The summary line, then rejections grouped by profile and pool, one line per node. */
+/**
+ * The summary line, then rejections grouped by profile and pool, one line per node; for
+ * a LoRA adapter, first whether it can be served and why not, then its base's placement.
+ */
 export function explainText(v: ExplainView, c: ChalkInstance): string {
+  if (!v.adapter) return placementText(v, c);
+  const { name, problems } = v.adapter;
+  const head = problems.length
+    ? [c.red(`adapter ${name} of ${v.model} cannot be served:`), ...problems.map((p) => `  ${p}`)]
+    : [c.green(`adapter ${name} of ${v.model} can be served (by a ready replica of ${v.model})`)];
+  return [...head, '', `${v.model}:`, placementText(v, c)].join('\n');
+}
+
+function placementText(v: ExplainView, c: ChalkInstance): string {
   // Placed is not started: a replica whose file is still coming says so, last.
   const coming = (v.downloads ?? []).map((d) => `replica ${d.replica} on ${d.node}: ${downloadText(d.progress)}`);
   const withComing = (text: string) => [text, ...coming].join('\n');

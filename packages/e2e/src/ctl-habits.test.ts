@@ -38,7 +38,7 @@ describe('ctl habits', () => {
       [['nodes', '--bogus'], "error: unknown option '--bogus'", "run 'ctl nodes --help' for usage"],
       [
         ['-o', 'yaml', 'nodes'],
-        "error: option '-o, --output <format>' argument 'yaml' is invalid. Allowed choices are table, json.",
+        "error: option '-o, --output <format>' argument 'yaml' is invalid. Allowed choices are table, wide, json.",
         "run 'ctl --help' for usage",
       ],
       [['drain', 'roomy', '--timeout', 'soon'], 'error: invalid --timeout "soon": want a duration like 90s, 10m or 2h', "run 'ctl drain --help' for usage"],

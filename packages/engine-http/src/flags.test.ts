@@ -6,6 +6,7 @@ const table = {
   apiKey: { type: 'text', flag: '--api-key', placeholder: 'KEY', help: 'the key' },
   host: { type: 'text', flag: '--host', placeholder: 'HOST', default: '127.0.0.1', nonEmpty: true, help: 'address to bind' },
   mode: { type: 'choice', flag: '--mode', placeholder: 'a|b', choices: ['a', 'b'], default: 'a', help: 'the mode' },
+  tag: { type: 'text', flag: '--tag', placeholder: 'T', nonEmpty: true, repeatable: true, help: 'a tag, repeatable' },
   kind: { type: 'choice', flag: '--kind', placeholder: 'K', choices: ['x', 'y', 'z'], help: 'the kind', section: 'Faults:' },
   delay: {
     type: 'int',
@@ -18,7 +19,7 @@ const table = {
   },
 } satisfies FlagTable;
 const parse = (argv: string[]) => parseFlags(argv, table);
-const defaults = { port: 1, apiKey: null, host: '127.0.0.1', mode: 'a', kind: null, delay: 2 };
+const defaults = { port: 1, apiKey: null, host: '127.0.0.1', mode: 'a', tag: [] as string[], kind: null, delay: 2 };
 
 describe('parseFlags', () => {
   it('takes --name value and --name=value, the last one winning, with defaults for the rest', () => {
@@ -27,6 +28,11 @@ describe('parseFlags', () => {
       kind: 'options',
       options: { ...defaults, kind: 'z', mode: 'b', delay: 10 },
     });
+  });
+
+  it('keeps every value of a repeatable flag, in order, in both spellings', () => {
+    expect(parse(['--port', '1', '--tag', 'a', '--tag=b', '--tag', 'a'])).toEqual({ kind: 'options', options: { ...defaults, tag: ['a', 'b', 'a'] } });
+    expect(parse(['--port', '1', '--tag', 'a', '--tag='])).toEqual({ kind: 'error', message: '--tag must not be empty' });
   });
 
   it('takes the next argument as the value whatever it looks like', () => {

@@ -27,11 +27,15 @@ export interface IntFlag extends FlagBase {
   default?: number;
 }
 
-/** A string as given; `nonEmpty` refuses `''`. */
+/**
+ * A string as given; `nonEmpty` refuses `''`. `repeatable`: every value given is kept, in
+ * order, as a list (`--lora a=x --lora b=y`), instead of the last one winning.
+ */
 export interface TextFlag extends FlagBase {
   type: 'text';
   default?: string;
   nonEmpty?: true;
+  repeatable?: true;
 }
 
 /** One of `choices`. */
@@ -44,17 +48,19 @@ export interface ChoiceFlag extends FlagBase {
 export type EngineFlag = IntFlag | TextFlag | ChoiceFlag;
 export type FlagTable = Record<string, EngineFlag>;
 
-type ValueOf<F> = F extends { type: 'int' }
-  ? F extends { default: number } | { required: true }
-    ? number
-    : number | null
-  : F extends { type: 'choice'; choices: readonly (infer C)[] }
-    ? F extends { default: string } | { required: true }
-      ? C
-      : C | null
-    : F extends { default: string } | { required: true }
-      ? string
-      : string | null;
+type ValueOf<F> = F extends { repeatable: true }
+  ? string[]
+  : F extends { type: 'int' }
+    ? F extends { default: number } | { required: true }
+      ? number
+      : number | null
+    : F extends { type: 'choice'; choices: readonly (infer C)[] }
+      ? F extends { default: string } | { required: true }
+        ? C
+        : C | null
+      : F extends { default: string } | { required: true }
+        ? string
+        : string | null;
 
 /** Every flag of table `T`, validated; a flag not given and without a default is null. */
 export type FlagValues<T extends FlagTable> = { -readonly [K in keyof T]: ValueOf<T[K]> };
@@ -86,12 +92,13 @@ export function readFlag(f: EngineFlag, raw: string): number | string {
 
 /**
  * An engine's argv (without node and the script) read by `table`: every flag takes a
- * value (`--name value` or `--name=value`; given twice, the last wins) and must be in the
- * table; `-h`/`--help` anywhere before an error asks for help. Never throws a UsageError.
+ * value (`--name value` or `--name=value`; given twice, the last wins, unless the flag is
+ * `repeatable`) and must be in the table; `-h`/`--help` anywhere before an error asks for
+ * help. Never throws a UsageError.
  */
 export function parseFlags<T extends FlagTable>(argv: readonly string[], table: T): ParseResult<FlagValues<T>> {
   const byName = new Map(Object.entries(table).map(([key, f]) => [f.flag.slice(2), { key, f }]));
-  const given = new Map<string, string>();
+  const given = new Map<string, string[]>();
   try {
     for (const token of tokensOf(argv, [...byName.keys()])) {
       if (token.kind === 'positional') throw new UsageError(`unexpected argument '${token.value}'`);
@@ -103,14 +110,15 @@ export function parseFlags<T extends FlagTable>(argv: readonly string[], table: 
       if (!typed.startsWith('--')) throw new UsageError(`unexpected argument '${typed}'`);
       if (!byName.has(token.name)) throw new UsageError(`unknown flag --${token.name}`);
       if (token.value === undefined) throw new UsageError(`--${token.name} needs a value`);
-      given.set(token.name, token.value);
+      given.set(token.name, [...(given.get(token.name) ?? []), token.value]);
     }
     const out: Record<string, unknown> = {};
     // In the table's order, so the first refused flag is the same whatever the argv's order.
     for (const [name, { key, f }] of byName) {
-      const raw = given.get(name);
-      if (raw === undefined && f.required) throw new UsageError(`${f.flag} is required`);
-      out[key] = raw === undefined ? (f.default ?? null) : readFlag(f, raw);
+      const values = given.get(name);
+      if (values === undefined && f.required) throw new UsageError(`${f.flag} is required`);
+      if (f.type === 'text' && f.repeatable) out[key] = (values ?? []).map((v) => readFlag(f, v));
+      else out[key] = values === undefined ? (f.default ?? null) : readFlag(f, values[values.length - 1]!);
     }
     return { kind: 'options', options: out as FlagValues<T> };
   } catch (e) {

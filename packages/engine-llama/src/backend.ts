@@ -58,12 +58,23 @@ function openAIFinish(reason: FinishReason): 'stop' | 'length' {
  */
 export class LlamaBackend implements InferenceBackend {
   private readonly created = Math.floor(Date.now() / 1000);
+  /** The `--lora` names: a request naming one is served with that adapter. */
+  private readonly adapterNames: ReadonlySet<string>;
 
   constructor(
     private readonly runtime: ModelRuntime,
     private readonly options: LlamaBackendOptions,
     private readonly counters: EngineCounters,
-  ) {}
+  ) {
+    this.adapterNames = new Set(runtime.adapters().served);
+  }
+
+  /** The LoRA adapter the body's `model` names; undefined for the base model (checked: any other name is a 404). */
+  private adapterOf(body: JsonObject): string | undefined {
+    if (typeof body.model === 'string' && this.adapterNames.has(body.model)) return body.model;
+    params.checkModel(body, this.options.servedName, false);
+    return undefined;
+  }
 
   /** The slots' KV caches together, for the gateway's prefix index (x-llmgw-prefix-cache-tokens). */
   get prefixCacheTokens(): number {
@@ -101,8 +112,9 @@ export class LlamaBackend implements InferenceBackend {
     };
   }
 
-  private base(prefix: string): openai.ResponseBase {
-    return { id: newId(prefix), created: Math.floor(Date.now() / 1000), model: this.options.servedName, system_fingerprint: null };
+  /** A reply's common fields; `model` names the adapter that served it, when one did. */
+  private base(prefix: string, adapter: string | undefined): openai.ResponseBase {
+    return { id: newId(prefix), created: Math.floor(Date.now() / 1000), model: adapter ?? this.options.servedName, system_fingerprint: null };
   }
 
   private cancelled(r: EngineRequest, id: string, tokens: number): void {
@@ -118,7 +130,7 @@ export class LlamaBackend implements InferenceBackend {
   }
 
   async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
-    params.checkModel(body, this.options.servedName, false);
+    const adapter = this.adapterOf(body);
     const messages = chatMessages(body);
     params.rejectMultipleChoices(body);
     const { stream, wantUsage } = params.streamMode(body);
@@ -136,8 +148,9 @@ export class LlamaBackend implements InferenceBackend {
       ...(forced ? { grammar: features.forcedCallGrammar(tools.tools) } : format ? { grammar: format } : {}),
       ...(tools?.mode === 'auto' ? { functions: tools.tools, parallelToolCalls: params.optionalBoolean(body, 'parallel_tool_calls') !== false } : {}),
       ...(logprobs !== undefined ? { logprobs } : {}),
+      ...(adapter !== undefined ? { adapter } : {}),
     };
-    const base = this.base('chatcmpl');
+    const base = this.base('chatcmpl', adapter);
 
     if (!stream) {
       const result = await this.runtime.chat(messages, generation);
@@ -182,7 +195,7 @@ export class LlamaBackend implements InferenceBackend {
   }
 
   async completions(r: EngineRequest, body: JsonObject): Promise<void> {
-    params.checkModel(body, this.options.servedName, false);
+    const adapter = this.adapterOf(body);
     const prompts = params.textOrTokenList(body.prompt, 'prompt');
     this.checkTokens(prompts, 'prompt');
     params.rejectMultipleChoices(body);
@@ -206,8 +219,9 @@ export class LlamaBackend implements InferenceBackend {
       ...(format ? { grammar: format } : {}),
       ...(logprobs !== undefined ? { logprobs } : {}),
       ...(echo ? { echo } : {}),
+      ...(adapter !== undefined ? { adapter } : {}),
     };
-    const base = this.base('cmpl');
+    const base = this.base('cmpl', adapter);
     const events = stream ? r.sse() : null;
     const choices: JsonObject[] = [];
     let total: openai.Usage = openai.usage(0, 0, 0);
@@ -236,7 +250,11 @@ export class LlamaBackend implements InferenceBackend {
   }
 
   async embeddings(r: EngineRequest, body: JsonObject): Promise<void> {
-    params.checkModel(body, this.options.servedName, false);
+    // Embeddings come from the base model's own context: an adapter changes generation only.
+    if (this.adapterOf(body) !== undefined)
+      throw new EngineError('unsupported_model', `embeddings are not served with a LoRA adapter by ${PROGRAM}; ask ${this.options.servedName}`, {
+        param: 'model',
+      });
     const inputs = params.textOrTokenList(body.input, 'input');
     this.checkTokens(inputs, 'input');
     if (inputs.some((i) => i === '')) throw new EngineError('invalid_value', 'input must not contain empty strings', { param: 'input' });

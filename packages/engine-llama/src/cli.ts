@@ -26,6 +26,25 @@ function chooseThreads(options: NodeLlamaCppOptions, header: GgufHeader): number
   return options.threads;
 }
 
+/**
+ * Each `--lora` file is a LoRA GGUF adapter and its name is not the served name, checked
+ * before serving: a wrong path is fatal now, naming it, not a 500 on the adapter's first request.
+ */
+async function checkAdapters(options: NodeLlamaCppOptions, servedName: string): Promise<void> {
+  for (const a of options.adapters) {
+    if (a.name === servedName) con.fatal(`--lora ${a.name} is the served name: name the adapter apart from its base`);
+    let header: GgufHeader;
+    try {
+      header = await readGgufHeader(a.path);
+    } catch (e) {
+      con.fatal(`cannot load LoRA adapter ${a.name} from ${a.path}: ${(e as Error).message}`);
+    }
+    const type = header.metadata['general.type'];
+    if (type !== 'adapter')
+      con.fatal(`cannot load LoRA adapter ${a.name}: ${a.path} is not a LoRA GGUF (general.type ${JSON.stringify(type ?? null)}, not "adapter")`);
+  }
+}
+
 async function serve(options: NodeLlamaCppOptions): Promise<void> {
   let header: GgufHeader;
   try {
@@ -35,6 +54,7 @@ async function serve(options: NodeLlamaCppOptions): Promise<void> {
   }
   const servedName = options.servedName ?? header.name ?? path.basename(options.model).replace(/\.gguf$/i, '');
   const threads = chooseThreads(options, header);
+  await checkAdapters(options, servedName);
 
   const engine = createEngineServer({ servedName, apiKey: options.apiKey, vocabSize: vocabSize(header), log: (line) => con.out(line) });
   // The process exit frees the model, so a signal needs no unloading first.
@@ -52,6 +72,8 @@ async function serve(options: NodeLlamaCppOptions): Promise<void> {
       threads,
       parallel: options.parallel,
       contextSize: options.contextSize,
+      adapters: options.adapters,
+      maxLoras: options.maxLoras,
       log: (line) => con.out(line),
     });
   } catch (e) {
@@ -59,7 +81,8 @@ async function serve(options: NodeLlamaCppOptions): Promise<void> {
   }
   engine.setBackend(runtime);
   con.out(
-    `ready in ${((performance.now() - started) / 1000).toFixed(2)}s: context ${runtime.contextSize} tokens per sequence, embeddings ${runtime.embeddingLength ?? 'off'}`,
+    `ready in ${((performance.now() - started) / 1000).toFixed(2)}s: context ${runtime.contextSize} tokens per sequence, embeddings ${runtime.embeddingLength ?? 'off'}` +
+      (options.adapters.length ? `, ${options.adapters.length} LoRA adapters (at most ${options.maxLoras} loaded)` : ''),
   );
 }
 

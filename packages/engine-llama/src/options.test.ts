@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { refusedValues } from '@llmgw/engine-http';
-import { DEFAULT_PARALLEL, HELP_TEXT, LLAMA_ENGINE_FLAGS, parseEngineArgs, sizingFromArgs } from './options.js';
+import { DEFAULT_MAX_LORAS, DEFAULT_PARALLEL, HELP_TEXT, LLAMA_ENGINE_FLAGS, parseEngineArgs, sizingFromArgs } from './options.js';
 
 describe('parseEngineArgs', () => {
   it('takes the key from LLMGW_ENGINE_API_KEY when --api-key is not given', () => {
@@ -23,8 +23,34 @@ describe('parseEngineArgs', () => {
         threads: null,
         parallel: DEFAULT_PARALLEL,
         contextSize: null,
+        adapters: [],
+        maxLoras: DEFAULT_MAX_LORAS,
       },
     });
+  });
+
+  it('takes every --lora NAME=PATH in order, with --max-loras', () => {
+    const argv = ['--model', 'm.gguf', '--port', '0', '--max-loras', '2', '--lora', 'sql=/a/sql.gguf', '--lora=chat=/b/c=d.gguf'];
+    expect(parseEngineArgs(argv)).toMatchObject({
+      kind: 'options',
+      options: {
+        maxLoras: 2,
+        adapters: [
+          { name: 'sql', path: '/a/sql.gguf' },
+          { name: 'chat', path: '/b/c=d.gguf' },
+        ],
+      },
+    });
+  });
+
+  it.each([
+    [['--lora', 'sql'], "--lora must be NAME=PATH, got 'sql'"],
+    [['--lora', '=/a.gguf'], "--lora must be NAME=PATH, got '=/a.gguf'"],
+    [['--lora', 'sql='], "--lora must be NAME=PATH, got 'sql='"],
+    [['--lora', 'sql=/a', '--lora', 'sql=/b'], '--lora names sql twice'],
+    [['--served-name', 'tiny', '--lora', 'tiny=/a'], '--lora tiny is the served name: name the adapter apart from its base'],
+  ])('refuses the adapters %j', (extra, message) => {
+    expect(parseEngineArgs(['--model', 'm.gguf', '--port', '0', ...extra])).toEqual({ kind: 'error', message });
   });
 
   it('lets a later flag (profile args) override an earlier one, in both spellings', () => {

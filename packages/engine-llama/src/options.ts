@@ -20,7 +20,20 @@ export interface NodeLlamaCppOptions {
   parallel: number;
   /** Tokens of context per request; null = {@link DEFAULT_CONTEXT_SIZE} or the model's, whichever is smaller. */
   contextSize: number | null;
+  /** LoRA adapters served by name (`--lora NAME=PATH`), in the order given. */
+  adapters: LoraAdapter[];
+  /** Adapters held loaded at once; the least recently used is unloaded to load another. */
+  maxLoras: number;
 }
+
+/** A LoRA adapter GGUF a request selects by naming it as its model. */
+export interface LoraAdapter {
+  name: string;
+  path: string;
+}
+
+/** Adapters held loaded when `--max-loras` is not given: llmgw's default `max_loaded_adapters`. */
+export const DEFAULT_MAX_LORAS = 8;
 
 export type ParseResult = EngineParseResult<NodeLlamaCppOptions>;
 
@@ -73,6 +86,25 @@ export const LLAMA_ENGINE_FLAGS = {
     max: 1 << 24,
     help: `tokens of context per request (default ${DEFAULT_CONTEXT_SIZE}, or the model's if smaller)`,
   },
+  lora: {
+    type: 'text',
+    flag: '--lora',
+    placeholder: 'NAME=PATH',
+    nonEmpty: true,
+    repeatable: true,
+    section: 'LoRA adapters:',
+    help: 'a LoRA adapter GGUF served as model NAME, loaded on its first request; repeatable',
+  },
+  maxLoras: {
+    type: 'int',
+    flag: '--max-loras',
+    placeholder: 'N',
+    min: 1,
+    max: 256,
+    default: DEFAULT_MAX_LORAS,
+    section: 'LoRA adapters:',
+    help: 'adapters held loaded at once; loading another unloads the least recently used',
+  },
 } as const satisfies FlagTable;
 
 export const HELP_TEXT = `Usage: node-llama-cpp-engine --model FILE.gguf --port PORT [options]
@@ -82,6 +114,10 @@ OpenAI's API: GET /health, GET /v1/models, POST /v1/chat/completions,
 POST /v1/completions, POST /v1/embeddings; GET /metrics in Prometheus text.
 
 ${flagsHelp(LLAMA_ENGINE_FLAGS)}
+
+A request whose model is a --lora NAME is served by the base model with that adapter
+applied (its own context, created on the adapter's first request); its reply names the
+adapter. At most --max-loras are loaded; another unloads the least recently used.
 
 Each request takes the free sequence whose KV cache shares the longest prefix with its
 prompt and evaluates only the rest; completions report the reused tokens as
@@ -98,8 +134,17 @@ A bad command line exits with code ${USAGE_EXIT_CODE}.
 export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
   const parsed = parseFlags(argv, LLAMA_ENGINE_FLAGS);
   if (parsed.kind !== 'options') return parsed;
-  const { servedName } = parsed.options;
-  return withApiKey({ ...parsed.options, servedName: servedName === '' ? null : servedName }, env);
+  const { servedName, lora, ...rest } = parsed.options;
+  const adapters: LoraAdapter[] = [];
+  for (const value of lora) {
+    const at = value.indexOf('=');
+    if (at <= 0 || at === value.length - 1) return { kind: 'error', message: `--lora must be NAME=PATH, got '${value}'` };
+    const adapter = { name: value.slice(0, at), path: value.slice(at + 1) };
+    if (adapters.some((a) => a.name === adapter.name)) return { kind: 'error', message: `--lora names ${adapter.name} twice` };
+    if (adapter.name === servedName) return { kind: 'error', message: `--lora ${adapter.name} is the served name: name the adapter apart from its base` };
+    adapters.push(adapter);
+  }
+  return withApiKey({ ...rest, servedName: servedName === '' ? null : servedName, adapters }, env);
 }
 
 /**

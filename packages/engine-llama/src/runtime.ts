@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import path from 'node:path';
 import type {
   ChatModelFunctions,
   ChatWrapper,
@@ -6,6 +7,7 @@ import type {
   Llama,
   LlamaChat,
   LlamaCompletion,
+  LlamaContext,
   LlamaContextSequence,
   LlamaEmbeddingContext,
   LlamaGrammar,
@@ -14,75 +16,16 @@ import type {
   TokenBias,
 } from 'node-llama-cpp';
 import { EngineError } from '@llmgw/engine-http';
-import { DEFAULT_CONTEXT_SIZE } from './options.js';
+import { DEFAULT_CONTEXT_SIZE, DEFAULT_MAX_LORAS } from './options.js';
+import { LoraContexts } from './loras.js';
 import { SlotPool, QueueAbortedError } from './pool.js';
 import { chooseSlot, reusedTokens } from './reuse.js';
-import type { OutputGrammar, Sampling, Tool } from './features.js';
 import { scoreGeneration, scoreTokens, type TokenLogprob } from './logprobs.js';
+import type { ChatMessage, EmbeddingResult, FinishReason, GenerationParams, GenerationResult, ModelRuntime, RuntimeOptions } from './runtime-types.js';
 import { toHistory } from './history.js';
 import { outputGrammar, tokenBiasOf } from './sampler.js';
 
-/** A chat message after validation; `developer` is folded into `system`. */
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string;
-  /** An assistant turn's tool calls (arguments as the JSON text the client sent back). */
-  toolCalls?: { id: string; name: string; arguments: string }[];
-  /** A tool message: the call it answers. */
-  toolCallId?: string;
-}
-
-/** Sampling and stopping, already validated and defaulted by the HTTP layer. */
-export interface GenerationParams {
-  /** Requested cap; the backend lowers it to what the context has room for. */
-  maxTokens: number | undefined;
-  temperature: number;
-  topP: number;
-  /** undefined = a fresh random seed per request. */
-  seed: number | undefined;
-  stop: readonly string[];
-  /** top_k, min_p, penalties and logit_bias (`features.ts`). */
-  sampling: Sampling;
-  /** The output's grammar (response_format, a forced tool call). */
-  grammar?: OutputGrammar;
-  /** Chat: functions the model may call (node-llama-cpp's function calling). */
-  functions?: readonly Tool[];
-  /** `parallel_tool_calls: false`: at most one call per turn. */
-  parallelToolCalls?: boolean;
-  /** Alternatives per token when logprobs are asked for; undefined for none. */
-  logprobs?: number;
-  /** Completions: the prompt's logprobs too (`echo`); `maxTokens: 0` then generates nothing. */
-  echo?: boolean;
-  /** With `echo`: the first prompt token that is the client's (1 when the engine put a BOS token first). */
-  echoFrom?: number;
-  /** Fires when the client leaves; generation (or the wait for a slot) stops at once. */
-  signal: AbortSignal;
-  /** Streaming: called with each piece of text as it is generated. */
-  onText?: (text: string) => void;
-}
-
-export type FinishReason = 'stop' | 'length' | 'cancelled';
-
-export interface GenerationResult {
-  text: string;
-  promptTokens: number;
-  /** Prompt tokens found in the slot's KV cache and not evaluated again. */
-  cachedTokens: number;
-  completionTokens: number;
-  finishReason: FinishReason;
-  /** Calls node-llama-cpp's function calling made (`functions`), arguments parsed. */
-  functionCalls?: { name: string; params: unknown }[];
-  /** The generated tokens' logprobs, when asked for. */
-  logprobs?: TokenLogprob[];
-  /** The prompt tokens' logprobs (`echo` with logprobs), the first one null. */
-  promptLogprobs?: TokenLogprob[];
-}
-
-export interface EmbeddingResult {
-  /** L2-normalised, one per input. */
-  vectors: number[][];
-  promptTokens: number;
-}
+export type { ChatMessage, EmbeddingResult, FinishReason, GenerationParams, GenerationResult, ModelRuntime, RuntimeOptions } from './runtime-types.js';
 
 /** The prompt does not fit the context: 400 context_length_exceeded, in OpenAI's words. */
 function contextOverflow(promptTokens: number, contextSize: number): EngineError {
@@ -90,34 +33,6 @@ function contextOverflow(promptTokens: number, contextSize: number): EngineError
     'context_length_exceeded',
     `This model's maximum context length is ${contextSize} tokens. However, your prompt resulted in ${promptTokens} tokens.`,
   );
-}
-
-/** What the engine's HTTP side needs from a loaded model; tests can supply a fake. */
-export interface ModelRuntime {
-  /** Tokens of context per request. */
-  readonly contextSize: number;
-  /** Tokens the slots' KV caches hold together (slots × context size): the prefix cache's capacity. */
-  readonly prefixCacheTokens: number;
-  /** Length of an embedding vector; null when the model cannot embed. */
-  readonly embeddingLength: number | null;
-  /** Text of token ids (an echoed token prompt). */
-  detokenize(tokens: readonly number[]): string;
-  chat(messages: readonly ChatMessage[], params: GenerationParams): Promise<GenerationResult>;
-  complete(prompt: string | readonly number[], params: GenerationParams): Promise<GenerationResult>;
-  embed(inputs: ReadonlyArray<string | readonly number[]>): Promise<EmbeddingResult>;
-  /** Requests generating now and waiting for a slot. */
-  activity(): { processing: number; queued: number };
-  close(): Promise<void>;
-}
-
-export interface RuntimeOptions {
-  modelPath: string;
-  threads: number;
-  parallel: number;
-  /** null: {@link DEFAULT_CONTEXT_SIZE} or the model's trained context, whichever is smaller. */
-  contextSize: number | null;
-  /** llama.cpp's warnings and errors, one line each. */
-  log(line: string): void;
 }
 
 interface Slot {
@@ -174,6 +89,7 @@ export class LlamaRuntime implements ModelRuntime {
     slots: Slot[],
     private readonly embeddingContext: LlamaEmbeddingContext | null,
     readonly contextSize: number,
+    private readonly loras: LoraContexts<Slot>,
     private readonly dispose: () => Promise<void>,
   ) {
     this.pool = new SlotPool(slots);
@@ -207,14 +123,26 @@ export class LlamaRuntime implements ModelRuntime {
     } catch (e) {
       options.log(`embeddings disabled: ${(e as Error).message}`);
     }
-    const slots: Slot[] = [];
-    for (let i = 0; i < options.parallel; i++) {
-      const sequence = context.getSequence();
-      slots.push({ sequence, chat: new LlamaChat({ contextSequence: sequence }), completion: new LlamaCompletion({ contextSequence: sequence }) });
-    }
+    const slotsOf = (ctx: LlamaContext, n: number): Slot[] =>
+      Array.from({ length: n }, () => {
+        const sequence = ctx.getSequence();
+        return { sequence, chat: new LlamaChat({ contextSequence: sequence }), completion: new LlamaCompletion({ contextSequence: sequence }) };
+      });
+    const slots = slotsOf(context, options.parallel);
     const [first] = slots;
     if (first === undefined) throw new Error('--parallel must be at least 1');
-    return new LlamaRuntime(llama, model, first.chat.chatWrapper, slots, embeddingContext, context.contextSize, async () => {
+    // One sequence per adapter: each loaded adapter's KV cache costs one context's worth, not --parallel's.
+    const loras = new LoraContexts<Slot>(
+      options.adapters ?? [],
+      options.maxLoras ?? DEFAULT_MAX_LORAS,
+      async (adapter) => {
+        const ctx = await model.createContext({ contextSize, sequences: 1, threads: options.threads, lora: { adapters: [{ filePath: adapter.path }] } });
+        return { slots: slotsOf(ctx, 1), dispose: () => ctx.dispose().then(() => freeLoraWeights(model, adapter.path)) };
+      },
+      (line) => options.log(line),
+    );
+    return new LlamaRuntime(llama, model, first.chat.chatWrapper, slots, embeddingContext, context.contextSize, loras, async () => {
+      await loras.close();
       await embeddingContext?.dispose();
       await context.dispose();
       await model.dispose();
@@ -231,7 +159,11 @@ export class LlamaRuntime implements ModelRuntime {
   }
 
   activity(): { processing: number; queued: number } {
-    return { processing: this.processing, queued: this.pool.queued };
+    return { processing: this.processing, queued: this.pool.queued + this.loras.queued() };
+  }
+
+  adapters(): { served: string[]; loaded: string[]; loads: number; unloads: number } {
+    return { served: this.loras.names(), loaded: this.loras.loadedNames(), ...this.loras.counts };
   }
 
   async close(): Promise<void> {
@@ -245,14 +177,18 @@ export class LlamaRuntime implements ModelRuntime {
     return room;
   }
 
-  private async generate(
-    params: GenerationParams,
-    prompt: readonly Token[],
-    run: (
-      slot: Slot,
-      opts: SharedGenerationOptions,
-    ) => Promise<{ response: string; metadata: { stopReason: string }; functionCalls?: readonly { functionName: string; params: unknown }[] }>,
-  ): Promise<GenerationResult> {
+  /** Generates on the base model's slots, or on the adapter's (loaded first when it is not). */
+  private async generate(params: GenerationParams, prompt: readonly Token[], run: Run): Promise<GenerationResult> {
+    if (params.adapter === undefined) return this.generateOn(this.pool, params, prompt, run);
+    const lease = await this.loras.lease(params.adapter);
+    try {
+      return await this.generateOn(lease.pool, params, prompt, run);
+    } finally {
+      lease.release();
+    }
+  }
+
+  private async generateOn(pool: SlotPool<Slot>, params: GenerationParams, prompt: readonly Token[], run: Run): Promise<GenerationResult> {
     const promptTokens = prompt.length;
     const maxTokens = Math.min(params.maxTokens ?? Number.POSITIVE_INFINITY, this.room(promptTokens));
     const grammar = await outputGrammar(this.llama, params.grammar);
@@ -260,7 +196,7 @@ export class LlamaRuntime implements ModelRuntime {
     const commonPrefix = (slot: Slot): number => slot.sequence.compareContextTokens(prompt as Token[]).firstDifferentIndex;
     let slot: Slot;
     try {
-      slot = await this.pool.acquire(params.signal, (free) => chooseSlot(free.map(commonPrefix), promptTokens));
+      slot = await pool.acquire(params.signal, (free) => chooseSlot(free.map(commonPrefix), promptTokens));
     } catch (e) {
       if (e instanceof QueueAbortedError) return { text: '', promptTokens, cachedTokens: 0, completionTokens: 0, finishReason: 'cancelled' };
       throw e;
@@ -326,7 +262,7 @@ export class LlamaRuntime implements ModelRuntime {
       throw e;
     } finally {
       this.processing--;
-      this.pool.release(slot);
+      pool.release(slot);
     }
   }
 
@@ -379,6 +315,28 @@ export class LlamaRuntime implements ModelRuntime {
       return { vectors, promptTokens };
     });
   }
+}
+
+/** Runs a chat or a completion on a slot. */
+type Run = (
+  slot: Slot,
+  opts: SharedGenerationOptions,
+) => Promise<{ response: string; metadata: { stopReason: string }; functionCalls?: readonly { functionName: string; params: unknown }[] }>;
+
+/**
+ * Frees an adapter's weights once its context is gone. node-llama-cpp keeps every LoRA
+ * it loaded, by resolved path, until the model is disposed (its `_loraAdapters`, internal
+ * in 3.x); an engine that swaps adapters for as long as it runs must free them itself, or
+ * each adapter ever used stays in memory. Without that map (another version) it does nothing.
+ */
+function freeLoraWeights(model: LlamaModel, file: string): void {
+  const cache = (model as unknown as { _loraAdapters?: unknown })._loraAdapters;
+  if (!(cache instanceof Map)) return;
+  const key = path.resolve(process.cwd(), file);
+  const lora = cache.get(key) as { dispose?: () => Promise<void> } | undefined;
+  if (typeof lora?.dispose !== 'function') return;
+  cache.delete(key);
+  void lora.dispose().catch(() => undefined);
 }
 
 /** The options chat and completion generation share (both accept this subset). */

@@ -34,12 +34,16 @@ export function createEngineServer(options: EngineServerOptions): EngineServer {
   let runtime: ModelRuntime | null = null;
   const metrics = (): string => {
     const load = runtime?.activity() ?? { processing: 0, queued: 0 };
+    const loras = runtime?.adapters() ?? { loaded: [], loads: 0, unloads: 0 };
     return (
       metric('llamacpp:prompt_tokens_total', 'counter', 'Prompt tokens processed.', counters.promptTokens) +
       metric('llamacpp:tokens_predicted_total', 'counter', 'Tokens generated.', counters.predictedTokens) +
       metric('llamacpp:requests_processing', 'gauge', 'Requests generating now.', load.processing) +
       metric('llamacpp:requests_deferred', 'gauge', 'Requests waiting for a free sequence.', load.queued) +
-      metric('llmgw_engine_requests_cancelled_total', 'counter', 'Generations stopped because the client disconnected.', counters.cancelled)
+      metric('llmgw_engine_requests_cancelled_total', 'counter', 'Generations stopped because the client disconnected.', counters.cancelled) +
+      metric('llmgw_engine_lora_loaded', 'gauge', 'LoRA adapters loaded now (each in its own context).', loras.loaded.length) +
+      metric('llmgw_engine_lora_loads_total', 'counter', 'LoRA adapter loads (a first request, or one after an unload).', loras.loads) +
+      metric('llmgw_engine_lora_unloads_total', 'counter', 'LoRA adapters unloaded to make room (least recently used first).', loras.unloads)
     );
   };
   const http = createEngineHttp({

@@ -274,7 +274,7 @@ export async function startServer(
   const api = [
     events.api,
     tokensApi(access),
-    adminApi(controller, keys),
+    adminApi(controller, keys, gateway.adapters),
     membershipApi(membership),
     catalogApi(controller, deps.catalogStatus),
     rolloutsApi(controller),
@@ -305,6 +305,7 @@ export async function startServer(
       catalogStatus: deps.catalogStatus,
       onNodeState: events.onNodeState,
       queued: (model) => gateway.queuedFor(model),
+      adapters: gateway.adapters,
     }),
   );
   admin.use((req, _res, next) => {

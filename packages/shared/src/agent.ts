@@ -87,6 +87,20 @@ export const GpuReportSchema = Type.Object({
 });
 export type GpuReport = Static<typeof GpuReportSchema>;
 
+/**
+ * What an agent says when a fetched file does not hash to the catalog's SHA-256: its
+ * shard fails with this error, and the server finds it by the digest the catalog expects
+ * ({@link failedChecksum}) to tell `ctl explain` which file it was (a model's or an adapter's).
+ */
+export function checksumMismatchText(url: string, expected: string, actual: string): string {
+  return `${url} has SHA-256 ${actual}, but the catalog expects ${expected.toLowerCase()}: the file was deleted and is not served; fix the sha256 in the catalog or the file at its source`;
+}
+
+/** Whether `error` is {@link checksumMismatchText}'s for the file the catalog gives `sha256`. */
+export function failedChecksum(error: string | undefined, sha256: string): boolean {
+  return error?.includes(`, but the catalog expects ${sha256.toLowerCase()}:`) === true;
+}
+
 /** A model file an agent holds in its cache, verified against its SHA-256. */
 export const CachedFileSchema = Type.Object({
   sha256: Str({ minLength: 64, maxLength: 64 }),

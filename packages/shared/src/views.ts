@@ -89,6 +89,19 @@ export function nodeStateWords(n: Pick<NodeView, 'liveness' | 'state' | 'suspect
 export const RolloutStates = ['complete', 'progressing', 'paused', 'waiting', 'halted'] as const;
 export type RolloutState = (typeof RolloutStates)[number];
 
+/** A LoRA adapter of a model (issue 31), and where it is loaded. */
+export const ModelAdapterViewSchema = Type.Object({
+  name: Type.String(),
+  /** Its `source`, shown as the model's is (credentials masked; a viewer sees only a URL's host). */
+  source: Type.String(),
+  /**
+   * Ready replicas that hold it loaded now, as the gateway routed it (its record of each
+   * replica's adapter slots, least recently used evicted first).
+   */
+  loaded_on: Type.Array(Type.String()),
+});
+export type ModelAdapterView = Static<typeof ModelAdapterViewSchema>;
+
 export const ModelViewSchema = Type.Object({
   name: Type.String(),
   aliases: Type.Array(Type.String()),
@@ -108,6 +121,8 @@ export const ModelViewSchema = Type.Object({
   up_to_date: Type.Optional(Type.Integer()),
   /** Where its rollout stands (`RolloutStates`). */
   rollout: Type.Optional(Lit(RolloutStates)),
+  /** Its LoRA adapters, in catalog order; absent when it has none. */
+  adapters: Type.Optional(Type.Array(ModelAdapterViewSchema)),
 });
 export type ModelView = Static<typeof ModelViewSchema>;
 
@@ -193,6 +208,11 @@ export const ReplicaViewSchema = Type.Object({
   revision: Type.Optional(Type.String()),
   /** The engine's per-replica key; only with `?show_keys=true`, for calling an engine directly. */
   api_key: Type.Optional(Type.String()),
+  /**
+   * The LoRA adapters it holds loaded, least recently used first, as the gateway routed
+   * them (`ModelAdapterView.loaded_on`); absent for a model without adapters.
+   */
+  adapters: Type.Optional(Type.Array(Type.String())),
   shards: Type.Array(ShardViewSchema),
 });
 export type ReplicaView = Static<typeof ReplicaViewSchema>;
@@ -258,6 +278,12 @@ export const ExplainViewSchema = Type.Object({
   rejections: Type.Array(RejectionViewSchema),
   /** Shards of the model whose file is coming now: a replica placed but not yet started. */
   downloads: Type.Optional(Type.Array(Type.Object({ replica: Type.String(), node: Type.String(), progress: DownloadProgressSchema }))),
+  /**
+   * When a LoRA adapter was asked about (`model` is then its base): why it cannot be
+   * served now, one line per reason (none when it can): no ready replica of its base,
+   * none started with it, its file failing its checksum.
+   */
+  adapter: Type.Optional(Type.Object({ name: Type.String(), problems: Type.Array(Type.String()) })),
 });
 export type ExplainView = Static<typeof ExplainViewSchema>;
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { HTTPError, type Agents, type Got, type Response } from 'got';
-import { redactUrl, redactUrls } from '@llmgw/shared';
+import { checksumMismatchText, redactUrl, redactUrls } from '@llmgw/shared';
 import { RedirectRefused, redirectGuard, type Lookup } from './redirects.js';
 
 /** How far a transfer got; `total` when the file server said (Content-Length, Content-Range). */
@@ -51,9 +51,7 @@ export class ChecksumMismatch extends Error {
     readonly expected: string,
     readonly actual: string,
   ) {
-    super(
-      `${url} has SHA-256 ${actual}, but the catalog expects ${expected}: the file was deleted and is not served; fix the sha256 in the catalog or the file at its source`,
-    );
+    super(checksumMismatchText(url, expected, actual));
   }
 }
 

@@ -7,7 +7,7 @@ import { principalOf } from '../http/principal.js';
 import { jsonBody, methodNotAllowed, parseBody } from '../http/http.js';
 import { resolveModel } from './models.js';
 import type { KeyRing } from '../gateway/keys.js';
-import { explainView, modelViews, replicaViews } from './views.js';
+import { explainView, modelViews, replicaViews, type LoadedAdapters } from './views.js';
 import { NEXT_CURSOR_HEADER, nodePage, pageQuery } from './node-pages.js';
 import { adminRoute } from './routes.js';
 import { ADMIN_EVENTS } from '../events/admin-events.js';
@@ -43,7 +43,7 @@ export function parseSince(given: string | string[], now: number): number {
  * The management surface `ctl` and the dashboard use, mounted on the admin listener
  * behind the admin token. Handlers are thin: validate, call the controller, render.
  */
-export function adminApi(ctl: Controller, keys: KeyRing): Router {
+export function adminApi(ctl: Controller, keys: KeyRing, loaded?: LoadedAdapters): Router {
   const r = express.Router();
 
   // Each path is one route ending in `methodNotAllowed`, so any other method is a 405
@@ -71,7 +71,7 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     .get((_req, res) => {
       // Without a token check in front (tests mounting the router alone), as the admin.
       const who = principalOf(res);
-      res.json(modelViews(ctl, !who || who.role === 'admin'));
+      res.json(modelViews(ctl, !who || who.role === 'admin', loaded));
     })
     .all(methodNotAllowed);
 
@@ -83,7 +83,7 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
       // An engine key calls the engine past every client key and limit: it is not a read.
       const who = principalOf(res);
       if (showKeys && who && who.role !== 'admin') throw forbidden(who, 'show_keys (engine keys)');
-      res.json(replicaViews(ctl, model, showKeys));
+      res.json(replicaViews(ctl, model, showKeys, loaded));
     })
     .all(methodNotAllowed);
 
@@ -106,7 +106,9 @@ export function adminApi(ctl: Controller, keys: KeyRing): Router {
     .get((req, res) => {
       const q = typeof req.query.model === 'string' ? req.query.model.trim() : '';
       if (!q) throw badRequest('model is required (?model=NAME)', 'model');
-      res.json(explainView(ctl, resolveModel(ctl, q)));
+      // A LoRA adapter is explained with its base: why the base is (not) placed, and why the adapter cannot be served.
+      const adapted = ctl.catalogView.resolve(q) ? undefined : ctl.catalogView.adapter?.(q);
+      res.json(adapted ? explainView(ctl, adapted.model.name, adapted.adapter.name) : explainView(ctl, resolveModel(ctl, q)));
     })
     .all(methodNotAllowed);
 

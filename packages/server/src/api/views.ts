@@ -1,11 +1,19 @@
 import type { CatalogStatusView, DownloadProgress, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
-import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, redactUrl, sourceForViewer, type ReplicaState } from '@llmgw/shared';
+import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, redactUrl, sourceForViewer, type ModelAdapterView, type ReplicaState } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { InventoryNode } from '../inventory.js';
 import type { CatalogStatusSource } from '../catalog/watch.js';
 import { ACTIVE_REPLICA_STATES, type Replica } from '../domain.js';
 import { indexReservations, reservationsOf } from '../placement/index.js';
 import { rolloutStatus } from '../reconcile/rollout.js';
+import { adapterProblems } from './adapter-views.js';
+
+/**
+ * The LoRA adapters the gateway takes a replica to hold loaded, least recently used first
+ * (`Gateway.adapters`); none where no gateway is given (tests mounting the API alone).
+ */
+export type LoadedAdapters = (replicaId: string) => string[];
+const NONE_LOADED: LoadedAdapters = () => [];
 
 /** States in which a replica has an engine running, as far as the server knows. */
 const LIVE_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'ready', 'draining']);
@@ -103,13 +111,13 @@ function drainStatus(nodeId: string, replicas: Replica[]): string {
  * The catalog's models as the API shows them. `admin` sees each source with its
  * credentials masked (`redactUrl`); anyone else only a URL's scheme and host.
  */
-export function modelViews(ctl: Controller, admin = false): ModelView[] {
-  const ready = new Map<string, number>();
+export function modelViews(ctl: Controller, admin = false, loaded: LoadedAdapters = NONE_LOADED): ModelView[] {
+  const readyOf = new Map<string, Replica[]>();
   const total = new Map<string, number>();
   const active = new Map<string, number>();
   for (const r of ctl.listReplicas()) {
     total.set(r.model, (total.get(r.model) ?? 0) + 1);
-    if (r.state === 'ready') ready.set(r.model, (ready.get(r.model) ?? 0) + 1);
+    if (r.state === 'ready') readyOf.set(r.model, [...(readyOf.get(r.model) ?? []), r]);
     if (ACTIVE_REPLICA_STATES.has(r.state)) active.set(r.model, (active.get(r.model) ?? 0) + 1);
   }
   const revisions = ctl.rollouts.revisions(ctl.models);
@@ -120,13 +128,19 @@ export function modelViews(ctl: Controller, admin = false): ModelView[] {
     const rollout = rolloutStatus(m, revision, replicas, ctl.rollouts.get(m.name));
     const attempt = ctl.lastAttempt(m.name);
     const activeCount = active.get(m.name) ?? 0;
+    const ready = readyOf.get(m.name) ?? [];
+    const adapters = m.adapters?.map((a): ModelAdapterView => ({
+      name: a.name,
+      source: admin ? redactUrl(a.source) : sourceForViewer(a.source),
+      loaded_on: ready.filter((r) => loaded(r.id).includes(a.name)).map((r) => r.id),
+    }));
     return {
       name: m.name,
       aliases: m.aliases ?? [],
       source: admin ? redactUrl(m.source) : sourceForViewer(m.source),
       min_replicas: min,
       max_replicas: m.scaling?.max ?? Math.max(1, min),
-      ready_replicas: ready.get(m.name) ?? 0,
+      ready_replicas: ready.length,
       total_replicas: total.get(m.name) ?? 0,
       fallbacks: m.fallbacks ?? [],
       profiles: m.profiles.map((p) => p.name),
@@ -135,6 +149,7 @@ export function modelViews(ctl: Controller, admin = false): ModelView[] {
       revision,
       up_to_date: rollout.updated,
       rollout: rollout.state,
+      ...(adapters?.length ? { adapters } : {}),
     };
   });
 }
@@ -153,6 +168,8 @@ export function replicaView(
   silent: (nodeId: string) => boolean = () => false,
   downloadOf: (shardId: string) => DownloadProgress | undefined = () => undefined,
   servingSilentS?: number,
+  /** The LoRA adapters it holds loaded (for a replica started with adapters). */
+  adapters?: string[],
 ): ReplicaView {
   const lost = LIVE_STATES.has(r.state) && servingSilentS === undefined ? [...new Set(r.shards.filter((s) => silent(s.nodeId)).map((s) => s.nodeId))] : [];
   const error = r.error ?? (lost.length ? `node ${lost.join(', ')} stopped reporting: whether its engine still runs is unknown (ctl nodes)` : undefined);
@@ -169,6 +186,7 @@ export function replicaView(
     ...(servingSilentS !== undefined ? { note: `serving, agent silent ${servingSilentS}s` } : {}),
     ...(r.revision ? { revision: r.revision } : {}),
     ...(showKeys ? { api_key: r.apiKey } : {}),
+    ...(adapters ? { adapters } : {}),
     shards: r.shards.map((s) => ({
       id: s.id,
       node: s.nodeId,
@@ -186,7 +204,7 @@ export function replicaView(
 
 const withDownload = (d: DownloadProgress | undefined) => (d ? { download: d } : {});
 
-export function replicaViews(ctl: Controller, model?: string, showKeys = false): ReplicaView[] {
+export function replicaViews(ctl: Controller, model?: string, showKeys = false, loaded: LoadedAdapters = NONE_LOADED): ReplicaView[] {
   const nowMs = ctl.now();
   const silent = (id: string) => {
     const n = ctl.inventory.get(id);
@@ -195,11 +213,21 @@ export function replicaViews(ctl: Controller, model?: string, showKeys = false):
   return ctl
     .listReplicas()
     .filter((r) => !model || r.model === model)
-    .map((r) => replicaView(r, nowMs, showKeys, silent, (id) => ctl.downloads.of(id), ctl.serving(r).silentS));
+    .map((r) =>
+      replicaView(r, nowMs, showKeys, silent, (id) => ctl.downloads.of(id), ctl.serving(r).silentS, r.spec?.adapters?.length ? loaded(r.id) : undefined),
+    );
 }
 
-/** Why a model is or is not placed, from the reconciler's latest attempt. */
-export function explainView(ctl: Controller, model: string): ExplainView {
+/**
+ * Why a model is or is not placed, from the reconciler's latest attempt; with `adapter`
+ * (a LoRA adapter of `model` was asked about), why that adapter cannot be served too.
+ */
+export function explainView(ctl: Controller, model: string, adapter?: string): ExplainView {
+  const view = modelExplainView(ctl, model);
+  return adapter === undefined ? view : { ...view, adapter: { name: adapter, problems: adapterProblems(ctl, model, adapter) } };
+}
+
+function modelExplainView(ctl: Controller, model: string): ExplainView {
   const placed = ctl.listReplicas().some((r) => r.model === model && ACTIVE_REPLICA_STATES.has(r.state));
   const attempt = ctl.lastAttempt(model);
   // Placed is not started: a replica whose file is still coming says so here too.

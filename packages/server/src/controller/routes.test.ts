@@ -16,6 +16,28 @@ describe('routeTable', () => {
     expect(table.get('other')?.map((t) => t.replicaId)).toEqual(['e']);
   });
 
+  it("carries each replica's engine and its adapters in its spec's order, the order the agent gave its engine", () => {
+    const spec = {
+      engine: 'llama.cpp',
+      source: '/m.gguf',
+      args: [],
+      env: {},
+      adapters: [
+        { name: 'sql', source: '/sql.gguf' },
+        { name: 'chat', source: '/chat.gguf' },
+      ],
+      maxLoadedAdapters: 2,
+    };
+    const table = routeTable(
+      [makeReplica({ id: 'a', endpoint: 'http://h:1', spec }), makeReplica({ id: 'b', endpoint: 'http://h:2', spec: { ...spec, adapters: undefined } })],
+      () => true,
+    );
+    expect(table.get('qwen-coder-14b')).toEqual([
+      { replicaId: 'a', endpoint: 'http://h:1', apiKey: 'k', engine: 'llama.cpp', adapters: ['sql', 'chat'] },
+      { replicaId: 'b', endpoint: 'http://h:2', apiKey: 'k', engine: 'llama.cpp', adapters: [] },
+    ]);
+  });
+
   it('hands out targets the gateway cannot change', () => {
     const [target] = routeTable([makeReplica({ endpoint: 'http://h:1' })], () => true).get('qwen-coder-14b')!;
     expect(Object.isFrozen(target)).toBe(true);

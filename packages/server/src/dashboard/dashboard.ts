@@ -8,6 +8,7 @@ import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../http/http.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { catalogStatusView, explainView, fleetTotals, modelViews, nodeViewOf, replicaViews } from '../api/views.js';
+import { adapterProblems } from '../api/adapter-views.js';
 import { nodePage } from '../api/node-pages.js';
 import { rolloutView } from '../api/rollouts-api.js';
 import { drainPage, fleetPage } from './fleet-page.js';
@@ -237,12 +238,13 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
           res.redirect(303, `/models/${encodeURIComponent(m.name)}`);
           return;
         }
-        const model = modelViews(ctl, whoOf(s).role === 'admin').find((x) => x.name === m.name)!;
+        const model = modelViews(ctl, whoOf(s).role === 'admin', opts.adapters).find((x) => x.name === m.name)!;
         const rollout = rolloutView(ctl, m, ctl.rollouts.get(m.name));
         const page = {
           model,
-          replicas: replicaViews(ctl, m.name),
+          replicas: replicaViews(ctl, m.name, false, opts.adapters),
           explain: explainView(ctl, m.name),
+          adapterProblems: Object.fromEntries((m.adapters ?? []).map((a) => [a.name, adapterProblems(ctl, m.name, a.name)])),
           rollout,
           queued: opts.queued?.(m.name),
           now: new Date(ctl.now()),

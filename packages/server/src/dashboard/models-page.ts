@@ -4,6 +4,7 @@ import {
   type CatalogStatusView,
   type Priority,
   type ExplainView,
+  type ModelAdapterView,
   type ModelView,
   type RejectionView,
   type ReplicaView,
@@ -65,6 +66,8 @@ export interface ModelInput {
   rollout?: RolloutView;
   /** Its requests waiting in the gateway per band (every replica saturated); absent: not shown. */
   queued?: Record<Priority, number> | undefined;
+  /** Per LoRA adapter, why it cannot be served now (`ctl explain ADAPTER`); empty when it can. */
+  adapterProblems?: Record<string, string[]>;
   now: Date;
 }
 
@@ -85,10 +88,26 @@ ${v.rollout ? rolloutSection(v.rollout) : ''}
 ${v.queued ? queuedSection(v.queued) : ''}
 <h2>Replicas</h2>
 ${replicasTable(v.replicas)}
+${m.adapters?.length ? adaptersSection(m.adapters, v.adapterProblems ?? {}) : ''}
 <h2>Placement</h2>
 ${explanation(v.explain)}
 ${updated(v.now)}`,
   };
+}
+
+/** The model's LoRA adapters: where each is loaded, and why one cannot be served. */
+function adaptersSection(adapters: ModelAdapterView[], problems: Record<string, string[]>): Html {
+  return html`<h2>LoRA adapters</h2>
+${table(
+  'LoRA adapters, where they are loaded and whether they can be served',
+  html`<tr><th scope="col">Adapter</th><th scope="col">Source</th><th scope="col">Loaded on</th><th scope="col">Served</th></tr>`,
+  html`<tbody>${adapters.map((a) => {
+    const why = problems[a.name] ?? [];
+    return html`<tr><th scope="row"><code>${a.name}</code></th><td><code>${a.source}</code></td><td>${a.loaded_on.length ? a.loaded_on.join(', ') : html`<span class="muted">not loaded</span>`}</td>
+<td>${why.length ? html`${badge('bad', 'cannot be served')}${why.map((x) => html`<span class="sub">${clip(x)}</span>`)}` : badge('ok', 'yes')}</td></tr>`;
+  })}</tbody>`,
+)}
+<p class="muted">Loaded as the gateway routed them (least recently used evicted first); <code>ctl explain ADAPTER</code> says why one cannot be served.</p>`;
 }
 
 /**
@@ -130,7 +149,7 @@ function replicasTable(rs: ReplicaView[]): Html {
     rs.map((r) => {
       const span = Math.max(1, r.shards.length);
       const head = html`<th scope="rowgroup" rowspan="${span}">${r.id}<span class="sub">profile ${r.profile}${r.pool ? ` · pool ${r.pool}` : ''} · ${age(r.age_seconds)} old</span></th>
-<td rowspan="${span}">${state(r.state)}${r.revision ? html`<span class="sub">revision ${r.revision}</span>` : ''}</td><td rowspan="${span}">${r.endpoint ? html`<code>${r.endpoint}</code>` : '-'}</td>`;
+<td rowspan="${span}">${state(r.state)}${r.revision ? html`<span class="sub">revision ${r.revision}</span>` : ''}${r.adapters?.length ? html`<span class="sub">adapters loaded: ${r.adapters.join(', ')}</span>` : ''}</td><td rowspan="${span}">${r.endpoint ? html`<code>${r.endpoint}</code>` : '-'}</td>`;
       const err = html`<td rowspan="${span}">${r.error ? html`<span class="sub">${clip(r.error)}</span>` : '-'}</td>`;
       if (r.shards.length === 0) return html`<tbody><tr>${head}<td>-</td><td>-</td><td>-</td><td>-</td>${err}</tr></tbody>`;
       return html`<tbody>${r.shards.map(

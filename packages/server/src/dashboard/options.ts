@@ -10,4 +10,6 @@ export interface DashboardOptions {
   onNodeState?: (who: string, id: string, state: NodeAdminState) => void;
   /** Requests of a model waiting in the gateway, per priority band (`Gateway.queuedFor`); absent: none shown. */
   queued?: (model: string) => Record<Priority, number>;
+  /** The LoRA adapters the gateway takes a replica to hold loaded (`Gateway.adapters`); absent: none shown as loaded. */
+  adapters?: (replicaId: string) => string[];
 }

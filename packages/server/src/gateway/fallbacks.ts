@@ -7,6 +7,7 @@ import type { AttemptOutcome, Balancer, Routed } from './balancer.js';
 import type { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { errorEvent } from './errors.js';
+import { servesAdapter } from './engine-adapters.js';
 import { bodyFor } from './request.js';
 import { end } from './sse.js';
 import { RetryableUpstreamError, type Exchange, type Upstream } from './upstream.js';
@@ -51,14 +52,23 @@ export class Fallbacks {
         failures.push(`${model.name}: ${why || notReadyReason(this.ctl, model.name)}`);
         continue;
       }
+      // An adapter's requests are routed (and their prefixes indexed) under the adapter's name on its base.
+      const adapter = model === ex.model ? ex.adapter : undefined;
+      // Only to replicas started with the adapter: one of an earlier revision may lack it.
+      if (adapter !== undefined) {
+        const serving = targets.filter((t) => servesAdapter(t, adapter));
+        if (serving.length === 0) {
+          failures.push(`${model.name}: no ready replica was started with adapter ${adapter} (a rollout adding it is not done)`);
+          continue;
+        }
+        targets = serving;
+      }
       const payload = bodyFor(ex, model.name);
       const fallbackFrom = model.name !== ex.model.name ? ex.model.name : undefined;
       const tried = new Set<string>();
       let now = Date.now();
       const eligible = (id: string) => !tried.has(id) && !this.upstream.coolingDown(id, now);
       const balancer = this.balancers(model);
-      // An adapter's requests are routed (and their prefixes indexed) under the adapter's name on its base.
-      const adapter = model === ex.model ? ex.adapter : undefined;
       const routed: Routed = adapter ? { model: adapter, body: ex.body, adapter } : { model: model.name, body: ex.body };
       for (
         let target = balancer.pick(targets, this.upstream.inFlight, eligible, routed);

@@ -92,10 +92,16 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
  * tests: `ready` is the set of replicas routed to, and `changed()` tells the gateway the
  * replicas changed (as the controller's `replicas` event does).
  */
-export async function setupFleet(engines: Upstream[], model: Partial<Model> = {}, settings: Partial<GatewaySettings> = {}) {
+export async function setupFleet(
+  engines: Upstream[],
+  model: Partial<Model> = {},
+  settings: Partial<GatewaySettings> = {},
+  /** Per replica, what its spec would give its route (its engine, its adapters in order). */
+  specs: Pick<RouteTarget, 'engine' | 'adapters'>[] = [],
+) {
   const m: Model = { name: 'm', source: 'x', profiles: [{ name: 'cpu', engine: 'llama.cpp' }], ...model };
   const targets: RouteTarget[] = [];
-  for (const [i, e] of engines.entries()) targets.push({ replicaId: `r-${i + 1}`, endpoint: await listen(e), apiKey: 'k' });
+  for (const [i, e] of engines.entries()) targets.push({ replicaId: `r-${i + 1}`, endpoint: await listen(e), apiKey: 'k', ...specs[i] });
   const ready = new Set(targets.map((t) => t.replicaId));
   const events = new EventEmitter<ControllerEvents>();
   const ctl = {

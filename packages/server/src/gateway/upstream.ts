@@ -14,6 +14,7 @@ import { overBudget, type ReplyBudget, type ReplyHold } from './reply-budget.js'
 import { findUsage, usageOfReply, type UsageMeter, type UsageReport } from './usage.js';
 import { RESPONSES } from './request.js';
 import { ResponsesTranslation, servesResponses, toChat } from './responses.js';
+import { payloadFor } from './engine-adapters.js';
 
 /** The engine's prefix cache capacity in tokens, sent by llmgw's own engines on completions. */
 export const PREFIX_CACHE_HEADER = 'x-llmgw-prefix-cache-tokens';
@@ -127,7 +128,10 @@ export class Upstream {
   ): Promise<AttemptOutcome> {
     // The Responses API on an engine that serves only chat completions: translated both ways.
     const tr = ex.path === RESPONSES && !servesResponses(model) ? new ResponsesTranslation(ex.body) : undefined;
-    if (tr) payload = JSON.stringify(toChat(ex.body, model.name));
+    // On its base, an adapter is asked for by its own name (as `bodyFor` does).
+    if (tr) payload = JSON.stringify(toChat(ex.body, ex.adapter && model.name === ex.model.name ? ex.adapter : model.name));
+    // llama-server selects an adapter per request by index, not by name.
+    payload = payloadFor(ex, model.name, target, payload);
     this.traffic.attemptStarted(target.replicaId, model.name);
     try {
       let up;
