@@ -236,6 +236,19 @@ describeEach('the store contract', (open, kind) => {
   );
 
   it(
+    'revocation is one-way: a save from a copy taken before the revoke (a racing update, another instance) keeps it revoked',
+    withStore(open, async ({ store }) => {
+      const at = '2026-02-01T00:00:00.000Z';
+      await store.saveKey({ ...key, revokedAt: at });
+      await store.saveKey({ ...key, rpm: 5 });
+      expect(await store.loadKeys()).toEqual([{ ...key, rpm: 5, revokedAt: at }]);
+      await store.saveToken({ ...token, revokedAt: at });
+      await store.saveToken({ ...token, name: 'renamed' });
+      expect(await store.loadTokens()).toEqual([{ ...token, name: 'renamed', revokedAt: at }]);
+    }),
+  );
+
+  it(
     'the same join again (its join hash) replaces the credential it issued, in one statement; any other join of the id does not (issue 28)',
     withStore(open, async ({ store }) => {
       const at = '2026-01-01T00:00:00.000Z';

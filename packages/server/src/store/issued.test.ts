@@ -23,6 +23,10 @@ describe('IssuedSecrets', () => {
     expect(await s.revoke('new', '2026-03-01T00:00:00.000Z', save)).toMatchObject({ revokedAt: '2026-02-01T00:00:00.000Z' });
     expect([await s.revoke('ci', 'later', save), saved]).toEqual([undefined, ['new']]);
     expect(s.find('y')?.revokedAt).toBe('2026-02-01T00:00:00.000Z');
+    // A change made from a copy taken before the revoke keeps the revocation.
+    await s.put({ ...rec('new', 'renamed', 'y') }, save);
+    expect(s.get('new')).toMatchObject({ name: 'renamed', revokedAt: '2026-02-01T00:00:00.000Z' });
+    expect(s.find('y')?.revokedAt).toBe('2026-02-01T00:00:00.000Z');
     // A reload replaces everything memory held.
     s.replace([rec('c', 'other', 'z')]);
     expect([s.find('y'), s.find('z')?.id]).toEqual([undefined, 'c']);

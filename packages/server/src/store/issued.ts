@@ -42,13 +42,18 @@ export class IssuedSecrets<T extends IssuedRecord> {
     return [...this.byId.values()];
   }
 
-  /** Writes a new or changed record with `save`, then (only once the store took it) keeps it. */
+  /**
+   * Writes a new or changed record with `save`, then (only once the store took it) keeps
+   * it. Revocation is one-way, here as in the stores' upserts: a change made from a copy
+   * taken before a revoke that landed meanwhile keeps the revocation.
+   */
   async put(record: T, save: (record: T) => Promise<void>): Promise<void> {
     await save(record);
     const before = this.byId.get(record.id);
     if (before) this.byHash.delete(before.hash);
-    this.byId.set(record.id, record);
-    this.byHash.set(record.hash, record);
+    const kept = before?.revokedAt && !record.revokedAt ? { ...record, revokedAt: before.revokedAt } : record;
+    this.byId.set(record.id, kept);
+    this.byHash.set(record.hash, kept);
   }
 
   /**

@@ -261,7 +261,7 @@ export class PostgresStore implements Store {
         `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, expires_at, created_at, revoked_at, priority, tpm)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
-           max_concurrent = excluded.max_concurrent, tpm = excluded.tpm, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+           max_concurrent = excluded.max_concurrent, tpm = excluded.tpm, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = COALESCE(api_keys.revoked_at, excluded.revoked_at)`,
         [
           k.id,
           k.name,
@@ -306,7 +306,7 @@ export class PostgresStore implements Store {
     await this.tx(async (c) => {
       await c.query(
         `INSERT INTO admin_tokens (id, name, role, hash, prefix, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (id) DO UPDATE SET name = excluded.name, revoked_at = excluded.revoked_at`,
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, revoked_at = COALESCE(admin_tokens.revoked_at, excluded.revoked_at)`,
         [t.id, t.name, t.role, t.hash, t.prefix, t.createdAt, t.revokedAt ?? null],
       );
       await PostgresStore.notify(c, 'tokens');

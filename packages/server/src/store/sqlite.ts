@@ -166,7 +166,7 @@ export class SqliteStore implements Store {
         `INSERT INTO api_keys (id, name, hash, prefix, models, rpm, max_concurrent, tpm, priority, expires_at, created_at, revoked_at)
          VALUES (@id, @name, @hash, @prefix, @models, @rpm, @max_concurrent, @tpm, @priority, @expires_at, @created_at, @revoked_at)
          ON CONFLICT(id) DO UPDATE SET name = excluded.name, models = excluded.models, rpm = excluded.rpm,
-           max_concurrent = excluded.max_concurrent, tpm = excluded.tpm, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at`,
+           max_concurrent = excluded.max_concurrent, tpm = excluded.tpm, priority = excluded.priority, expires_at = excluded.expires_at, revoked_at = COALESCE(api_keys.revoked_at, excluded.revoked_at)`,
       )
       .run({
         id: k.id,
@@ -209,7 +209,7 @@ export class SqliteStore implements Store {
     this.db
       .prepare(
         `INSERT INTO admin_tokens (id, name, role, hash, prefix, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET name = excluded.name, revoked_at = excluded.revoked_at`,
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, revoked_at = COALESCE(admin_tokens.revoked_at, excluded.revoked_at)`,
       )
       .run(t.id, t.name, t.role, t.hash, t.prefix, t.createdAt, t.revokedAt ?? null);
   }
