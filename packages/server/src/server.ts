@@ -254,14 +254,15 @@ export async function startServer(
     (secret) => renderJoinToken(secret, caPem),
     settings.joinTokenFile !== undefined ? pgStore : undefined,
   );
-  const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log, new JoinRate(settings.joinRate));
+  const sightings = new CredentialSightings({ liveMs: settings.notReadyAfterMs, bind: settings.bindCredentials === true });
+  const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log, new JoinRate(settings.joinRate), sightings);
   admin.use(
     '/agent/v1',
     agentApi(controller, membership, {
       caps: { maxRequests: settings.nodeMaxRequests, maxLongPolls: settings.nodeMaxLongPolls },
       ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}),
       allowLoopbackNodes: settings.allowLoopbackNodes === true,
-      sightings: new CredentialSightings({ liveMs: settings.notReadyAfterMs, bind: settings.bindCredentials === true }),
+      sightings,
       suspectForMs: settings.lostAfterMs,
       onCredential: events.onCredential,
     }),

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { EventList, NodeView } from '@llmgw/shared';
-import { adminAuth, heartbeat, liveServer, nodeAuth, send, type LiveServer } from './live-server.js';
+import { adminAuth, bearer, heartbeat, JOIN, jsonHeaders, liveServer, nodeAuth, send, type LiveServer } from './live-server.js';
 
 /**
  * Issue 27, finding 8: a copy of node-a's credential used from another machine (its own
@@ -63,5 +63,32 @@ describe('a node credential heard from two places at once', () => {
     expect((await beat(bound, COPY)).status).toBe(403);
     expect((await beat(bound, REAL)).status).toBe(200);
     expect((await credentialEvents(bound)).map((e) => e.reason)).toEqual(['credential-refused']);
+  });
+
+  it('forgets the places of a deleted node: the agent that joins again from elsewhere is taken at once (review of issue 27)', async () => {
+    const server = await liveServer({}, { bindCredentials: true });
+    try {
+      expect((await beat(server, REAL)).status).toBe(200);
+      // The documented way to revoke a stolen credential: delete the node, the real agent joins again.
+      expect((await send(server.admin, { method: 'DELETE', path: '/api/v1/nodes/node-a?force=true', headers: adminAuth })).status).toBe(200);
+      const joined = await send(server.admin, {
+        method: 'POST',
+        path: '/agent/v1/join',
+        headers: { ...bearer(JOIN), ...jsonHeaders },
+        body: JSON.stringify({ node_id: 'node-a' }),
+      });
+      expect(joined.status).toBe(200);
+      const { credential } = JSON.parse(joined.body) as { credential: string };
+      const again = await send(server.admin, {
+        method: 'POST',
+        path: '/agent/v1/heartbeat',
+        headers: { ...bearer(credential), ...jsonHeaders },
+        body: JSON.stringify(heartbeat('node-a', COPY)),
+      });
+      expect([again.status, again.body]).toEqual([200, expect.any(String)]);
+      expect((await nodeA(server))?.suspect).toBeUndefined();
+    } finally {
+      await server.close();
+    }
   });
 });

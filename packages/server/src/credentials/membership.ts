@@ -5,6 +5,7 @@ import { DomainError, echo, notFound } from '../errors.js';
 import { JoinRate } from './join-rate.js';
 import type { JoinToken } from './join-token.js';
 import type { NodeCredentials } from './node-credentials.js';
+import type { CredentialSightings } from './sightings.js';
 
 /** `--join-approval`: whether a new node may take work at once, or waits for `ctl nodes approve`. */
 export type JoinApproval = 'auto' | 'manual';
@@ -24,6 +25,8 @@ export class Membership {
     private readonly log: Logger,
     /** How fast the join token may join (`--join-rate`); `auth.ts` takes from it before a join. */
     readonly joinRate: JoinRate = new JoinRate(60),
+    /** Where each credential was heard from: a node deleted or given a new credential starts afresh there. */
+    private readonly sightings?: CredentialSightings,
   ) {}
 
   /**
@@ -52,6 +55,8 @@ export class Membership {
       if (again) this.log.warn({ node: nodeId }, `refused a join as node ${nodeId}, which has already joined with its own credential`);
       throw err;
     }
+    // A new credential: the places the old one was heard from say nothing of it.
+    this.sightings?.forget(nodeId);
     const state = this.ctl.inventory.get(nodeId)?.admin.state === 'pending-approval' ? 'pending-approval' : 'ready';
     this.log.info(
       { node: nodeId, state, claimed: Boolean(known), ...(again ? { retried: true } : {}) },
@@ -90,6 +95,7 @@ export class Membership {
     // The store first: a refused write (503) leaves the node and its credential as they were.
     await this.ctl.inventory.remove(nodeId);
     this.credentials.forget(nodeId);
+    this.sightings?.forget(nodeId);
     this.log.info({ node: nodeId, replicasDropped: holding.length }, `node ${nodeId} deleted; its id is free to join again`);
     this.ctl.notify();
     return { id: nodeId, deleted: true, replicas_dropped: holding.length };
