@@ -6,13 +6,14 @@ import { LeastLoaded } from './balancer.js';
 
 const targets = (n: number): RouteTarget[] => Array.from({ length: n }, (_, i) => ({ replicaId: `r-${i + 1}`, endpoint: `http://e${i}`, apiKey: 'k' }));
 
-function affinity(slots = 2) {
+function affinity(slots = 2, prefer = true) {
   const log: string[] = [];
   const a = new AdapterAffinity(
     new LeastLoaded(() => 0.99),
     'base',
     { loaded: (m, x) => log.push(`load ${m}/${x}`), unloaded: (m, x) => log.push(`unload ${m}/${x}`) },
     () => slots,
+    prefer,
   );
   return { a, log };
 }
@@ -67,6 +68,20 @@ describe('AdapterAffinity', () => {
     expect(log).toEqual([]);
     expect(ask(a, t, 'x', idle, (id) => id === 'r-2')).toBe('r-2');
     expect(ask(a, t, 'x', idle, () => false)).toBeUndefined();
+  });
+
+  it('with adapter_routing none, leaves every pick to the model balancer and still counts the loads it causes', () => {
+    const { a, log } = affinity(1, false);
+    const t = targets(2);
+    // LeastLoaded: the idle replica, whatever either holds; r-2 is busier, so r-1 each time.
+    const busy = (id: string) => (id === 'r-2' ? 1 : 0);
+    expect(ask(a, t, 'a', busy)).toBe('r-1');
+    expect(ask(a, t, 'b', busy)).toBe('r-1');
+    expect(ask(a, t, 'a', busy)).toBe('r-1');
+    expect(log).toEqual(['load base/a', 'load base/b', 'unload base/a', 'load base/a', 'unload base/b']);
+    // With affinity, "a" would have gone to the free slot on r-2 and stayed there.
+    const on = affinity(1).a;
+    expect([ask(on, t, 'a', busy), ask(on, t, 'b', busy), ask(on, t, 'a', busy)]).toEqual(['r-1', 'r-2', 'r-1']);
   });
 
   it('forgets a replica that is not ready any more', () => {
