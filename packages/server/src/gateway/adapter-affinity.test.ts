@@ -3,6 +3,8 @@ import fc from 'fast-check';
 import type { RouteTarget } from '../controller/controller.js';
 import { AdapterAffinity, SPREAD_AFTER } from './adapter-affinity.js';
 import { LeastLoaded } from './balancer.js';
+import { CacheAware } from './cache-aware.js';
+import { Metrics } from '../metrics.js';
 
 const targets = (n: number): RouteTarget[] => Array.from({ length: n }, (_, i) => ({ replicaId: `r-${i + 1}`, endpoint: `http://e${i}`, apiKey: 'k' }));
 
@@ -114,5 +116,27 @@ describe('AdapterAffinity', () => {
         },
       ),
     );
+  });
+
+  it('keys the prefix index on (adapter, prompt): a prompt cached under one adapter is no affinity for another', async () => {
+    const metrics = new Metrics();
+    const a = new AdapterAffinity(new CacheAware({}, metrics), 'base', { loaded: () => {}, unloaded: () => {} }, () => 8);
+    const t = targets(2);
+    const body = { messages: [{ role: 'system', content: 'A long shared system prompt for every team. '.repeat(40) }] };
+    const serve = (adapter: string) => {
+      const r = { model: adapter, body, adapter };
+      const target = a.pick(t, idle, all, r)!;
+      a.ended(r, target, { answered: true });
+      return target.replicaId;
+    };
+    serve('sql');
+    serve('sql');
+    serve('law');
+    const { values } = await metrics.routingDecisions.get();
+    const of = (model: string, decision: string) => values.filter((v) => v.labels.model === model && v.labels.decision === decision).length;
+    // sql's second request found its prefix; law's first, the same prompt, found none of its own.
+    expect(of('sql', 'kept')).toBe(1);
+    expect(of('law', 'no_affinity')).toBe(1);
+    expect(of('law', 'kept')).toBe(0);
   });
 });
