@@ -41,8 +41,8 @@ export class AdapterAffinity implements Balancer {
     private readonly model: string,
     private readonly counts: AdapterCounts,
     private readonly slotsOf: (replicaId: string) => number | undefined = () => undefined,
-    /** Route by adapter (`adapter_routing: affinity`); false: only keep and count the slots. */
-    private readonly prefer = true,
+    /** Route by adapter (`adapter_routing: affinity`); false: only keep and count the slots. Set again on each request, so a catalog reload takes effect at once. */
+    public prefer = true,
   ) {}
 
   pick(

@@ -154,7 +154,9 @@ export class Gateway {
     const balancerOf = (m: Model): Balancer => {
       if (!m.adapters?.length) return policyOf(m);
       let a = affinities.get(m.name);
-      if (!a) affinities.set(m.name, (a = new AdapterAffinity(policyOf(m), m.name, adapterCounts, (id) => adapterSlots.get(id), m.adapter_routing !== 'none')));
+      if (!a) affinities.set(m.name, (a = new AdapterAffinity(policyOf(m), m.name, adapterCounts, (id) => adapterSlots.get(id))));
+      // From the catalog as it is now: `adapter_routing` restarts nothing (not in the revision).
+      a.prefer = m.adapter_routing !== 'none';
       return a;
     };
     this.adapters = (replicaId) => {
