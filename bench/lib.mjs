@@ -82,6 +82,14 @@ export async function admin(url, p, init = {}) {
   return res.json();
 }
 
+/** A text page of the admin listener outside the API (`/metrics`), with the bench's admin token. */
+export async function adminText(url, p) {
+  const dispatcher = dispatchers.get(url);
+  const res = await undici.fetch(`${url}${p}`, { ...(dispatcher ? { dispatcher } : {}), headers: { authorization: `Bearer ${ADMIN}` } });
+  if (!res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
+  return res.text();
+}
+
 /**
  * One built server on 127.0.0.1 (pinned to `core` when given); resolves once it prints
  * its addresses. With `databaseUrl` it keeps its state in that PostgreSQL database
@@ -125,7 +133,14 @@ export async function startServer({ dir, databaseUrl, core, catalog, env = {}, e
 export async function fleet(catalogText, { core, replicas = 1, databaseUrl, serverArgs = [], extraArgs = [] } = {}) {
   const dir = tmp('llmgw-bench-');
   fs.writeFileSync(path.join(dir, 'catalog.yaml'), catalogText);
-  const server = await startServer({ dir, databaseUrl, core, catalog: path.join(dir, 'catalog.yaml'), extraArgs: [...serverArgs, ...extraArgs] });
+  // The agent runs on this machine and reports 127.0.0.1, which the server refuses without the flag.
+  const server = await startServer({
+    dir,
+    databaseUrl,
+    core,
+    catalog: path.join(dir, 'catalog.yaml'),
+    extraArgs: ['--allow-loopback-nodes', ...serverArgs, ...extraArgs],
+  });
   const { adminUrl, clientUrl } = server;
   const { joinToken } = serverTrust(server.dataDir, adminUrl);
   const fixtures = path.join(root, 'packages/agent/test/fixtures');

@@ -91,8 +91,9 @@ describe('LoRA adapters on the command line', () => {
   });
 
   it('a command template gets them as {adapters}', () => {
-    const a = shard({ engine: 'command', command: ['llmgw-test-engine', '--port', '{port}', '--lora', '{adapters}'] });
-    expect(buildCommand(a, ctx).argv.slice(-2)).toEqual(['--lora', 'sql-lora=/models/sql,chat-lora=/models/chat,law-lora=/models/law']);
+    const a = shard({ engine: 'command', command: ['llmgw-test-engine', '--port', '{port}', '--lora', '{adapters}', '--max-loras', '{max_loaded_adapters}'] });
+    expect(buildCommand(a, ctx).argv.slice(-4)).toEqual(['--lora', 'sql-lora=/models/sql,chat-lora=/models/chat,law-lora=/models/law', '--max-loras', '2']);
+    expect(buildCommand(shard({ ...a, max_loaded_adapters: undefined }), ctx).argv.slice(-1)).toEqual(['3']);
   });
 
   it('reads a PEFT folder rank from adapter_config.json, and nothing from anything else', () => {

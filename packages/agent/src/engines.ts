@@ -322,7 +322,8 @@ function program(bin: string): string[] {
 /**
  * The `command` engine: each element of the template has `{host}`, `{port}`, `{model}`,
  * `{source}`, `{gpus}` (UUIDs, comma-joined), `{rank}`, `{shards}`, `{master_addr}` and
- * `{master_port}` and `{adapters}` (LoRA adapters as `name=path,…`) replaced (absent values become ''). The key is never put on the
+ * `{master_port}`, `{adapters}` (LoRA adapters as `name=path,…`) and `{max_loaded_adapters}` (the
+ * adapter slots, the test engine's `--max-loras`) replaced (absent values become ''). The key is never put on the
  * command line, where `ps` shows it to every local user: it is in LLMGW_ENGINE_API_KEY.
  * `{api_key}`, which templates from before used, is therefore dropped: an element that
  * is exactly `{api_key}` together with a preceding flag (`--api-key {api_key}`), an
@@ -344,6 +345,7 @@ export function expandTemplate(a: ShardAssignment, ctx: CommandContext): string[
     master_addr: a.master_addr ?? '',
     master_port: a.master_port === undefined ? '' : String(a.master_port),
     adapters: adapterList(a),
+    max_loaded_adapters: a.adapters?.length ? String(a.max_loaded_adapters ?? a.adapters.length) : '',
   };
   const out: string[] = [];
   for (const element of a.command) {

@@ -23,6 +23,15 @@ const Sha256 = Type.String({ pattern: '^[0-9a-fA-F]{64}$', failMessage: 'must be
  */
 export const RoutingPolicies = ['cache-aware', 'least-loaded'] as const;
 export type RoutingPolicy = (typeof RoutingPolicies)[number];
+/**
+ * How a model with LoRA adapters picks among its replicas for an adapter's request:
+ * `affinity` (the default) prefers a replica holding the adapter, then a free adapter
+ * slot, then the oldest slot, and the model's `routing` chooses within that; `none`
+ * leaves it to `routing` alone, adapters ignored (a baseline for benchmarks, or for an
+ * engine whose adapters are all loaded at once). Loads are counted either way.
+ */
+export const AdapterRoutings = ['affinity', 'none'] as const;
+export type AdapterRouting = (typeof AdapterRoutings)[number];
 /** A model without `routing:` routes cache-aware. */
 export const DEFAULT_ROUTING: RoutingPolicy = 'cache-aware';
 
@@ -151,6 +160,8 @@ export const ModelSchema = Type.Object(
     rollout: Type.Optional(RolloutSchema),
     /** LoRA adapters served on this model's replicas, each a model name for clients. */
     adapters: Type.Optional(Type.Array(AdapterSchema, { maxItems: 1024 })),
+    /** Routing by adapter (`AdapterRoutings`); `affinity` when absent. Only with `adapters`. */
+    adapter_routing: Type.Optional(Type.Union(AdapterRoutings.map((r) => Type.Literal(r)))),
   },
   { additionalProperties: false },
 );

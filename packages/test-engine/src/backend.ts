@@ -5,6 +5,7 @@ import { countWords, embed, planGeneration, words, EMBEDDING_DIM } from './gener
 import type { GenerationPlan } from './generate.js';
 import type { EngineOptions } from './options.js';
 import { PrefillQueue, PrefixCache } from './prefix-cache.js';
+import { AdapterSlots } from './adapters.js';
 import { BAD_USAGE, GARBAGE_BODY, GARBAGE_EVENTS, USAGE_SENTINEL, withBadUsage } from './faults.js';
 
 export interface EngineHooks {
@@ -43,6 +44,8 @@ export class ScriptedBackend implements InferenceBackend {
   private readonly cache: PrefixCache;
   private readonly prefills: PrefillQueue;
   readonly prefixCacheTokens: number;
+  /** The LoRA adapters' slots (`--lora`, `--max-loras`, `--lora-load-ms`). */
+  readonly adapters: AdapterSlots;
 
   constructor(
     private readonly options: EngineOptions,
@@ -51,6 +54,25 @@ export class ScriptedBackend implements InferenceBackend {
     this.cache = new PrefixCache(options.prefixCacheTokens, options.cacheBlockTokens);
     this.prefills = new PrefillQueue(options.prefillTokensPerS);
     this.prefixCacheTokens = options.prefixCacheTokens;
+    this.adapters = new AdapterSlots(options.loras, options.maxLoras, options.loraLoadMs);
+  }
+
+  /**
+   * The LoRA adapter a completion asks for by its `model`; undefined for the served model
+   * itself. Any other name is refused with OpenAI's 404.
+   */
+  private adapterOf(body: JsonObject): string | undefined {
+    const name = body.model;
+    if (typeof name === 'string' && name !== this.options.model && this.adapters.adapter(name)) return name;
+    params.checkModel(body, this.options.model, true);
+    return undefined;
+  }
+
+  /** Loads `adapter` when it is not in a slot (the simulated load time), once the request is known to be valid. */
+  private async load(r: EngineRequest, adapter: string | undefined): Promise<void> {
+    if (adapter === undefined) return;
+    const use = await this.adapters.use(adapter, r.signal);
+    if (use.loaded) this.hooks.log(`loaded adapter ${adapter}${use.evicted === undefined ? '' : `, evicted ${use.evicted}`}`);
   }
 
   model(): JsonObject {
@@ -75,16 +97,18 @@ export class ScriptedBackend implements InferenceBackend {
     return true;
   }
 
-  private plan(body: JsonObject, prompt: string): GenerationPlan {
+  private plan(body: JsonObject, prompt: string, adapter: string | undefined): GenerationPlan {
     return planGeneration(prompt, {
+      ...(adapter === undefined ? {} : { prefix: `echo(${adapter}):` }),
       maxTokens: params.maxTokens(body) ?? this.options.maxTokensDefault,
       minTokens: params.optionalInt(body, 'min_tokens', 0),
       ignoreEos: params.optionalBoolean(body, 'ignore_eos'),
     });
   }
 
-  private base(prefix: string): openai.ResponseBase {
-    return { id: `${prefix}-${++this.idCounter}`, created: Math.floor(Date.now() / 1000), model: this.options.model };
+  /** A reply's id, time and model: the adapter's name when one served it, as vLLM answers. */
+  private base(prefix: string, adapter: string | undefined): openai.ResponseBase {
+    return { id: `${prefix}-${++this.idCounter}`, created: Math.floor(Date.now() / 1000), model: adapter ?? this.options.model };
   }
 
   /** Waits out the simulated per-token time; false means the client left meanwhile. */
@@ -139,21 +163,23 @@ export class ScriptedBackend implements InferenceBackend {
   }
 
   async chatCompletions(r: EngineRequest, body: JsonObject): Promise<void> {
-    params.checkModel(body, this.options.model, true);
+    const adapter = this.adapterOf(body);
     // The prompt's tokens for the cache: each message's words, tagged with its role.
     const promptKeys: string[] = [];
     let lastUser = '';
     for (const message of params.messageList(body)) {
       const text = looseText(message.content);
       const role = typeof message.role === 'string' ? message.role : '';
-      for (const word of words(text)) promptKeys.push(`${role}\u0001${word}`);
+      // An adapter's KV differs from the base's, so its prefixes are its own (vLLM keys blocks on the LoRA too).
+      for (const word of words(text)) promptKeys.push(`${adapter === undefined ? '' : `${adapter}\u0002`}${role}\u0001${word}`);
       if (message.role === 'user') lastUser = text;
     }
     const promptTokens = promptKeys.length;
     params.rejectMultipleChoices(body);
     const { stream, wantUsage } = params.streamMode(body);
-    const { tokens, finishReason } = this.plan(body, lastUser);
-    const base = this.base('chatcmpl');
+    await this.load(r, adapter);
+    const { tokens, finishReason } = this.plan(body, lastUser, adapter);
+    const base = this.base('chatcmpl', adapter);
     const fault = this.options.fault;
     const badUsage = fault !== null && BAD_USAGE[fault] !== undefined;
     if (fault === 'oversized-event') tokens.splice(0, tokens.length, 'x'.repeat(this.options.faultBytes));
@@ -193,15 +219,19 @@ export class ScriptedBackend implements InferenceBackend {
   }
 
   async completions(r: EngineRequest, body: JsonObject): Promise<void> {
-    params.checkModel(body, this.options.model, true);
+    const adapter = this.adapterOf(body);
     const prompts = promptTexts(body.prompt, 'prompt');
     params.rejectMultipleChoices(body);
     const { stream, wantUsage } = params.streamMode(body);
-    const plans = prompts.map((p) => this.plan(body, p));
+    const plans = prompts.map((p) => this.plan(body, p, adapter));
     const promptTokens = prompts.reduce((sum, p) => sum + countWords(p), 0);
     const completionTokens = plans.reduce((sum, p) => sum + p.tokens.length, 0);
-    const base = this.base('cmpl');
-    const cached = await this.prefill(r, prompts.map(words));
+    const base = this.base('cmpl', adapter);
+    await this.load(r, adapter);
+    const cached = await this.prefill(
+      r,
+      prompts.map((p) => (adapter === undefined ? words(p) : words(p).map((w) => `${adapter}\u0002${w}`))),
+    );
     if (cached === null) return this.cancelled(r, base.id, 0, completionTokens);
     const total = openai.usage(promptTokens, completionTokens, cached);
 

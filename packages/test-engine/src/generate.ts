@@ -17,6 +17,8 @@ export interface PlanRequest {
   minTokens?: number;
   /** vLLM's ignore_eos: never stop on our own, always run to maxTokens. */
   ignoreEos?: boolean;
+  /** The reply's first token instead of `echo:` (a LoRA adapter's `echo(NAME):`). */
+  prefix?: string;
 }
 
 export function words(text: string): string[] {
@@ -33,7 +35,7 @@ export function countWords(text: string): number {
  * which cycle the same words, so a reply is a pure function of the request.
  */
 export function planGeneration(promptText: string, req: PlanRequest): GenerationPlan {
-  const base = [REPLY_PREFIX, ...words(promptText)];
+  const base = [req.prefix ?? REPLY_PREFIX, ...words(promptText)];
   const target = req.ignoreEos === true ? Number.POSITIVE_INFINITY : Math.max(base.length, req.minTokens ?? 0);
   const count = Math.min(target, req.maxTokens);
   const tokens: string[] = [];

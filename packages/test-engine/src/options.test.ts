@@ -25,6 +25,9 @@ describe('parseEngineArgs', () => {
         prefixCacheTokens: 65536,
         prefillTokensPerS: 0,
         cacheBlockTokens: 16,
+        loras: [],
+        maxLoras: 8,
+        loraLoadMs: 0,
       },
     });
   });
@@ -60,6 +63,11 @@ describe('parseEngineArgs', () => {
       '--prefill-tokens-per-s=20000',
       '--cache-block-tokens',
       '64',
+      '--lora',
+      'sql=/a/sql.gguf',
+      '--max-loras=2',
+      '--lora-load-ms',
+      '20',
     ]);
     expect(parsed).toEqual({
       kind: 'options',
@@ -80,6 +88,9 @@ describe('parseEngineArgs', () => {
         prefixCacheTokens: 0,
         prefillTokensPerS: 20000,
         cacheBlockTokens: 64,
+        loras: [{ name: 'sql', path: '/a/sql.gguf' }],
+        maxLoras: 2,
+        loraLoadMs: 20,
       },
     });
   });
@@ -103,6 +114,11 @@ describe('parseEngineArgs', () => {
     [[...base, '--token-delay-ms', '1e3'], "--token-delay-ms needs an integer, got '1e3'"],
     [[...base, '--cache-block-tokens', '0'], '--cache-block-tokens must be between 1 and 1048576, got 0'],
     [[...base, '--prefill-tokens-per-s', '-5'], "--prefill-tokens-per-s needs an integer, got '-5'"],
+    [[...base, '--lora', 'sql'], "--lora needs NAME=PATH, got 'sql'"],
+    [[...base, '--lora', 'a=/a,=/b'], "--lora needs NAME=PATH, got '=/b'"],
+    [[...base, '--lora', 'a=/a', '--lora', 'a=/b'], '--lora a is given twice'],
+    [[...base, '--lora', 'tiny=/a'], "--lora tiny: the adapter's name is the served model's"],
+    [[...base, '--max-loras', '0'], '--max-loras must be between 1 and 256, got 0'],
   ])('rejects %j', (argv, message) => {
     expect(parseEngineArgs(argv)).toEqual({ kind: 'error', message });
   });

@@ -1,5 +1,6 @@
 import { USAGE_EXIT_CODE, flagsHelp, parseFlags, withApiKey, type FlagTable } from '@llmgw/engine-http';
 import type { ParseResult as EngineParseResult } from '@llmgw/engine-http';
+import { parseLoras, repeatedValues, type LoraAdapter } from './adapters.js';
 import { FAULTS, type Fault } from './faults.js';
 
 export type LoadMode = 'refuse' | '503';
@@ -27,6 +28,12 @@ export interface EngineOptions {
   prefillTokensPerS: number;
   /** Tokens per cache block: only whole blocks are cached, as in vLLM. */
   cacheBlockTokens: number;
+  /** LoRA adapters served under their own names (`--lora`, repeatable); empty = none. */
+  loras: LoraAdapter[];
+  /** Adapter slots: at most this many loaded at once, the least recently used evicted. */
+  maxLoras: number;
+  /** Simulated time to load an adapter not in a slot, in ms. */
+  loraLoadMs: number;
 }
 
 /**
@@ -43,6 +50,7 @@ export type ParseResult = EngineParseResult<EngineOptions>;
 /** Exit code for --crash-after; distinct from 1 so tests can tell a planned crash from a bug. */
 export const CRASH_EXIT_CODE = 3;
 
+const LORA = 'LoRA adapters (simulated: a reply names the adapter that served it):';
 const CACHE = "Simulated prefix cache (a stand-in for a GPU engine's, for routing tests and benchmarks):";
 
 /** Every flag of `llmgw-test-engine`, declared once; parsing, refusals and `--help` come from here. */
@@ -167,6 +175,34 @@ export const TEST_ENGINE_FLAGS = {
     section: CACHE,
     help: 'tokens per cache block; only whole blocks are cached',
   },
+  lora: {
+    type: 'text',
+    flag: '--lora',
+    placeholder: 'NAME=PATH',
+    nonEmpty: true,
+    section: LORA,
+    help: 'serve a LoRA adapter as model NAME (PATH is only named, never read); repeatable, and one value may list several comma-joined, as the agent\'s {adapters} gives them. A request for NAME is answered with "model": NAME and a reply starting "echo(NAME):"; a name that is neither the model nor an adapter gets 404',
+  },
+  maxLoras: {
+    type: 'int',
+    flag: '--max-loras',
+    placeholder: 'N',
+    min: 1,
+    max: 256,
+    default: 8,
+    section: LORA,
+    help: 'adapter slots: at most N adapters loaded at once; loading another evicts the least recently used',
+  },
+  loraLoadMs: {
+    type: 'int',
+    flag: '--lora-load-ms',
+    placeholder: 'MS',
+    min: 0,
+    max: 2 ** 31 - 1,
+    default: 0,
+    section: LORA,
+    help: "simulated time to load an adapter that is not in a slot, before its request's prefill; requests that come meanwhile wait for the same load. /metrics counts loads and evictions per adapter",
+  },
 } as const satisfies FlagTable;
 
 export const HELP_TEXT = `Usage: llmgw-test-engine --port PORT --model NAME [options]
@@ -190,5 +226,13 @@ and one line per request. A bad command line exits with code ${USAGE_EXIT_CODE}.
 export function parseEngineArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParseResult {
   const parsed = parseFlags(argv, TEST_ENGINE_FLAGS);
   if (parsed.kind !== 'options') return parsed;
-  return withApiKey(parsed.options, env);
+  // --lora is the one flag given more than once (the table's parser keeps the last value).
+  const { lora: _last, ...rest } = parsed.options;
+  let loras: LoraAdapter[];
+  try {
+    loras = parseLoras(repeatedValues(argv, TEST_ENGINE_FLAGS.lora.flag), rest.model);
+  } catch (e) {
+    return { kind: 'error', message: (e as Error).message };
+  }
+  return withApiKey({ ...rest, loras }, env);
 }

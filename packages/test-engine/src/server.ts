@@ -21,7 +21,9 @@ export function createEngineServer(options: EngineOptions, hooks: EngineHooks): 
     // Tests and the gateway's journeys read this to see which engine answered.
     headers: { 'x-test-engine-model': options.model },
     logProbes: true,
+    // With adapters, /metrics says what the slots did: the gateway's adapter routing is checked against it.
+    ...(options.loras.length > 0 ? { metrics: () => backend.adapters.metrics() } : {}),
   });
-  const backend = new ScriptedBackend(options, hooks);
+  const backend: ScriptedBackend = new ScriptedBackend(options, hooks);
   return { server: http.server, isLoaded: () => http.isLoaded(), markLoaded: () => http.setBackend(backend) };
 }

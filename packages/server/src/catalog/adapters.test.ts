@@ -52,8 +52,12 @@ describe('adapters in the catalog', () => {
     expect(parseError(two(`${lora('x')}, ${lora('x')}`, lora('y'))).message).toMatch(/adapters\[1\]\.name "x" is listed twice/);
   });
 
-  it('refuses max_loaded_adapters on a model without adapters, and an unknown adapter key', () => {
+  it('refuses max_loaded_adapters or adapter_routing on a model without adapters, and an unknown adapter key', () => {
     expect(parseError(oneModel([], ['max_loaded_adapters: 2'])).field).toBe('models[0].profiles[0].max_loaded_adapters');
+    expect(parseError(oneModel(['adapter_routing: none'])).field).toBe('models[0].adapter_routing');
+    expect(parseError(oneModel(['adapters:', '  - { name: l, source: /m/l.gguf }', 'adapter_routing: sometimes'])).message).toMatch(/adapter_routing/);
+    const c = parseCatalog(oneModel(['adapters:', '  - { name: l, source: /m/l.gguf }', 'adapter_routing: none']), 'c.yaml');
+    expect(c.models[0]!.adapter_routing).toBe('none');
     expect(parseError(oneModel(['adapters:', '  - { name: l, source: /m/l.gguf, scale: 2 }'])).message).toMatch(/adapters\/0|adapters\[0\]/);
   });
 });

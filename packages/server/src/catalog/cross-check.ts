@@ -193,6 +193,7 @@ function checkAdapters(
       adapterOwner.set(a.name, { model: i, adapter: j });
     });
     if (!m.adapters?.length) {
+      if (m.adapter_routing !== undefined) fail(`models[${i}].adapter_routing`, 'is only used when the model lists adapters');
       m.profiles.forEach((p, j) => {
         if (p.max_loaded_adapters !== undefined) fail(`models[${i}].profiles[${j}].max_loaded_adapters`, 'is only used when the model lists adapters');
       });

@@ -3,16 +3,19 @@ import fc from 'fast-check';
 import type { RouteTarget } from '../controller/controller.js';
 import { AdapterAffinity, SPREAD_AFTER } from './adapter-affinity.js';
 import { LeastLoaded } from './balancer.js';
+import { CacheAware } from './cache-aware.js';
+import { Metrics } from '../metrics.js';
 
 const targets = (n: number): RouteTarget[] => Array.from({ length: n }, (_, i) => ({ replicaId: `r-${i + 1}`, endpoint: `http://e${i}`, apiKey: 'k' }));
 
-function affinity(slots = 2) {
+function affinity(slots = 2, prefer = true) {
   const log: string[] = [];
   const a = new AdapterAffinity(
     new LeastLoaded(() => 0.99),
     'base',
     { loaded: (m, x) => log.push(`load ${m}/${x}`), unloaded: (m, x) => log.push(`unload ${m}/${x}`) },
     () => slots,
+    prefer,
   );
   return { a, log };
 }
@@ -69,6 +72,20 @@ describe('AdapterAffinity', () => {
     expect(ask(a, t, 'x', idle, () => false)).toBeUndefined();
   });
 
+  it('with adapter_routing none, leaves every pick to the model balancer and still counts the loads it causes', () => {
+    const { a, log } = affinity(1, false);
+    const t = targets(2);
+    // LeastLoaded: the idle replica, whatever either holds; r-2 is busier, so r-1 each time.
+    const busy = (id: string) => (id === 'r-2' ? 1 : 0);
+    expect(ask(a, t, 'a', busy)).toBe('r-1');
+    expect(ask(a, t, 'b', busy)).toBe('r-1');
+    expect(ask(a, t, 'a', busy)).toBe('r-1');
+    expect(log).toEqual(['load base/a', 'load base/b', 'unload base/a', 'load base/a', 'unload base/b']);
+    // With affinity, "a" would have gone to the free slot on r-2 and stayed there.
+    const on = affinity(1).a;
+    expect([ask(on, t, 'a', busy), ask(on, t, 'b', busy), ask(on, t, 'a', busy)]).toEqual(['r-1', 'r-2', 'r-1']);
+  });
+
   it('forgets a replica that is not ready any more', () => {
     const { a } = affinity();
     const t = targets(1);
@@ -99,5 +116,27 @@ describe('AdapterAffinity', () => {
         },
       ),
     );
+  });
+
+  it('keys the prefix index on (adapter, prompt): a prompt cached under one adapter is no affinity for another', async () => {
+    const metrics = new Metrics();
+    const a = new AdapterAffinity(new CacheAware({}, metrics), 'base', { loaded: () => {}, unloaded: () => {} }, () => 8);
+    const t = targets(2);
+    const body = { messages: [{ role: 'system', content: 'A long shared system prompt for every team. '.repeat(40) }] };
+    const serve = (adapter: string) => {
+      const r = { model: adapter, body, adapter };
+      const target = a.pick(t, idle, all, r)!;
+      a.ended(r, target, { answered: true });
+      return target.replicaId;
+    };
+    serve('sql');
+    serve('sql');
+    serve('law');
+    const { values } = await metrics.routingDecisions.get();
+    const of = (model: string, decision: string) => values.filter((v) => v.labels.model === model && v.labels.decision === decision).length;
+    // sql's second request found its prefix; law's first, the same prompt, found none of its own.
+    expect(of('sql', 'kept')).toBe(1);
+    expect(of('law', 'no_affinity')).toBe(1);
+    expect(of('law', 'kept')).toBe(0);
   });
 });

@@ -26,7 +26,9 @@ export interface AdapterCounts {
  * a tier the model's own balancer chooses, so cache-aware routing still works, its index
  * keyed on the adapter (`Routed.model` is the adapter's name). A prediction, like the
  * prefix index: an eviction between routing and serving costs a load in the engine,
- * never a failed request.
+ * never a failed request. With `prefer` false (the catalog's `adapter_routing: none`) the
+ * model's balancer alone chooses, adapters ignored, and the slots are still kept and
+ * counted, so the two are compared by the same count.
  */
 export class AdapterAffinity implements Balancer {
   /** Per replica: adapter → the use number it was last sent at (a Map keeps them in use order). */
@@ -39,6 +41,8 @@ export class AdapterAffinity implements Balancer {
     private readonly model: string,
     private readonly counts: AdapterCounts,
     private readonly slotsOf: (replicaId: string) => number | undefined = () => undefined,
+    /** Route by adapter (`adapter_routing: affinity`); false: only keep and count the slots. Set again on each request, so a catalog reload takes effect at once. */
+    public prefer = true,
   ) {}
 
   pick(
@@ -49,6 +53,11 @@ export class AdapterAffinity implements Balancer {
   ): RouteTarget | undefined {
     const adapter = request?.adapter;
     if (!adapter) return this.inner.pick(candidates, inFlight, eligible, request);
+    if (!this.prefer) {
+      const chosen = this.inner.pick(candidates, inFlight, eligible, request);
+      if (chosen) this.use(chosen.replicaId, adapter);
+      return chosen;
+    }
     let least = Infinity;
     for (const t of candidates) if (eligible(t.replicaId)) least = Math.min(least, inFlight(t.replicaId));
     if (least === Infinity) return undefined;

@@ -159,6 +159,8 @@ export class Gateway {
       if (!m.adapters?.length) return policyOf(m);
       let a = affinities.get(m.name);
       if (!a) affinities.set(m.name, (a = new AdapterAffinity(policyOf(m), m.name, adapterCounts, (id) => adapterSlots.get(id))));
+      // From the catalog as it is now: `adapter_routing` restarts nothing (not in the revision).
+      a.prefer = m.adapter_routing !== 'none';
       return a;
     };
     this.adapters = (replicaId) => {

@@ -7,7 +7,7 @@ import type { Model } from '@llmgw/shared';
  * command, gpus, shards, the profiles' requirements) is in the revision, so a field added
  * to the catalog later restarts replicas by default rather than silently not reaching them.
  */
-const NOT_IN_REVISION: ReadonlySet<string> = new Set(['name', 'aliases', 'scaling', 'fallbacks', 'routing', 'rollout']);
+const NOT_IN_REVISION: ReadonlySet<string> = new Set(['name', 'aliases', 'scaling', 'fallbacks', 'routing', 'adapter_routing', 'rollout']);
 
 /** What a model's revision is a digest of: the model without `NOT_IN_REVISION`, keys sorted. */
 export function revisionContent(model: Model): Record<string, unknown> {

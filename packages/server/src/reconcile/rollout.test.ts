@@ -39,8 +39,16 @@ const codes = (p: { actions: { code: string }[] }) => p.actions.map((a) => a.cod
 describe('revisions', () => {
   const base = makeModel({ profiles: [makeProfile({ args: ['--ctx', '4096'] })] });
 
-  it('change with what the process runs, not with scaling, aliases, fallbacks, routing or rollout settings', () => {
-    const same = { ...base, scaling: { min: 3, max: 5 }, aliases: ['q'], fallbacks: ['other'], routing: 'least-loaded' as const, rollout: { max_surge: 2 } };
+  it('change with what the process runs, not with scaling, aliases, fallbacks, routing, adapter_routing or rollout settings', () => {
+    const same = {
+      ...base,
+      scaling: { min: 3, max: 5 },
+      aliases: ['q'],
+      fallbacks: ['other'],
+      routing: 'least-loaded' as const,
+      adapter_routing: 'none' as const,
+      rollout: { max_surge: 2 },
+    };
     expect(revisionOf(same)).toBe(revisionOf(base));
     expect(revisionOf({ ...base, profiles: [makeProfile({ args: ['--ctx', '8192'] })] })).not.toBe(revisionOf(base));
     expect(revisionOf({ ...base, sha256: 'f'.repeat(64) })).not.toBe(revisionOf(base));
