@@ -103,6 +103,34 @@ describe('Inventory: report writes', () => {
   });
 });
 
+describe('Inventory.remove', () => {
+  it('lets a batch of reports in flight land before the delete, so the deleted row is not written back (review of issue 27)', async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const inv = new Inventory(
+      memoryStore({
+        saveNodeReports: async (rows) => {
+          order.push(`save ${rows.map((r) => r.id).join(',')} started`);
+          await new Promise<void>((r) => (release = r));
+          order.push('save done');
+        },
+        deleteNode: async (id) => void order.push(`delete ${id}`),
+      }),
+      { notReadyAfterMs: 15_000, lostAfterMs: 60_000 },
+    );
+    inv.report(makeReport({ node_id: 'n1' }), 1000);
+    const saving = inv.persistReports();
+    expect(order).toEqual(['save n1 started']);
+    const removing = inv.remove('n1');
+    await Promise.resolve();
+    expect(order).toEqual(['save n1 started']);
+    release();
+    await Promise.all([saving, removing]);
+    expect(order).toEqual(['save n1 started', 'save done', 'delete n1']);
+    expect(inv.get('n1')).toBeUndefined();
+  });
+});
+
 describe('sameJson', () => {
   it('compares JSON values as JSON.stringify would, whatever the order of keys', () => {
     expect(sameJson(makeReport({ node_id: 'n1' }), makeReport({ node_id: 'n1' }))).toBe(true);

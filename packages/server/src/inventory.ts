@@ -269,6 +269,11 @@ export class Inventory {
 
   /** Forgets a node (`ctl nodes delete`): the store first, so a refused write changes nothing. */
   async remove(id: string): Promise<boolean> {
+    // A batch of reports in flight may hold this node's: it lands first, or its upsert
+    // (SQLite writes a large batch in chunks, yielding between them) would bring the
+    // deleted row back. The node's pending report is dropped so no later batch takes it.
+    this.unsaved.delete(id);
+    await this.persistReports();
     await this.store.deleteNode(id);
     this.unsaved.delete(id);
     this.sorted = undefined;

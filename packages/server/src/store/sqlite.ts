@@ -110,8 +110,14 @@ export class SqliteStore implements Store {
       this.db.prepare('DELETE FROM nodes WHERE id = ?').run(id);
     })();
     // The pages its report held go back to the file system (auto_vacuum is incremental,
-    // schema.ts), not to a free list that only later writes would reuse (issue 27).
-    this.db.pragma('incremental_vacuum');
+    // schema.ts), not to a free list that only later writes would reuse (issue 27). The
+    // delete has committed: a vacuum that fails (disk full, busy) leaves the space for the
+    // next one and must not turn the delete into a refusal.
+    try {
+      this.db.pragma('incremental_vacuum');
+    } catch {
+      // Kept for the next delete's vacuum.
+    }
   }
 
   async loadCredentials(): Promise<StoredCredential[]> {
