@@ -34,9 +34,11 @@ import { HeaderEstimates } from './files/header-estimates.js';
 import { nodeFilesApi } from './api/node-files.js';
 import { Gateway } from './gateway/gateway.js';
 import { Traffic } from './gateway/traffic.js';
+import { ENDPOINTS } from './gateway/request.js';
 import { AccessTokens, mayUseAdminApi, requireRole } from './api/access.js';
 import { adminErrors, methodNotAllowed } from './http/http.js';
 import { LINGER_MAX_BYTES, LINGER_MAX_MS, lingerOnEarlyAnswer } from './http/linger.js';
+import { bodyRoutes, type BodyRoute } from './http/body-routes.js';
 import { tokensApi } from './api/tokens-api.js';
 import { requireAudited } from './api/routes.js';
 import { DomainError } from './errors.js';
@@ -111,6 +113,8 @@ export interface RunningServer {
   instanceId: string;
   /** Present with --database-url: the lease, the registry and the sync with the others. */
   cluster?: RunningCluster;
+  /** Every route of both listeners that reads a body, with its limit: read from the routers, for the 413 matrix (test/body-limits.test.ts). */
+  bodyRoutes(): BodyRoute[];
   close(): Promise<void>;
 }
 
@@ -364,6 +368,11 @@ export async function startServer(
     keys,
     instanceId,
     ...(cluster ? { cluster } : {}),
+    bodyRoutes: () => [
+      ...bodyRoutes(admin.router, 'admin'),
+      // The gateway is plain node:http: its table of endpoints, every one a POST read up to --max-body-size.
+      ...[...ENDPOINTS].map((path) => ({ listener: 'client' as const, method: 'POST', path, kind: 'json' as const, limitBytes: settings.maxBodyBytes })),
+    ],
     async close() {
       controller.stop();
       await cluster?.close();

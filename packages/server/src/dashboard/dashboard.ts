@@ -6,6 +6,7 @@ import { forbidden, type AccessTokens } from '../api/access.js';
 import type { Principal } from '../http/principal.js';
 import { echo, httpStatus, toDomainError } from '../errors.js';
 import { methodNotAllowed } from '../http/http.js';
+import { bodyParser } from '../http/body-routes.js';
 import type { KeyRing } from '../gateway/keys.js';
 import { catalogStatusView, explainView, fleetTotals, modelViews, nodeViewOf, replicaViews } from '../api/views.js';
 import { adapterProblems } from '../api/adapter-views.js';
@@ -44,8 +45,8 @@ export function dashboard(ctl: Controller, keys: KeyRing, adminToken: string, to
   const limiter = new LoginLimiter();
   // Forms are small: a few short fields. The login form is read before anyone is known,
   // so it is the smallest and cheapest of all; the others only after the session checks out.
-  const loginForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 8 });
-  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 32 });
+  const loginForm = bodyParser(express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 8 }), 'form', '4kb');
+  const form = bodyParser(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 32 }), 'form', '16kb');
 
   /** The session, while its token is still live: revoking a token logs its sessions out. */
   const sessionOf = (req: Request) => {

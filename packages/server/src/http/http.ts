@@ -2,6 +2,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Response }
 import type { ErrorBody, Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
 import { DomainError, badRequest, echo, httpStatus, toDomainError } from '../errors.js';
+import { bodyParser } from './body-routes.js';
 
 /**
  * How deep a JSON body may nest. Our deepest request is a heartbeat at 4 levels; the
@@ -29,10 +30,11 @@ export function jsonDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
 /**
  * Parses JSON bodies; a malformed, oversized, badly encoded or too deeply nested body is
  * a 4xx like any other bad input (see `toDomainError`), refused before any handler sees it.
+ * The parser is marked with its limit (`bodyParser`), so the route is in `bodyRoutes`.
  */
 export function jsonBody(limit = '1mb'): RequestHandler[] {
   return [
-    express.json({ limit, type: () => true }),
+    bodyParser(express.json({ limit, type: () => true }), 'json', limit),
     (req, _res, next) => {
       if (jsonDepth(req.body) > MAX_JSON_DEPTH) return next(badRequest(`nested deeper than ${MAX_JSON_DEPTH} levels`, '(body)'));
       next();
