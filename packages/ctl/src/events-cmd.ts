@@ -20,9 +20,26 @@ export function age(time: string, now: Date): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
+/** The most of a message a table row shows; `-o json` has all of it. */
+const MESSAGE_CHARS = 300;
+
+/**
+ * A message as one table cell: a crash's reason with its last log lines spans several
+ * lines, which would break the columns. Its non-blank lines are joined with ` ⏎ ` and
+ * the whole cut at `MESSAGE_CHARS`; `-o json` keeps the full text.
+ */
+export function oneLineMessage(message: string): string {
+  const flat = message
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .join(' ⏎ ');
+  return flat.length > MESSAGE_CHARS ? `${flat.slice(0, MESSAGE_CHARS - 1)}…` : flat;
+}
+
 /** An event as the cells of its row. */
 export function eventCells(e: EventView, now: Date): string[] {
-  return [age(e.time, now), e.type, e.reason, e.object, e.message];
+  return [age(e.time, now), e.type, e.reason, e.object, oneLineMessage(e.message)];
 }
 
 /** Column widths for these rows: at least the header and `MIN_WIDTHS`; the message is never padded. */
