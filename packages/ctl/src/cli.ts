@@ -3,7 +3,7 @@ import { flagOrEnv } from '@llmgw/shared';
 import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { call, callAll, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
-import { catalogNotice } from './catalog-status.js';
+import { catalogNotice, modelsJson } from './catalog-status.js';
 import { addLogsCommand } from './logs-cmd.js';
 import { addMembershipCommands } from './membership.js';
 import { addNodeStateCommands } from './node-state-cmd.js';
@@ -115,9 +115,10 @@ program
   .action(async () => {
     const { conn, json } = globals();
     const models = await call<ModelView[]>(conn, 'GET', '/models');
-    if (json) return printJson(models);
+    const status = await call<CatalogStatusView>(conn, 'GET', '/catalog');
+    if (json) return printJson(modelsJson(models, status));
     const c = colours();
-    print(catalogNotice(await call<CatalogStatusView>(conn, 'GET', '/catalog'), c));
+    print(catalogNotice(status, c));
     print(modelsTable(models, c));
     const short = models.filter((m) => m.placement_summary);
     if (short.length) print(`\n${short.map((m) => `${m.name}: ${m.placement_summary} (ctl explain ${m.name})`).join('\n')}`);
