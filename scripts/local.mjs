@@ -92,6 +92,8 @@ async function stop(code) {
   await stopChildren([agent, server], STOP_GRACE_MS);
   killRecordedEngines(agentState);
   release(home);
+  // Ctrl-C is the way to stop the quick start, not a failure: say that it ended, and exit 0.
+  if (code === 0) console.log('llmgw stopped (server, agent and engines)');
   process.exit(code);
 }
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => void stop(0));

@@ -70,6 +70,13 @@ describe('establishTrust', () => {
     }
   });
 
+  it('says a token whose pin is cut short is malformed, not "only the secret" (issue 30)', async () => {
+    const cut = fullJoinToken('s3cret', CA).replace(/^(K10[0-9a-f]{20})[0-9a-f]+/, '$1');
+    const err = establishTrust({ server: url, joinToken: cut, insecureHttp: false }, log);
+    await expect(err).rejects.toThrow('the join token is malformed: its CA pin (after K10, before ::) has 20 hex digits, not 64');
+    await expect(establishTrust({ server: url, joinToken: cut, caFile: path.join(dir, 'ca.pem'), insecureHttp: false }, log)).rejects.toThrow(/malformed/);
+  });
+
   it('needs --ca for a bare secret, and never trusts the server without one', async () => {
     await expect(establishTrust({ server: url, joinToken: 's3cret', insecureHttp: false }, log)).rejects.toThrow(/only the secret.*--ca FILE/);
     const t = await establishTrust({ server: url, joinToken: 's3cret', caFile: path.join(dir, 'ca.pem'), insecureHttp: false }, log);

@@ -149,6 +149,8 @@ export async function establishTrust(input: TrustInput, log: Logger, retryMs = 2
   const servers = typeof input.server === 'string' ? splitServerList(input.server) : input.server;
   const all = servers.join(', ');
   const token = parseJoinToken(input.joinToken);
+  // A pasted token cut short is a full token gone wrong, not a bare secret: say what it is.
+  if (token.badPin) throw new TrustError(`the join token is malformed: ${token.badPin}; copy it again whole (llmgw-server join-token on the server prints it)`);
   // Without https anywhere there is no certificate to pin (checkServerUrl allowed the http).
   if (urls.every((u) => u.protocol === 'http:')) return { secret: token.secret };
   if (input.caFile) {

@@ -3,7 +3,7 @@ import { flagOrEnv } from '@llmgw/shared';
 import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
 import { call, callAll, resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
-import { catalogNotice } from './catalog-status.js';
+import { catalogNotice, modelsJson } from './catalog-status.js';
 import { addLogsCommand } from './logs-cmd.js';
 import { addMembershipCommands } from './membership.js';
 import { addNodeStateCommands } from './node-state-cmd.js';
@@ -119,9 +119,13 @@ program
     const all = await call<ModelView[]>(conn, 'GET', '/models');
     const models = name === undefined ? all : all.filter((m) => m.name === name || m.aliases.includes(name));
     if (name !== undefined && models.length === 0) throw new CtlError(`model "${name}" is not in the catalog (see ctl models)`);
-    if (json) return printJson(name === undefined ? models : models[0]);
+    const status = await call<CatalogStatusView>(conn, 'GET', '/catalog');
+    if (json) {
+      const out = modelsJson(models, status);
+      return printJson(name === undefined ? out : out[0]);
+    }
     const c = colours();
-    print(catalogNotice(await call<CatalogStatusView>(conn, 'GET', '/catalog'), c));
+    print(catalogNotice(status, c));
     print(modelsTable(models, c));
     const adapters = name !== undefined || wide ? adaptersTable(models) : '';
     if (adapters) print(`\n${adapters}`);

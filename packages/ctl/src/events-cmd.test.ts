@@ -48,6 +48,15 @@ describe('ctl events', () => {
     ]);
   });
 
+  it("keeps a crash's multi-line message on its row: lines joined with ⏎, cut short (issue 30)", () => {
+    const message = `shard 0 on n1: exited with code 1 after 3 restarts; last log lines:\nfatal: no model\n\n  at load (engine.js:3)\n${'x'.repeat(400)}`;
+    const lines = eventsTable([makeEvent({ reason: 'engine-failed', type: 'Warning', message })], NOW).split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain('last log lines: ⏎ fatal: no model ⏎ at load (engine.js:3) ⏎ xxx');
+    expect(lines[1]!.endsWith('x…')).toBe(true);
+    expect(lines[1]!.length).toBeLessThan(400);
+  });
+
   it('says so when there are none', () => {
     expect(eventsTable([], NOW)).toBe('No events.');
   });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { EventList, EventView, NodeView } from '@llmgw/shared';
-import { call, type Connection } from './client.js';
+import { call, callAll, type Connection } from './client.js';
 import { CtlError } from './failure.js';
 import { safeJson } from './render.js';
 import type { Io } from './tokens-cmd.js';
@@ -20,9 +20,26 @@ export function age(time: string, now: Date): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
+/** The most of a message a table row shows; `-o json` has all of it. */
+const MESSAGE_CHARS = 300;
+
+/**
+ * A message as one table cell: a crash's reason with its last log lines spans several
+ * lines, which would break the columns. Its non-blank lines are joined with ` ⏎ ` and
+ * the whole cut at `MESSAGE_CHARS`; `-o json` keeps the full text.
+ */
+export function oneLineMessage(message: string): string {
+  const flat = message
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .join(' ⏎ ');
+  return flat.length > MESSAGE_CHARS ? `${flat.slice(0, MESSAGE_CHARS - 1)}…` : flat;
+}
+
 /** An event as the cells of its row. */
 export function eventCells(e: EventView, now: Date): string[] {
-  return [age(e.time, now), e.type, e.reason, e.object, e.message];
+  return [age(e.time, now), e.type, e.reason, e.object, oneLineMessage(e.message)];
 }
 
 /** Column widths for these rows: at least the header and `MIN_WIDTHS`; the message is never padded. */
@@ -80,7 +97,8 @@ export function addEventsCommand(program: Command, io: Io): void {
       // A mistyped node has no events either: say so, as ctl files --node does, rather
       // than "No events." (a deleted node's events are still listed; a watch may wait for one to join).
       if (!o.watch && o.node && first.events.length === 0) {
-        const nodes = await call<NodeView[]>(conn, 'GET', '/nodes');
+        // Every page: the first holds only the first 100 nodes.
+        const nodes = await callAll<NodeView>(conn, '/nodes');
         if (!nodes.some((n) => n.id === o.node)) throw new CtlError(`no node "${o.node}" and no events about it (see ctl nodes)`);
       }
       if (!o.watch) return json ? io.printJson(first.events) : io.print(eventsTable(first.events, new Date()));

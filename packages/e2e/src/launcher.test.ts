@@ -115,6 +115,42 @@ describe('a port another process holds', () => {
   }, 30_000);
 });
 
+describe('Ctrl-C of the launcher', () => {
+  it('stops the children, says llmgw stopped and exits 0 (issue 30)', async () => {
+    const home = tmpDir('llmgw-ctrl-c-');
+    const catalog = path.join(home, 'catalog.yaml');
+    fs.writeFileSync(
+      catalog,
+      `models:
+  - name: tiny
+    source: test
+    scaling: { min: 1, max: 1 }
+    profiles:
+      - { name: cpu, engine: command, command: [llmgw-test-engine, --host, "{host}", --port, "{port}", --model, "{model}"] }
+`,
+    );
+    const [client, admin] = [await freePort(), await freePort()];
+    const clean = { ...process.env };
+    for (const k of ['LLMGW_ADMIN_TOKEN', 'LLMGW_JOIN_TOKEN', 'LLMGW_SERVER', 'LLMGW_CA']) delete clean[k];
+    const launcher = spawn(process.execPath, [path.join(root, 'scripts/local.mjs')], {
+      env: { ...clean, LLMGW_HOME: home, LLMGW_CATALOG: catalog, LLMGW_CLIENT_ADDR: `127.0.0.1:${client}`, LLMGW_ADMIN_ADDR: `127.0.0.1:${admin}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    spawned.push(launcher);
+    let out = '';
+    launcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => launcher.once('exit', (code, signal) => r({ code, signal })));
+    await eventually(() => out.includes('llmgw is running') || launcher.exitCode !== null, 60_000, 'the banner');
+    const lock = JSON.parse(fs.readFileSync(path.join(home, 'local.lock'), 'utf8')) as { server_pid: number; agent_pid: number };
+    // What a terminal does on Ctrl-C: SIGINT to the launcher's process group.
+    process.kill(-launcher.pid!, 'SIGINT');
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(out.trimEnd().split('\n').at(-1)).toBe('llmgw stopped (server, agent and engines)');
+    expect([alive(lock.server_pid), alive(lock.agent_pid)]).toEqual([false, false]);
+  }, 90_000);
+});
+
 describe('the quick start banner', () => {
   it('waits for tiny alone, saying every few seconds what it waits for', async () => {
     const home = tmpDir('llmgw-banner-');

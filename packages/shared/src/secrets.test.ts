@@ -149,7 +149,8 @@ describe('the join token', () => {
   it('splits into the secret to send and the pin to check; a bare secret has no pin', () => {
     expect(parseJoinToken(fullJoinToken('a::b', CA))).toEqual({ secret: 'a::b', caHash: caFingerprint(CA) });
     expect(parseJoinToken(' llmgw-join-x\n')).toEqual({ secret: 'llmgw-join-x' });
-    expect(parseJoinToken('K10abc::s')).toEqual({ secret: 'K10abc::s' });
+    expect(parseJoinToken('K10abc::s')).toEqual({ secret: 'K10abc::s', badPin: 'its CA pin (after K10, before ::) has 3 hex digits, not 64' });
+    expect(parseJoinToken('K10xyz::s').badPin).toBe('its CA pin (after K10, before ::) is not hex: "xyz"');
   });
 
   it('renders the full token with a CA, the bare secret without one', () => {

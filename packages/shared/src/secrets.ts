@@ -113,6 +113,12 @@ export interface JoinToken {
   secret: string;
   /** The pinned CA's SHA-256 in lowercase hex; absent for a bare secret. */
   caHash?: string;
+  /**
+   * Set when the token has a full token's shape (`K10…::…`) but its pin is not 64 hex
+   * digits (cut short when pasted, say): what is wrong with it. `secret` is then the
+   * whole token, as before, but an agent refuses it rather than call it a bare secret.
+   */
+  badPin?: string;
 }
 
 /** The SHA-256 of a PEM certificate's DER, lowercase hex: what a join token pins. */
@@ -133,11 +139,21 @@ export function renderJoinToken(secret: string, caPem: string | undefined): stri
   return caPem ? fullJoinToken(secret, caPem) : secret;
 }
 
-/** Splits a join token; anything that is not a full token is a bare secret. */
+/** What looks like a full token, whatever its pin: `K10`, then the pin, then `::`. */
+const PINNED_SHAPE = /^K10([^:]*)::(.+)$/;
+
+/** Splits a join token; anything that is not a full token is a bare secret (`badPin` says when it looks like one). */
 export function parseJoinToken(token: string): JoinToken {
   const t = token.trim();
   const m = FULL_JOIN_TOKEN.exec(t);
-  return m ? { secret: m[2]!, caHash: m[1]! } : { secret: t };
+  if (m) return { secret: m[2]!, caHash: m[1]! };
+  const shaped = PINNED_SHAPE.exec(t);
+  if (!shaped) return { secret: t };
+  const pin = shaped[1]!;
+  const badPin = /^[0-9a-fA-F]*$/.test(pin)
+    ? `its CA pin (after K10, before ::) has ${pin.length} hex digits, not 64`
+    : `its CA pin (after K10, before ::) is not hex: ${JSON.stringify(pin.slice(0, 16))}${pin.length > 16 ? '…' : ''}`;
+  return { secret: t, badPin };
 }
 
 /** Whether `caPem` is the CA `caHash` pins, compared in constant time. */

@@ -142,7 +142,11 @@ export function engineEnvironment(extra: Record<string, string>, user?: EngineUs
   return { ...env, ...extra };
 }
 
-/** "exited with code 3 (signal none)": the start of a crashed shard's failed reason. */
+/**
+ * "exited with code 3" or "killed by SIGKILL": the start of a crashed shard's failed
+ * reason. Only what happened: a signal is named when there was one, never "(signal none)".
+ */
 export function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
-  return `exited with code ${code ?? 'none'} (signal ${signal ?? 'none'})`;
+  if (signal) return `killed by ${signal}`;
+  return `exited with code ${code ?? 'none'}`;
 }

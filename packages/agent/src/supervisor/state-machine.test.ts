@@ -16,7 +16,7 @@ function run(life: Life, events: ShardEvent[], p = policy): { life: Life; decisi
 }
 
 const spawned = (now: number): ShardEvent => ({ type: 'spawned', now, startupTimeoutMs: TIMEOUT });
-const exited = (now: number, logTail = 'boom'): ShardEvent => ({ type: 'exited', how: 'exited with code 1 (signal none)', now, logTail });
+const exited = (now: number, logTail = 'boom'): ShardEvent => ({ type: 'exited', how: 'exited with code 1', now, logTail });
 const checked = (now: number, problem: string | null): ShardEvent => ({ type: 'checked', problem, now, startupTimeoutMs: TIMEOUT });
 const ready = (): Life => run(initialLife(), [spawned(0), checked(1, null)]).life;
 
@@ -30,7 +30,7 @@ describe('restarts and backoff', () => {
       { type: 'none' },
       { type: 'restart-after', delayMs: 2000 },
     ]);
-    expect(life).toMatchObject({ state: 'starting', restarts: 1, error: 'exited with code 1 (signal none); restarting in 2s' });
+    expect(life).toMatchObject({ state: 'starting', restarts: 1, error: 'exited with code 1; restarting in 2s' });
   });
 
   it('the delay is capped', () => {
@@ -49,13 +49,13 @@ describe('restarts and backoff', () => {
     }
     expect(decisions.map((d) => d.type)).toEqual(['restart-after', 'restart-after', 'restart-after', 'give-up']);
     expect(life.state).toBe('failed');
-    expect(life.error).toBe('exited with code 1 (signal none) after 3 restarts; last log lines:\nfatal: no model');
+    expect(life.error).toBe('exited with code 1 after 3 restarts; last log lines:\nfatal: no model');
   });
 
   it('an empty log tail reads "(none)"; maxRestarts 0 gives up on the first failure', () => {
     const { life, decisions } = run(initialLife(), [spawned(0), exited(1, '')], { ...policy, maxRestarts: 0 });
     expect(decisions[1]).toEqual({ type: 'give-up' });
-    expect(life.error).toBe('exited with code 1 (signal none) after 0 restarts; last log lines:\n(none)');
+    expect(life.error).toBe('exited with code 1 after 0 restarts; last log lines:\n(none)');
   });
 
   it('failures older than the window are forgotten: the budget and the backoff start over', () => {
@@ -129,8 +129,8 @@ describe('readiness, health and the startup deadline', () => {
     const reason = 'not ready within 10s (last check: /health answered 503)';
     expect(late.decisions.slice(1)).toEqual([{ type: 'none' }, { type: 'kill', reason }]);
     expect(late.life.deadlineAt).toBe(Infinity);
-    const { life } = run(late.life, [{ type: 'exited', how: 'exited with code none (signal SIGKILL)', now: TIMEOUT + 2, logTail: '' }]);
-    expect(life.error).toBe(`${reason}; exited with code none (signal SIGKILL); restarting in 1s`);
+    const { life } = run(late.life, [{ type: 'exited', how: 'killed by SIGKILL', now: TIMEOUT + 2, logTail: '' }]);
+    expect(life.error).toBe(`${reason}; killed by SIGKILL; restarting in 1s`);
     expect(life.killReason).toBeUndefined();
   });
 

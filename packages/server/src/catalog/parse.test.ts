@@ -208,6 +208,13 @@ describe('parseCatalog: YAML syntax errors', () => {
     expect(err.model).toBeUndefined();
   });
 
+  it('puts an error found at the end of the file on its last line, not one past it (issue 30)', () => {
+    const text = 'models:\n  - name: tiny\n    source: "test\n    profiles: []\n\n';
+    const err = parseError(text);
+    expect(err.message).toMatch(/^catalog c\.yaml \(line 4\): YAML syntax error: Missing closing "quote/);
+    expect(err.line).toBe(4);
+  });
+
   it('rejects a key given twice', () => {
     const err = parseError(oneModel([], ['gpus: 1', 'gpus: 2']));
     expect(err.message).toBe('catalog c.yaml (line 8): YAML syntax error: Map keys must be unique');

@@ -22,7 +22,10 @@ export function parseCatalog(text: string, file: string, rules: CatalogRules = {
   const lineAt = (offset: number): number => lines.linePos(offset).line;
 
   if (doc.errors.length) {
-    throw CatalogError.of(doc.errors.map((e) => ({ file, line: lineAt(e.pos[0]), problem: `YAML syntax error: ${e.message}` })));
+    // An error found at the end of the text (an unclosed quote or bracket) is at the
+    // offset past the final newline, a line the file does not have: say its last line.
+    const lastLine = lineAt(text.trimEnd().length);
+    throw CatalogError.of(doc.errors.map((e) => ({ file, line: Math.min(lineAt(e.pos[0]), lastLine), problem: `YAML syntax error: ${e.message}` })));
   }
   let data: unknown;
   try {
