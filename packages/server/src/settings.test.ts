@@ -89,6 +89,7 @@ describe('the server settings table', () => {
     [['--prefix-cache-tokens', 'lots'], "--prefix-cache-tokens must be a whole number of tokens > 0, got 'lots'"],
     [['--max-lost-fraction', '1.5'], "--max-lost-fraction must be a fraction > 0 and <= 1, got '1.5'"],
     [['--cooldown', 'Infinity'], "--cooldown must be a number of seconds > 0, got 'Infinity'"],
+    [['--reply-buffer', String(16 * 1024 * 1024)], `--reply-buffer must be a whole number of bytes >= ${64 * 1024 * 1024}, got '${16 * 1024 * 1024}'`],
   ])('refuses %j, naming the flag, the unit and the bound', (argv, message) => {
     expect(() => read(argv)).toThrow(message);
   });

@@ -96,8 +96,10 @@ export const SERVER_SETTINGS = {
     unit: 'bytes',
     flag: '--reply-buffer',
     default: 256 * 1024 * 1024,
-    above: 0,
-    help: 'bytes of non-streamed engine replies held in memory at once, all requests together; a reply that does not fit gets 503 overloaded',
+    // At least one whole reply (64 MiB, DEFAULT_MAX_REPLY_BYTES): below it, every large reply
+    // would get 503 "retry shortly" for ever, and clients that follow x-should-retry loop.
+    atLeast: 64 * 1024 * 1024,
+    help: 'bytes of non-streamed engine replies held in memory at once, all requests together (at least 64 MiB, the largest reply); a reply that does not fit gets 503 overloaded',
   },
   upstreamTimeoutMs: {
     unit: 'seconds',

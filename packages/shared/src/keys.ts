@@ -29,7 +29,7 @@ export const KeyCreateRequestSchema = Type.Object({
 export type KeyCreateRequest = Static<typeof KeyCreateRequestSchema>;
 
 /**
- * `POST /keys/:id` (`ctl keys update`): the limits and band to change; a field left out
+ * `PATCH /keys/:id` (`ctl keys update`): the limits and band to change; a field left out
  * stays as it is, and `null` removes a limit (or the band, back to `standard`). An
  * empty `models` list lets the key use every model.
  */
