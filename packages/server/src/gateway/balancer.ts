@@ -9,6 +9,8 @@ import type { TokenUsage } from './usage.js';
 export interface Routed {
   readonly model: string;
   readonly body: Record<string, unknown>;
+  /** A Responses API request (`/v1/responses`): its prompt is `instructions` and `input`, where an embedding's `input` is not one. */
+  readonly responses?: boolean;
   /** The LoRA adapter the request names, when it names one (`AdapterAffinity` routes by it). */
   readonly adapter?: string;
   state?: unknown;

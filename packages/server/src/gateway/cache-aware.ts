@@ -76,7 +76,7 @@ export class CacheAware implements Balancer {
   ): RouteTarget | undefined {
     if (!request) return this.leastLoaded.pick(candidates, inFlight, eligible);
     let st = request.state as State | undefined;
-    if (!st) request.state = st = { blocks: promptBlocks(request.body), matched: 0, charged: 0, alone: false, sentNs: 0n };
+    if (!st) request.state = st = { blocks: promptBlocks(request.body, request.responses), matched: 0, charged: 0, alone: false, sentNs: 0n };
     const { hashes } = st.blocks;
     const n = hashes.length;
     if (n === 0) {

@@ -8,7 +8,7 @@ import type { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { errorEvent } from './errors.js';
 import { servesAdapter } from './engine-adapters.js';
-import { bodyFor } from './request.js';
+import { bodyFor, RESPONSES } from './request.js';
 import { end } from './sse.js';
 import { RetryableUpstreamError, type Exchange, type Upstream } from './upstream.js';
 import type { UsageMeter } from './usage.js';
@@ -69,7 +69,8 @@ export class Fallbacks {
       let now = Date.now();
       const eligible = (id: string) => !tried.has(id) && !this.upstream.coolingDown(id, now);
       const balancer = this.balancers(model);
-      const routed: Routed = adapter ? { model: adapter, body: ex.body, adapter } : { model: model.name, body: ex.body };
+      const responses = ex.path === RESPONSES;
+      const routed: Routed = adapter ? { model: adapter, body: ex.body, adapter, responses } : { model: model.name, body: ex.body, responses };
       for (
         let target = balancer.pick(targets, this.upstream.inFlight, eligible, routed);
         target;

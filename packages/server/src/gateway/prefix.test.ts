@@ -17,6 +17,25 @@ describe('promptBlocks', () => {
     expect(p.hashes).toHaveLength(4);
   });
 
+  it('reads a Responses API request as the chat it becomes: its prompt is counted and shares blocks with that chat (review of issue 29)', () => {
+    const asChat = promptBlocks(chat(['system', system], ['user', 'What is the capital of France?']));
+    const asText = promptBlocks({ model: 'm', instructions: system, input: 'What is the capital of France?' }, true);
+    const asItems = promptBlocks(
+      {
+        model: 'm',
+        instructions: system,
+        input: [{ role: 'user', content: [{ type: 'input_text', text: 'What is the capital of France?' }] }],
+      },
+      true,
+    );
+    expect(asText.bytes).toBeGreaterThan(system.length);
+    expect([...asText.hashes]).toEqual([...asChat.hashes]);
+    expect(common(asItems.hashes, asChat.hashes)).toBeGreaterThanOrEqual(Math.floor(system.length / BLOCK_BYTES));
+    expect(promptBlocks({ model: 'm', input: [] }, true).bytes).toBe(0);
+    // An embedding's input is no prompt an engine caches.
+    expect(promptBlocks({ model: 'm', input: 'What is the capital of France?' }).bytes).toBe(0);
+  });
+
   it('gives two chats with the same system prompt the same leading hashes, and different ones after', () => {
     const a = promptBlocks(chat(['system', system], ['user', 'What is the capital of France?']));
     const b = promptBlocks(chat(['system', system], ['user', 'How do magnets work?']));

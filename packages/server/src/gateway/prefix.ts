@@ -49,10 +49,11 @@ const NONE: PromptBlocks = { hashes: new Int32Array(0), bytes: 0 };
 
 /**
  * The block hashes of a request body: `messages` for a chat completion, `prompt` for a
- * completion; none for anything else (embeddings are not cached by engines), so the
- * policy falls back to the load alone.
+ * completion, `instructions` and `input` for a Responses API request (`responses`); none
+ * for anything else (embeddings are not cached by engines), so the policy falls back to
+ * the load alone.
  */
-export function promptBlocks(body: Record<string, unknown>): PromptBlocks {
+export function promptBlocks(body: Record<string, unknown>, responses = false): PromptBlocks {
   let len = 0;
   let known: Remembered | undefined;
   let fresh: Head | undefined;
@@ -77,6 +78,8 @@ export function promptBlocks(body: Record<string, unknown>): PromptBlocks {
       if (head && len < MAX_TEXT) fresh = { role, content, end: len };
       if (len >= MAX_TEXT) break;
     }
+  } else if (responses) {
+    len = responsesText(body, len);
   } else {
     len = putContent(body.prompt, len);
   }
@@ -141,6 +144,25 @@ function sep(at: number): number {
   if (at >= MAX_TEXT) return at;
   scratch[at] = SEPARATOR;
   return at + 1;
+}
+
+/**
+ * A Responses API request's prompt (`instructions`, then `input` as text or items), laid
+ * out as the chat messages it becomes: without it a `/v1/responses` request counted no
+ * prompt tokens, so it never made a replica saturated nor waited in the fair queue.
+ */
+function responsesText(body: Record<string, unknown>, at: number): number {
+  const turn = (role: string, content: unknown) => sep(putContent(content, sep(put(role, at))));
+  if (typeof body.instructions === 'string') at = turn('system', body.instructions);
+  if (typeof body.input === 'string') return turn('user', body.input);
+  if (!Array.isArray(body.input)) return at;
+  for (const item of body.input as unknown[]) {
+    if (!item || typeof item !== 'object') continue;
+    const { role, content, output, arguments: args } = item as { role?: unknown; content?: unknown; output?: unknown; arguments?: unknown };
+    at = turn(typeof role === 'string' ? role : 'tool', content ?? output ?? args);
+    if (at >= MAX_TEXT) break;
+  }
+  return at;
 }
 
 /** A message's content: a string, or the text of its parts (`{type: 'text', text}`); a prompt: a string or strings. */
