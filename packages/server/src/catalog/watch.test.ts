@@ -95,8 +95,8 @@ describe('CatalogWatcher', () => {
     await writeFile(file, 'models: [\n');
     await expect(watcher.reload()).resolves.toBe(false);
     await expect(watcher.reload()).resolves.toBe(false);
-    expect(errors.map((e) => e.line)).toEqual([2, 2]);
-    expect(errors[0]!.message).toMatch(new RegExp(`^catalog ${file} \\(line 2\\): YAML syntax error: `));
+    expect(errors.map((e) => e.line)).toEqual([1, 1]);
+    expect(errors[0]!.message).toMatch(new RegExp(`^catalog ${file} \\(line 1\\): YAML syntax error: `));
     expect(names(watcher.current)).toEqual(['a', 'b']);
     expect(changes).toHaveLength(1);
   });
