@@ -8,14 +8,23 @@ import type { Model } from '@llmgw/shared';
  * to the catalog later restarts replicas by default rather than silently not reaching them.
  */
 const NOT_IN_REVISION: ReadonlySet<string> = new Set(['name', 'aliases', 'scaling', 'fallbacks', 'routing', 'adapter_routing', 'rollout']);
+/** A profile's fields that only the gateway reads (from the catalog as it is now): `responses_api` says how to send `/v1/responses`, not what the engine runs. */
+const PROFILE_NOT_IN_REVISION: ReadonlySet<string> = new Set(['responses_api']);
 
 /** What a model's revision is a digest of: the model without `NOT_IN_REVISION`, keys sorted. */
 export function revisionContent(model: Model): Record<string, unknown> {
   const content: Record<string, unknown> = {};
   for (const key of Object.keys(model).sort()) {
-    if (!NOT_IN_REVISION.has(key)) content[key] = canonical((model as Record<string, unknown>)[key]);
+    if (NOT_IN_REVISION.has(key)) continue;
+    const value = (model as Record<string, unknown>)[key];
+    content[key] = canonical(key === 'profiles' && Array.isArray(value) ? value.map(withoutGatewayFields) : value);
   }
   return content;
+}
+
+function withoutGatewayFields(profile: unknown): unknown {
+  if (!profile || typeof profile !== 'object') return profile;
+  return Object.fromEntries(Object.entries(profile).filter(([k]) => !PROFILE_NOT_IN_REVISION.has(k)));
 }
 
 /**

@@ -39,7 +39,7 @@ const codes = (p: { actions: { code: string }[] }) => p.actions.map((a) => a.cod
 describe('revisions', () => {
   const base = makeModel({ profiles: [makeProfile({ args: ['--ctx', '4096'] })] });
 
-  it('change with what the process runs, not with scaling, aliases, fallbacks, routing, adapter_routing or rollout settings', () => {
+  it('change with what the process runs, not with scaling, aliases, fallbacks, routing, adapter_routing, responses_api or rollout settings', () => {
     const same = {
       ...base,
       scaling: { min: 3, max: 5 },
@@ -50,6 +50,8 @@ describe('revisions', () => {
       rollout: { max_surge: 2 },
     };
     expect(revisionOf(same)).toBe(revisionOf(base));
+    // The gateway reads responses_api from the catalog as it is: flipping it restarts nothing (review of issue 29).
+    expect(revisionOf({ ...base, profiles: [makeProfile({ args: ['--ctx', '4096'], responses_api: true })] })).toBe(revisionOf(base));
     expect(revisionOf({ ...base, profiles: [makeProfile({ args: ['--ctx', '8192'] })] })).not.toBe(revisionOf(base));
     expect(revisionOf({ ...base, sha256: 'f'.repeat(64) })).not.toBe(revisionOf(base));
     expect(revisionOf({ ...base, profiles: [makeProfile({ args: ['--ctx', '4096'], env: { A: '1' } })] })).not.toBe(revisionOf(base));
