@@ -19,7 +19,8 @@ import { BANDS, type Band } from './fair-queue.js';
 import type { KeyRing } from './keys.js';
 import { BYTES_PER_TOKEN } from './prefix.js';
 import { ReplyBudget } from './reply-budget.js';
-import { ENDPOINTS, clip, parseRequest, readBody } from './request.js';
+import { ENDPOINTS, RESPONSES, clip, parseRequest, readBody } from './request.js';
+import { refuseUntranslatable, servesResponses } from './responses.js';
 import { DEFAULT_SATURATION, estimatedWaitS, isSaturated, pressures, type LoadReader, type SaturationSettings } from './saturation.js';
 import { SseRelay } from './sse.js';
 import type { Traffic } from './traffic.js';
@@ -250,6 +251,7 @@ export class Gateway {
       band = bandOf(key, req.headers[PRIORITY_HEADER]);
       request = parseRequest(path, await readBody(req, this.settings.maxBodyBytes), this.ctl.catalogView);
       checkModel(key, request.adapter ?? request.model.name);
+      if (path === RESPONSES && !servesResponses(request.model)) refuseUntranslatable(request.body);
     } catch (err) {
       release();
       throw err;

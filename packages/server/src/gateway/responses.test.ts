@@ -197,6 +197,14 @@ describe('/v1/responses translated to chat completions', () => {
       expect([r.status, reply(r.text).error.param]).toEqual([400, field]);
     }
   });
+
+  it('refuses them as the request is read, before it waits for a replica (review of issue 29)', async () => {
+    const e = engine(() => {});
+    const { url, secret } = await setup(e.upstream, {}, 0);
+    const r = await responses(url, secret, { input: 'x', background: true });
+    expect([r.status, reply(r.text).error.param]).toEqual([400, 'background']);
+    expect(e.seen).toEqual([]);
+  });
 });
 
 describe('/v1/responses passed through', () => {

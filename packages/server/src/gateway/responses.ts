@@ -57,8 +57,12 @@ function messages(body: Obj): Obj[] {
   return out;
 }
 
-/** The chat completions request for a Responses request (already checked against `PARAMETERS`). */
-export function toChat(body: Obj, model: string): Obj {
+/**
+ * Refuses, by field, what translation cannot do. Called as the request is read (before
+ * the key's queue, so a refused request waits for nothing) and again by `toChat`, since
+ * a fallback model may translate where the first passed through.
+ */
+export function refuseUntranslatable(body: Obj): void {
   if (body.previous_response_id != null)
     throw refuse('previous_response_id', 'previous_response_id is not supported: llmgw stores no responses; send the conversation as input items');
   if (body.background === true) throw refuse('background', 'background responses are not supported: llmgw stores no responses');
@@ -68,6 +72,12 @@ export function toChat(body: Obj, model: string): Obj {
   const include = (Array.isArray(body.include) ? body.include : []) as string[];
   const other = include.find((i) => i !== 'message.output_text.logprobs');
   if (other !== undefined) throw refuse('include', `include '${other.slice(0, 64)}' is not supported on this model`);
+}
+
+/** The chat completions request for a Responses request (already checked against `PARAMETERS`). */
+export function toChat(body: Obj, model: string): Obj {
+  refuseUntranslatable(body);
+  const include = (Array.isArray(body.include) ? body.include : []) as string[];
   const chat: Obj = { model, messages: messages(body) };
   for (const k of ['temperature', 'top_p', 'user', 'parallel_tool_calls', 'seed', 'top_k', 'min_p', 'frequency_penalty', 'presence_penalty', 'logit_bias']) {
     if (body[k] != null) chat[k] = body[k];
