@@ -41,12 +41,15 @@ describe('views: honest shapes', () => {
     ctl.heartbeat({ report: makeReport({ node_id: 'node-1' }), shards: [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready', port: 40001 }] });
     expect(replicaViews(ctl)[0]).toMatchObject({ state: 'ready', shards: [{ state: 'ready' }] });
     expect(replicaViews(ctl)[0]!.error).toBeUndefined();
+    expect(modelViews(ctl)[0]!.ready_replicas).toBe(1);
     advance(20_000);
     expect(replicaViews(ctl)[0]).toMatchObject({
       state: 'unknown',
       error: 'node node-1 stopped reporting: whether its engine still runs is unknown (ctl nodes)',
       shards: [{ node: 'node-1', state: 'unknown' }],
     });
+    // ctl models counts it as ctl replicas shows it (issue 30): not ready.
+    expect(modelViews(ctl)[0]!.ready_replicas).toBe(0);
   });
 
   it('shows a replica whose agent is silent but whose engine answers the probes as ready: serving, agent silent 42s', async () => {

@@ -1,5 +1,5 @@
 import type { CatalogStatusView, DownloadProgress, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
-import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, redactUrl, sourceForViewer, type ModelAdapterView, type ReplicaState } from '@llmgw/shared';
+import { DEFAULT_ROUTING, UNKNOWN_STATE, mbToGb, redactUrl, sourceForViewer, type ModelAdapterView } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import type { InventoryNode } from '../inventory.js';
 import type { CatalogStatusSource } from '../catalog/watch.js';
@@ -16,7 +16,6 @@ export type LoadedAdapters = (replicaId: string) => string[];
 const NONE_LOADED: LoadedAdapters = () => [];
 
 /** States in which a replica has an engine running, as far as the server knows. */
-const LIVE_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'ready', 'draining']);
 
 /**
  * The admin API's views, built in one place: the JSON API and the dashboard both call
@@ -117,7 +116,8 @@ export function modelViews(ctl: Controller, admin = false, loaded: LoadedAdapter
   const active = new Map<string, number>();
   for (const r of ctl.listReplicas()) {
     total.set(r.model, (total.get(r.model) ?? 0) + 1);
-    if (r.state === 'ready') readyOf.set(r.model, [...(readyOf.get(r.model) ?? []), r]);
+    // Ready as every surface shows it: not `unknown` for a node not heard from.
+    if (r.state === 'ready' && ctl.unheard(r).length === 0) readyOf.set(r.model, [...(readyOf.get(r.model) ?? []), r]);
     if (ACTIVE_REPLICA_STATES.has(r.state)) active.set(r.model, (active.get(r.model) ?? 0) + 1);
   }
   const revisions = ctl.rollouts.revisions(ctl.models);
@@ -155,23 +155,23 @@ export function modelViews(ctl: Controller, admin = false, loaded: LoadedAdapter
 }
 
 /**
- * A replica as the API shows it. `silent` says which nodes stopped reporting: a live
- * replica with a shard there is `unknown`, not `ready`, as is that shard, and says why —
- * unless its engine still serves (`servingSilentS`, the seconds its agent has been silent
- * while the server's probes of the engine answer): then it is `ready` with the note
- * `serving, agent silent 42s`.
+ * A replica as the API shows it. `unheard` are the nodes that stopped reporting where
+ * the server's probes do not vouch for its engine (`Controller.unheard`): the replica is
+ * `unknown`, not `ready`, as are its shards there, and says why. While its engine still
+ * serves (`servingSilentS`, the seconds its agent has been silent while the server's
+ * probes of the engine answer) it is `ready` with the note `serving, agent silent 42s`.
  */
 export function replicaView(
   r: Replica,
   nowMs: number,
   showKeys = false,
-  silent: (nodeId: string) => boolean = () => false,
+  unheard: readonly string[] = [],
   downloadOf: (shardId: string) => DownloadProgress | undefined = () => undefined,
   servingSilentS?: number,
   /** The LoRA adapters it holds loaded (for a replica started with adapters). */
   adapters?: string[],
 ): ReplicaView {
-  const lost = LIVE_STATES.has(r.state) && servingSilentS === undefined ? [...new Set(r.shards.filter((s) => silent(s.nodeId)).map((s) => s.nodeId))] : [];
+  const lost = unheard;
   const error = r.error ?? (lost.length ? `node ${lost.join(', ')} stopped reporting: whether its engine still runs is unknown (ctl nodes)` : undefined);
   return {
     id: r.id,
@@ -206,15 +206,19 @@ const withDownload = (d: DownloadProgress | undefined) => (d ? { download: d } :
 
 export function replicaViews(ctl: Controller, model?: string, showKeys = false, loaded: LoadedAdapters = NONE_LOADED): ReplicaView[] {
   const nowMs = ctl.now();
-  const silent = (id: string) => {
-    const n = ctl.inventory.get(id);
-    return n === undefined || ctl.inventory.liveness(n, nowMs) !== 'ready';
-  };
   return ctl
     .listReplicas()
     .filter((r) => !model || r.model === model)
     .map((r) =>
-      replicaView(r, nowMs, showKeys, silent, (id) => ctl.downloads.of(id), ctl.serving(r).silentS, r.spec?.adapters?.length ? loaded(r.id) : undefined),
+      replicaView(
+        r,
+        nowMs,
+        showKeys,
+        ctl.unheard(r),
+        (id) => ctl.downloads.of(id),
+        ctl.serving(r).silentS,
+        r.spec?.adapters?.length ? loaded(r.id) : undefined,
+      ),
     );
 }
 

@@ -18,7 +18,7 @@ import { RolloutBook, type RolloutChange } from './rollout-book.js';
 import type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, ReportRefusal } from './options.js';
 import { routeTable, type RouteTarget } from './routes.js';
 import { EngineProbes } from './engine-probes.js';
-import { quietTargets, serving } from './serving.js';
+import { quietTargets, serving, unheardNodes } from './serving.js';
 
 export type { CatalogView, ControllerEvents, ControllerOptions, LoadSnapshot, LoadSource, PlacementAttempt, ReportRefusal, RouteTarget };
 
@@ -154,6 +154,11 @@ export class Controller {
   /** Whether a replica serves now, and for how long its silent agent has been so (`ctl replicas`). */
   serving(r: Replica): { serves: boolean; silentS?: number } {
     return serving(r, this.inventory, this.probes, this.now());
+  }
+
+  /** The nodes that make a live replica `unknown` in every surface (`unheardNodes`); none when it is what its state says. */
+  unheard(r: Replica): string[] {
+    return unheardNodes(r, this.inventory, this.probes, this.now());
   }
 
   /** A gateway request to the replica's engine failed: an engine vouched for by probes alone is ejected. */

@@ -1,3 +1,4 @@
+import type { ReplicaState } from '@llmgw/shared';
 import type { Replica } from '../domain.js';
 import type { Inventory } from '../inventory.js';
 import type { EngineProbes, ProbeTarget } from './engine-probes.js';
@@ -22,6 +23,26 @@ export function serving(r: Replica, inventory: Inventory, probes: EngineProbes, 
     silentMs = Math.max(silentMs, inventory.silenceMs(n, nowMs));
   }
   return silentMs > 0 ? { serves: true, silentS: Math.max(0, Math.round(silentMs / 1000)) } : { serves: true };
+}
+
+/** The states in which a replica's engine should be running. */
+const LIVE_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'ready', 'draining']);
+
+/**
+ * The nodes of a live replica that are not heard from (silent, or not reported since
+ * this server started) while the server's own probes do not vouch for its engine. Every
+ * surface (ctl replicas, the dashboard, ctl models' READY, the gateway's 503) shows such
+ * a replica `unknown` and names these nodes, so none calls `ready` what the gateway
+ * does not route to (issue 30).
+ */
+export function unheardNodes(r: Replica, inventory: Inventory, probes: EngineProbes, nowMs: number): string[] {
+  if (!LIVE_STATES.has(r.state) || serving(r, inventory, probes, nowMs).silentS !== undefined) return [];
+  const out = new Set<string>();
+  for (const s of r.shards) {
+    const n = inventory.get(s.nodeId);
+    if (n === undefined || inventory.liveness(n, nowMs) !== 'ready') out.add(s.nodeId);
+  }
+  return [...out];
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { DEFAULT_ROUTING, type Model, type RoutingPolicy } from '@llmgw/shared';
+import type { Replica } from '../domain.js';
 import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { AttemptOutcome, Balancer, Routed } from './balancer.js';
@@ -136,10 +137,16 @@ export function routingOf(model: Model): RoutingPolicy {
   return model.routing ?? DEFAULT_ROUTING;
 }
 
+/** A replica's state in the words of `ctl replicas`: `unknown` while a node of it is not heard from. */
+function shownState(ctl: GatewayController, r: Replica): string {
+  const unheard = ctl.unheard(r);
+  return unheard.length ? `unknown: node ${unheard.join(', ')} stopped reporting` : r.state;
+}
+
 /** Why a model has no replica to route to, for the 503: its replicas' states, or why it is not placed. */
 function notReadyReason(ctl: GatewayController, model: string): string {
   const replicas = ctl.listReplicas().filter((x) => x.model === model);
-  if (replicas.length) return `no ready replica (${replicas.map((x) => `${x.id} ${x.state}`).join(', ')})`;
+  if (replicas.length) return `no ready replica (${replicas.map((x) => `${x.id} ${shownState(ctl, x)}`).join(', ')})`;
   const attempt = ctl.lastAttempt(model);
   if (!attempt) return 'not placed yet';
   const rs = attempt.outcome.rejections;

@@ -52,6 +52,7 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
     startedAtMs: Date.now(),
     routes: (name: string) => (name === 'm' && started ? targets : []),
     listReplicas: () => [],
+    unheard: () => [],
     lastAttempt: () => undefined,
     engineFailed: () => {},
     notify: () => void setTimeout(() => (started = true), 20),
@@ -84,7 +85,7 @@ export async function setup(upstream: Upstream, settings: Partial<GatewaySetting
     await keys.close();
     await gw.close();
   });
-  return { url, secret, keys, store, gw, metrics, lookups, model };
+  return { url, secret, keys, store, gw, metrics, lookups, model, ctl };
 }
 
 /**
@@ -118,6 +119,7 @@ export async function setupFleet(
     startedAtMs: Date.now(),
     routes: (name: string) => (name === 'm' ? targets.filter((t) => ready.has(t.replicaId)) : []),
     listReplicas: () => targets.map((t) => ({ id: t.replicaId, model: 'm', state: ready.has(t.replicaId) ? 'ready' : 'stopped', endpoint: t.endpoint })),
+    unheard: () => [],
     lastAttempt: () => undefined,
     engineFailed: () => {},
     notify: () => {},
