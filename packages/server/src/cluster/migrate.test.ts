@@ -24,6 +24,8 @@ const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 const tmp = tempDirs('llmgw-migrate-', afterAll);
 const log = pino({ level: 'silent' });
 const KEEP = { sinceMs: 0, maxRows: 10_000 };
+/** A minute an hour ago: inside the 31 days of per-minute usage a store keeps. */
+const SINCE = Math.floor((Date.now() - 3600_000) / 60_000) * 60_000;
 
 function migrate(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -56,7 +58,7 @@ async function sqliteInstall(dir: string) {
     { id: 'gpu-3', report: makeReport({ node_id: 'gpu-3' }), lastSeenMs: 1_700_000_001_000 },
   ]);
   await s.addCredential({ nodeId: 'gpu-1', hash: 'a'.repeat(64), createdAt: '2026-01-01T00:00:00.000Z' });
-  await s.addCredential({ nodeId: 'gpu-3', hash: 'b'.repeat(64), createdAt: '2026-01-01T00:00:02.000Z' });
+  await s.addCredential({ nodeId: 'gpu-3', hash: 'b'.repeat(64), createdAt: '2026-01-01T00:00:02.000Z', joinHash: 'f'.repeat(64) });
   await s.writeReplicas(
     [
       makeReplica({ id: 'r-1a2b3c4d', shards: [{ id: 'r-1a2b3c4d-0', nodeId: 'gpu-1', rank: 0, gpuUuids: ['GPU-1'], gpuIndices: [0], state: 'ready' }] }),
@@ -90,6 +92,11 @@ async function sqliteInstall(dir: string) {
     { keyId: 'key-1', model: 'qwen-coder-14b', requests: 10, errors: 1, cancelled: 2, promptTokens: 1000, completionTokens: 500 },
     { keyId: 'key-2', model: 'llama', requests: 3, errors: 0, cancelled: 0, promptTokens: 30, completionTokens: 9 },
   ]);
+  // Per minute as well (review of issue 28): `ctl usage --since` and TPM windows read these.
+  await s.addUsage([
+    { keyId: 'key-1', model: 'qwen-coder-14b', requests: 4, errors: 0, cancelled: 0, promptTokens: 400, completionTokens: 40, minuteMs: SINCE + 60_000 },
+    { keyId: 'key-1', model: 'qwen-coder-14b', requests: 1, errors: 0, cancelled: 0, promptTokens: 10, completionTokens: 1, minuteMs: SINCE + 120_000 },
+  ]);
   await s.saveToken({ id: 'tok-1', name: 'viewer', role: 'viewer', hash: 'e'.repeat(64), prefix: 'llmgw-v', createdAt: '2026-01-01T00:00:00.000Z' });
   await s.addEvents([event(1, 'cordon', 'node/gpu-1'), event(2, 'drain', 'node/gpu-2'), event(3, 'key-create', 'key/key-1')], KEEP);
   const rows = {
@@ -98,6 +105,7 @@ async function sqliteInstall(dir: string) {
     replicas: await s.loadReplicas(),
     keys: await s.loadKeys(),
     usage: await s.loadUsage(),
+    usageSince: await s.loadUsage(SINCE),
     tokens: await s.loadTokens(),
     events: await s.loadEvents(100),
   };
@@ -118,6 +126,7 @@ async function loadAll(store: PostgresStore) {
     replicas: await store.loadReplicas(),
     keys: await store.loadKeys(),
     usage: await store.loadUsage(),
+    usageSince: await store.loadUsage(SINCE),
     tokens: await store.loadTokens(),
     events: await store.loadEvents(100),
   };

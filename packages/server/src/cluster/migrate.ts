@@ -9,7 +9,7 @@ import { DB_MS } from '../store/pg-schema.js';
 import { CHANNEL, PostgresStore, type Topic } from '../store/postgres.js';
 import type { RolloutRecord } from '../domain.js';
 import { SqliteStore } from '../store/sqlite.js';
-import type { StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage } from '../store/store.js';
+import type { StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from '../store/store.js';
 
 /** Everything `llmgw-server migrate` copies: a SQLite store's rows and its data directory's secrets. */
 export interface SqliteSnapshot {
@@ -18,6 +18,8 @@ export interface SqliteSnapshot {
   replicas: StoredReplica[];
   keys: StoredKey[];
   usage: StoredUsage[];
+  /** Per-minute usage (the last 31 days), so windows and TPM quotas count what was used before the move. */
+  usageMinutes: Required<UsageDelta>[];
   tokens: StoredToken[];
   events: StoredEvent[];
   /** Revisions, halts and pauses of rollouts (not in the summary: they are history, not the fleet). */
@@ -59,6 +61,7 @@ export async function readSqlite(file: string): Promise<SqliteSnapshot> {
         replicas: await copy.loadReplicas(),
         keys: await copy.loadKeys(),
         usage: await copy.loadUsage(),
+        usageMinutes: copy.loadUsageMinutes(),
         tokens: await copy.loadTokens(),
         events: await copy.loadEvents(ALL_EVENTS),
         rollouts: await copy.loadRollouts(),
@@ -156,9 +159,10 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
     snap.nodes.map((n) => ({ id: n.id, admin: n.admin, report: n.report ?? null, last_seen_ms: n.lastSeenMs ?? null })),
   );
   await insert(
-    `INSERT INTO node_credentials (node_id, hash, created_at)
-     SELECT node_id, hash, created_at FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, hash text, created_at text)`,
-    snap.credentials.map((c) => ({ node_id: c.nodeId, hash: c.hash, created_at: c.createdAt })),
+    `INSERT INTO node_credentials (node_id, hash, created_at, join_hash)
+     SELECT node_id, hash, created_at, join_hash FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, hash text, created_at text, join_hash text)`,
+    // The join hash too: an agent whose join reply was lost in the move retries the same join.
+    snap.credentials.map((c) => ({ node_id: c.nodeId, hash: c.hash, created_at: c.createdAt, join_hash: c.joinHash ?? null })),
   );
   await insert(
     `INSERT INTO replicas (id, data, updated_ms) SELECT data->>'id', data, ${DB_MS} FROM jsonb_array_elements($1::jsonb) AS x(data)`,
@@ -191,6 +195,21 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
     snap.usage.map((u) => ({
       key_id: u.keyId,
       model: u.model,
+      requests: u.requests,
+      errors: u.errors,
+      cancelled: u.cancelled,
+      prompt_tokens: u.promptTokens,
+      completion_tokens: u.completionTokens,
+    })),
+  );
+  await insert(
+    `INSERT INTO usage_minutes (key_id, model, minute_ms, requests, errors, cancelled, prompt_tokens, completion_tokens)
+     SELECT key_id, model, minute_ms, requests, errors, cancelled, prompt_tokens, completion_tokens FROM jsonb_to_recordset($1::jsonb)
+       AS x(key_id text, model text, minute_ms bigint, requests bigint, errors bigint, cancelled bigint, prompt_tokens bigint, completion_tokens bigint)`,
+    snap.usageMinutes.map((u) => ({
+      key_id: u.keyId,
+      model: u.model,
+      minute_ms: u.minuteMs,
       requests: u.requests,
       errors: u.errors,
       cancelled: u.cancelled,
@@ -289,7 +308,7 @@ The upgrade from one server on SQLite to several on PostgreSQL. Stop llmgw-serve
 
 The SQLite file is opened read-only and checked as at start (a corrupt or foreign file is refused, exit 2).
 Copied, in one transaction: nodes with their admin states (cordons, drains) and last reports, node
-credentials, replicas with their ids (agents' engines are adopted, not relaunched), API keys, usage totals,
+credentials, replicas with their ids (agents' engines are adopted, not relaunched), API keys, usage totals and per minute,
 admin-listener tokens and events; and from the file's directory the admin token, the join token's secret,
 engine-key-secret and the CA (tls/ca.pem, tls/ca-key.pem) into the database's secrets table, so every
 instance uses them: join tokens, node credentials and engine keys stay valid.

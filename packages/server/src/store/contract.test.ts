@@ -4,7 +4,7 @@ import { describePostgres, freshDatabase } from '../../test/postgres.js';
 import { tempDirs } from '../../test/temp-dirs.js';
 import { PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
-import { MAX_USAGE_COUNT, type Store, type StoredEvent, type StoredKey, type StoredToken } from './store.js';
+import { MAX_USAGE_COUNT, minuteOf, type Store, type StoredEvent, type StoredKey, type StoredToken } from './store.js';
 
 /**
  * The store's contract, the same cases on every engine: what a server sees must not
@@ -211,6 +211,11 @@ describeEach('the store contract', (open, kind) => {
         ['k', 3, MAX_USAGE_COUNT, MAX_USAGE_COUNT],
         ['other', 3, MAX_USAGE_COUNT, MAX_USAGE_COUNT],
       ]);
+      // A window over 1,100 saturated minutes: SQLite's sum() overflowed (and threw) past ~1,025, PostgreSQL's numeric did not; both saturate.
+      const now = minuteOf(Date.now());
+      expect(await store.addUsage(Array.from({ length: 1100 }, (_, i) => ({ ...huge, minuteMs: now - i * 60_000 })))).toEqual([]);
+      const window = await store.loadUsage(now - 2000 * 60_000);
+      expect(window.map((r) => [r.keyId, r.requests, r.promptTokens, r.completionTokens])).toEqual([['k', 1100, MAX_USAGE_COUNT, MAX_USAGE_COUNT]]);
     }),
   );
 
@@ -257,7 +262,7 @@ describeEach('the store contract', (open, kind) => {
       expect(await store.addCredential({ nodeId: 'n1', hash: 'h-none', createdAt: at })).toBe(false);
       expect(await store.addCredential({ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z', joinHash: 'j1' })).toBe(true);
       // One row per node: the retried join's credential, the lost one gone.
-      expect(await store.loadCredentials()).toEqual([{ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z' }]);
+      expect(await store.loadCredentials()).toEqual([{ nodeId: 'n1', hash: 'h1b', createdAt: '2026-01-02T00:00:00.000Z', joinHash: 'j1' }]);
       // A credential issued without a join id is never replaced.
       expect(await store.addCredential({ nodeId: 'n2', hash: 'h2', createdAt: at })).toBe(true);
       expect(await store.addCredential({ nodeId: 'n2', hash: 'h2b', createdAt: at })).toBe(false);

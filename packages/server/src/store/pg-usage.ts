@@ -1,10 +1,9 @@
 import type pg from 'pg';
-import { MAX_USAGE_COUNT, USAGE_MINUTES_KEEP_MS, minuteOf, saturatingAdd, type StoredUsage, type UsageDelta } from './store.js';
+import { MAX_USAGE_COUNT, USAGE_COLUMNS, USAGE_MINUTES_KEEP_MS, minuteOf, saturatingAdd, type StoredUsage, type UsageDelta } from './store.js';
 
 // PostgresStore's usage rows (`usage`, `usage_minutes`), apart from the rest of its statements.
 
 const FIELDS = ['requests', 'errors', 'cancelled', 'promptTokens', 'completionTokens'] as const;
-const COLUMNS = ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens'] as const;
 
 /**
  * Deltas added up by `id` (each sum saturating at {@link MAX_USAGE_COUNT}), in a fixed
@@ -61,7 +60,7 @@ function isDataError(err: unknown): boolean {
 }
 
 /** `table.c = LEAST(table.c + excluded.c, MAX)` for each count: numeric for the sum, as bigint + bigint would overflow before LEAST could hold it. */
-const saturating = (table: string) => COLUMNS.map((c) => `${c} = LEAST(${table}.${c}::numeric + excluded.${c}, ${MAX_USAGE_COUNT})::bigint`).join(', ');
+const saturating = (table: string) => USAGE_COLUMNS.map((c) => `${c} = LEAST(${table}.${c}::numeric + excluded.${c}, ${MAX_USAGE_COUNT})::bigint`).join(', ');
 
 async function writeBatch(pool: pg.Pool, deltas: readonly UsageDelta[]): Promise<void> {
   const totals = sum(deltas, (d) => JSON.stringify([d.keyId, d.model]));
@@ -114,8 +113,8 @@ export async function loadUsageRows(pool: pg.Pool, sinceMs?: number): Promise<St
     sinceMs === undefined
       ? `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
          FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ${order}`
-      : `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, sum(u.requests) AS requests, sum(u.errors) AS errors,
-           sum(u.cancelled) AS cancelled, sum(u.prompt_tokens) AS prompt_tokens, sum(u.completion_tokens) AS completion_tokens
+      : `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model,
+           ${USAGE_COLUMNS.map((c) => `LEAST(sum(u.${c}), ${MAX_USAGE_COUNT}) AS ${c}`).join(', ')}
          FROM usage_minutes u LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.minute_ms >= $1
          GROUP BY u.key_id, k.name, u.model ${order}`,
     sinceMs === undefined ? [] : [minuteOf(sinceMs)],

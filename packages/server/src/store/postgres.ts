@@ -22,7 +22,7 @@ import type {
 } from './store.js';
 import { addEventRows, loadEventRows } from './pg-events.js';
 import { addUsageRows, loadUsageRows } from './pg-usage.js';
-import { keyFromRow, rolloutFromRow, toNode, type KeyRow, type NodeRow } from './rows.js';
+import { credentialOf, keyFromRow, rolloutFromRow, toNode, type CredentialRow, type KeyRow, type NodeRow } from './rows.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
 export type Topic = 'replicas' | 'keys' | 'tokens' | 'credentials' | 'nodes' | 'events' | 'instances' | 'leader' | 'join-token';
@@ -189,10 +189,8 @@ export class PostgresStore implements Store {
   }
 
   async loadCredentials(): Promise<StoredCredential[]> {
-    const { rows } = await this.pool.query<{ node_id: string; hash: string; created_at: string }>(
-      'SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id COLLATE "C"',
-    );
-    return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
+    const { rows } = await this.pool.query<CredentialRow>('SELECT node_id, hash, created_at, join_hash FROM node_credentials ORDER BY node_id COLLATE "C"');
+    return rows.map(credentialOf);
   }
 
   async addCredential(cred: StoredCredential): Promise<boolean> {

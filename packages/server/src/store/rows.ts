@@ -1,6 +1,6 @@
 import { NodeAdminStates, NodeReportSchema, PRIORITIES, ShardStatusSchema, validate, type NodeReport, type Priority, type ShardStatus } from '@llmgw/shared';
 import type { AdminState, RevisionEntry, RolloutRecord } from '../domain.js';
-import type { StoredKey, StoredNode } from './store.js';
+import type { StoredCredential, StoredKey, StoredNode } from './store.js';
 
 /** An `api_keys` row as both stores hold it (`models` already parsed from SQLite's JSON text). */
 export interface KeyRow {
@@ -40,6 +40,19 @@ export function keyFromRow(r: KeyRow): StoredKey {
 }
 
 /** A `nodes` row of the PostgreSQL store. */
+/** A `node_credentials` row, as both stores read it. */
+export interface CredentialRow {
+  node_id: string;
+  hash: string;
+  created_at: string;
+  join_hash: string | null;
+}
+
+/** A credential from its row; `joinHash` only where the join sent a join id. */
+export function credentialOf(r: CredentialRow): StoredCredential {
+  return { nodeId: r.node_id, hash: r.hash, createdAt: r.created_at, ...(r.join_hash ? { joinHash: r.join_hash } : {}) };
+}
+
 export interface NodeRow {
   id: string;
   admin: AdminState;

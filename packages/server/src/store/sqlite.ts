@@ -19,8 +19,8 @@ import type {
   TokenRole,
   UsageDelta,
 } from './store.js';
-import { keyFromRow, rolloutFromRow, type KeyRow } from './rows.js';
-import { MAX_USAGE_COUNT, USAGE_MINUTES_KEEP_MS, minuteOf } from './store.js';
+import { credentialOf, keyFromRow, rolloutFromRow, type CredentialRow, type KeyRow } from './rows.js';
+import { MAX_USAGE_COUNT, USAGE_COLUMNS, USAGE_MINUTES_KEEP_MS, minuteOf } from './store.js';
 
 /** About how many bytes of reports one transaction of `saveNodeReports` writes before the event loop gets a turn. */
 const REPORT_CHUNK_BYTES = 1024 * 1024;
@@ -121,12 +121,8 @@ export class SqliteStore implements Store {
   }
 
   async loadCredentials(): Promise<StoredCredential[]> {
-    const rows = this.db.prepare('SELECT node_id, hash, created_at FROM node_credentials ORDER BY node_id').all() as {
-      node_id: string;
-      hash: string;
-      created_at: string;
-    }[];
-    return rows.map((r) => ({ nodeId: r.node_id, hash: r.hash, createdAt: r.created_at }));
+    const rows = this.db.prepare('SELECT node_id, hash, created_at, join_hash FROM node_credentials ORDER BY node_id').all() as CredentialRow[];
+    return rows.map(credentialOf);
   }
 
   async addCredential(c: StoredCredential): Promise<boolean> {
@@ -222,10 +218,7 @@ export class SqliteStore implements Store {
 
   async addUsage(deltas: readonly UsageDelta[]): Promise<UsageDelta[]> {
     // MIN holds each sum at MAX_USAGE_COUNT: past 2^63 SQLite would turn it into a float.
-    const saturating = (table: string) =>
-      ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens']
-        .map((c) => `${c} = MIN(${table}.${c} + excluded.${c}, ${MAX_USAGE_COUNT})`)
-        .join(', ');
+    const saturating = (table: string) => USAGE_COLUMNS.map((c) => `${c} = MIN(${table}.${c} + excluded.${c}, ${MAX_USAGE_COUNT})`).join(', ');
     const set = saturating('usage');
     const total = this.db.prepare(
       `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
@@ -264,8 +257,9 @@ export class SqliteStore implements Store {
   }
 
   async loadUsage(sinceMs?: number): Promise<StoredUsage[]> {
-    const sums =
-      'sum(u.requests) AS requests, sum(u.errors) AS errors, sum(u.cancelled) AS cancelled, sum(u.prompt_tokens) AS prompt_tokens, sum(u.completion_tokens) AS completion_tokens';
+    // total(), not sum(): sum() of saturated minutes overflows SQLite's integers and throws;
+    // held at MAX_USAGE_COUNT as the totals are, and as PostgreSQL's sums are (pg-usage.ts).
+    const sums = USAGE_COLUMNS.map((c) => `CAST(MIN(total(u.${c}), ${MAX_USAGE_COUNT}) AS INTEGER) AS ${c}`).join(', ');
     const stmt =
       sinceMs === undefined
         ? this.db.prepare(
@@ -290,6 +284,23 @@ export class SqliteStore implements Store {
       keyId: r.key_id,
       keyName: r.key_name,
       model: r.model,
+      requests: r.requests,
+      errors: r.errors,
+      cancelled: r.cancelled,
+      promptTokens: r.prompt_tokens,
+      completionTokens: r.completion_tokens,
+    }));
+  }
+
+  /** Every kept minute row of `usage_minutes`, as written: what `llmgw-server migrate` copies so `ctl usage --since` and TPM windows survive the move. */
+  loadUsageMinutes(): Required<UsageDelta>[] {
+    const rows = this.db
+      .prepare(`SELECT key_id, model, minute_ms, ${USAGE_COLUMNS.join(', ')} FROM usage_minutes ORDER BY key_id, model, minute_ms`)
+      .all() as (Record<(typeof USAGE_COLUMNS)[number], number> & { key_id: string; model: string; minute_ms: number })[];
+    return rows.map((r) => ({
+      keyId: r.key_id,
+      model: r.model,
+      minuteMs: r.minute_ms,
       requests: r.requests,
       errors: r.errors,
       cancelled: r.cancelled,

@@ -36,6 +36,9 @@ export interface UsageDelta {
   minuteMs?: number;
 }
 
+/** The counting columns of `usage` and `usage_minutes`, in both stores. */
+export const USAGE_COLUMNS = ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens'] as const;
+
 /** How long per-minute usage is kept (`ctl usage --since` reaches back this far); pruned on write. */
 export const USAGE_MINUTES_KEEP_MS = 31 * 24 * 3600_000;
 
