@@ -232,8 +232,11 @@ describe('node-llama-cpp-engine', () => {
     const abortedAt = performance.now();
     abort.abort();
     const { match, at } = await cancelled;
-    expect(at - abortedAt).toBeLessThan(100);
+    // The engine's own measure, from the disconnect it saw to the generation's end: the
+    // line's arrival here also counts this process's scheduling, which a loaded machine
+    // stretches past 100 ms (112 ms seen under scripts/load.mjs) while the engine took less.
     expect(Number(match[3])).toBeLessThan(100);
+    expect(at - abortedAt).toBeLessThan(1000);
     expect(Number(match[2])).toBeLessThan(900);
 
     const next = performance.now();
