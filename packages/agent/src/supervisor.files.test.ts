@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import got from 'got';
 import { pino } from 'pino';
-import type { DownloadProgress, ShardAssignment } from '@llmgw/shared';
+import type { DownloadProgress, ShardAssignment, ShardStatus } from '@llmgw/shared';
 import { ChecksumMismatch } from './files/download.js';
 import { ModelCache } from './files/cache.js';
 import { ModelFiles, type FileSource, type WantedFile } from './files/store.js';
@@ -206,9 +206,15 @@ describe('Supervisor: what a shard says of its fetched file (issue 30 item 9)', 
     expect(bad).toMatchObject({ download_failed: true, error: expect.stringContaining('f'.repeat(64)) });
     const refusing = await fileServer(Buffer.from('x'), { status: 404 });
     closers.push(refusing.close);
+    const seen: ShardStatus[] = [];
+    s.events.on('change', () => seen.push(...s.statuses().filter((x) => x.id === 'g4')));
     s.converge([shard({ id: 'g4', file: { url: `${refusing.url}/gone.gguf`, sha256: 'e'.repeat(64) } })]);
-    const gone = await waitFor('retrying', () => s.statuses().find((x) => x.id === 'g4' && x.error?.includes('404')));
-    expect(gone.download_failed).toBe(true);
+    // Retried like a crash, and a download's failure while it waits, while it tries again, and once it gives up.
+    const gone = await waitFor('given up', () => s.statuses().find((x) => x.id === 'g4' && x.state === 'failed'));
+    expect(gone).toMatchObject({ download_failed: true, error: expect.stringContaining('404') });
+    const failing = seen.filter((x) => x.error?.includes('404'));
+    expect(failing.length).toBeGreaterThan(1);
+    expect(failing.filter((x) => !x.download_failed)).toEqual([]);
     s.converge([shard({ id: 'g5', file: { url: `${srv.url}/ok.gguf`, sha256: srv.sha256 }, command: [process.execPath, '-e', 'process.exit(3)'] })]);
     const crashed = await waitFor('crashed', () => s.statuses().find((x) => x.id === 'g5' && x.error?.includes('exited with code 3')));
     expect(crashed.fetched).toEqual({ bytes: 1000, ms: expect.any(Number) });

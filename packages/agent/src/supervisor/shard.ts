@@ -26,7 +26,7 @@ export interface Shard {
   unwanted?: AbortController;
   /** This shard's model file was fetched for it (`ShardStatus.fetched`), not found in the cache. */
   fetched?: Fetched;
-  /** The last launch failed on a model or adapter file (`ShardStatus.download_failed`); cleared at the next launch. */
+  /** The shard's error is a model or adapter file's (`ShardStatus.download_failed`); cleared once a launch has its files. */
   downloadFailed?: boolean;
 }
 
@@ -66,6 +66,9 @@ export async function withModelFile(s: Shard, files: FileSource | undefined, eng
     }
     a = { ...a, adapters };
   }
+  // The files are here: what fails from now on is not theirs. (Kept until now, so that a
+  // retry's status still says the error it shows is a file's.)
+  s.downloadFailed = false;
   // A local file or folder the engine, run as another user, could not open: say so now,
   // once, rather than let the engine fail on it after every restart.
   if (engineUser && path.isAbsolute(a.source) && fs.existsSync(a.source)) {

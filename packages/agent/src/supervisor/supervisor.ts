@@ -219,7 +219,6 @@ export class Supervisor {
     }
     s.waiting = false;
     let a: ShardAssignment;
-    s.downloadFailed = false;
     try {
       a = await withModelFile(s, this.opts.files, this.opts.engineUser);
     } catch (err) {
