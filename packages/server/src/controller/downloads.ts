@@ -80,13 +80,14 @@ export class Downloads {
       if (!replica?.shards.some((s) => s.id === st.id && s.nodeId === nodeId)) continue;
       seen.add(st.id);
       const before = this.coming.get(st.id);
-      const failure = downloadFailure(st, replica);
-      if (st.download && st.state === 'starting' && failure === undefined) {
+      // A retry's transfer comes under the error of the try before (`download_failed` holds until the file is here).
+      if (st.download && st.state === 'starting') {
         this.coming.set(st.id, { nodeId, progress: st.download, sinceMs: before?.sinceMs ?? nowMs });
         if (!before) changes.push({ kind: 'started', replica, shardId: st.id, nodeId, progress: st.download });
         continue;
       }
       this.coming.delete(st.id);
+      const failure = downloadFailure(st, replica);
       const recorded = this.recorded.get(st.id) ?? { nodeId };
       this.recorded.set(st.id, recorded);
       const error = replica.shards.find((s) => s.id === st.id)?.error;

@@ -49,7 +49,8 @@ describe('Downloads: files that come between two heartbeats (issue 30 item 9)', 
       beats(
         [status({ error: cut, download_failed: true })],
         [status({ error: cut, download_failed: true })],
-        [status({ error: cut, download: { done_bytes: 2_000, bytes_per_s: 900 } })],
+        // The retry's transfer, under the error of the try before.
+        [status({ error: cut, download_failed: true, download: { done_bytes: 2_000, bytes_per_s: 900 } })],
         [status({ state: 'failed', error: mismatch, download_failed: true })],
         [status({ state: 'failed', error: mismatch, download_failed: true })],
       ),
