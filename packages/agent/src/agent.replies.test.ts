@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import type { AssignmentsReply, HeartbeatReply, ShardAssignment } from '@llmgw/shared';
+import type { AssignmentsReply, HeartbeatReply, ShardAssignment, ShardStatus } from '@llmgw/shared';
 import { Agent } from './agent.js';
 import { shardAssignment } from './testing.js';
 
@@ -227,5 +227,54 @@ describe('Agent: replies are checked before they are acted on', () => {
     expect(estimated).toEqual([]);
     expect(lines).toEqual([`ignored a bad heartbeat reply from ${srv.url}: estimate_sources must be array; nothing was started or stopped because of it`]);
     expect(srv.reports[0]?.allow_command_engine).toBe(false);
+  });
+});
+
+describe('Agent: a fetched file is said until the server has it (issue 30 item 9)', () => {
+  it('sends a shard’s fetched with every heartbeat until one is accepted, then no more; a new fetch is sent again', async () => {
+    const sent: Array<ShardStatus['fetched'] | null> = [];
+    const waiters: Array<{ n: number; done: () => void }> = [];
+    const server = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += String(c)));
+      req.on('end', () => {
+        if (!req.url!.startsWith('/agent/v1/heartbeat')) return res.writeHead(200).end(JSON.stringify(reply(1, [])));
+        sent.push((JSON.parse(raw) as { shards: ShardStatus[] }).shards[0]?.fetched ?? null);
+        // The first heartbeat is lost (a 500): what it carried was not recorded.
+        res.writeHead(sent.length === 1 ? 500 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(ack));
+        for (const w of waiters.filter((x) => sent.length >= x.n)) w.done();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    });
+    const beats = (n: number) => new Promise<void>((done) => (sent.length >= n ? done() : waiters.push({ n, done })));
+    let fetched = { bytes: 512_000, ms: 40 };
+    const agent = new Agent(
+      {
+        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        joinToken: 't',
+        nodeId: 'n1',
+        labels: {},
+        advertiseAddr: '127.0.0.1',
+        heartbeatIntervalMs: 20,
+        probeIntervalMs: 60_000,
+      },
+      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      { converge: () => {}, statuses: () => [{ id: 'a-0', replica_id: 'a', state: 'ready', fetched }], onChange: () => {} },
+      pino({ level: 'silent' }),
+    );
+    cleanups.push(() => agent.stop());
+    void agent.start();
+    await beats(4);
+    expect(sent.slice(0, 4)).toEqual([fetched, fetched, null, null]);
+    fetched = { bytes: 512_000, ms: 55 };
+    const from = sent.length;
+    // A heartbeat already on its way carries what it read before the change.
+    await beats(from + 4);
+    expect(sent.slice(from).filter((f) => f !== null)).toEqual([fetched]);
+    expect(sent.slice(from, from + 2)).toContainEqual(fetched);
   });
 });

@@ -90,6 +90,8 @@ export class Agent {
   private estimateSources: string[] = [];
   /** Log tails the server has acknowledged, so each is sent once per change. */
   private sentTails = new Map<string, string>();
+  /** Each shard's `fetched` as a heartbeat the server accepted carried it: said once, so a restarted server does not record it again. */
+  private sentFetched = new Map<string, string>();
   /** Every request to the server: verified against `settings.ca` alone when there is one. */
   private readonly http: Got;
   /** The last bad reply's line per channel, so a server that keeps sending it is logged once, not per poll. */
@@ -198,7 +200,9 @@ export class Agent {
     let authorization: string | undefined;
     try {
       const tails = new Map<string, string>();
-      const shards = this.runner.statuses().map((st) => {
+      const fetched = new Map<string, string>();
+      const shards = this.runner.statuses().map((status) => {
+        const st = this.undelivered(status, fetched);
         const tail = this.runner.logTail?.(st.id);
         if (tail === undefined) return st;
         tails.set(st.id, tail);
@@ -224,6 +228,7 @@ export class Agent {
         this.abort.signal,
       );
       this.sentTails = tails;
+      this.sentFetched = fetched;
       this.recovered();
       const checked = this.checked(HeartbeatReplySchema, reply, 'heartbeat reply');
       if (checked) this.acknowledged(checked);
@@ -237,6 +242,16 @@ export class Agent {
       }
       this.failed(err);
     }
+  }
+
+  /** `st` without a `fetched` the server already accepted; `fetched` collects what this heartbeat knows of. */
+  private undelivered(st: ShardStatus, fetched: Map<string, string>): ShardStatus {
+    if (!st.fetched) return st;
+    const key = JSON.stringify(st.fetched);
+    fetched.set(st.id, key);
+    if (this.sentFetched.get(st.id) !== key) return st;
+    const { fetched: _sent, ...rest } = st;
+    return rest;
   }
 
   /** The header for heartbeats and polls: the node's credential (joining first if need be). */

@@ -1,18 +1,24 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import got from 'got';
 import { pino } from 'pino';
-import type { DownloadProgress, ShardAssignment } from '@llmgw/shared';
+import type { DownloadProgress, ShardAssignment, ShardStatus } from '@llmgw/shared';
 import { ChecksumMismatch } from './files/download.js';
-import type { FileSource, WantedFile } from './files/store.js';
+import { ModelCache } from './files/cache.js';
+import { ModelFiles, type FileSource, type WantedFile } from './files/store.js';
+import { fileServer } from './files/test-file-server.js';
 import { Supervisor } from './supervisor/index.js';
 import { waitFor } from './testing.js';
 
 const dirs: string[] = [];
 const sups: Supervisor[] = [];
+const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const s of sups) await s.shutdown({ stopEngines: true });
+  for (const c of closers) await c();
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
@@ -152,5 +158,66 @@ describe('Supervisor with model files', () => {
     s.converge([shard({ id: 'f4' })]);
     const st = await waitFor('failed', () => s.statuses().find((x) => x.state === 'failed'));
     expect(st.error).toMatch(/no model cache/);
+  });
+});
+
+/** The real model files over a cache in `dir`. */
+function realFiles(dir: string): ModelFiles {
+  const log = pino({ level: 'silent' });
+  return new ModelFiles({
+    cache: new ModelCache(dir, undefined, log),
+    server: 'http://127.0.0.1:1',
+    serverClient: got,
+    inUse: () => new Set(),
+    log,
+    retryDelayMs: 10,
+  });
+}
+
+describe('Supervisor: what a shard says of its fetched file (issue 30 item 9)', () => {
+  it('a file fetched from a real file server is on the status as fetched, however fast it came; one found in the cache is not', async () => {
+    const body = randomBytes(20_000);
+    const srv = await fileServer(body);
+    closers.push(srv.close);
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-supf-cache-'));
+    dirs.push(cache);
+    const file = { url: `${srv.url}/small.gguf`, sha256: srv.sha256 };
+    const first = supervisor(realFiles(cache)).s;
+    first.converge([shard({ id: 'g1', file })]);
+    const ready = await waitFor('ready', () => first.statuses().find((x) => x.state === 'ready'));
+    expect(ready.fetched).toEqual({ bytes: body.length, ms: expect.any(Number) });
+    expect(ready.download_failed).toBeUndefined();
+    // Another agent on the same cache: nothing was fetched for its shard.
+    const again = supervisor(realFiles(cache)).s;
+    again.converge([shard({ id: 'g2', file })]);
+    const cached = await waitFor('ready from the cache', () => again.statuses().find((x) => x.state === 'ready'));
+    expect(cached.fetched).toBeUndefined();
+    expect(srv.seen).toHaveLength(1);
+  });
+
+  it('a wrong sha256 and a file server that refuses are download failures; an engine that exits is not', async () => {
+    const srv = await fileServer(randomBytes(1000));
+    closers.push(srv.close);
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'llmgw-supf-cache-'));
+    dirs.push(cache);
+    const { s } = supervisor(realFiles(cache));
+    s.converge([shard({ id: 'g3', file: { url: `${srv.url}/bad.gguf`, sha256: 'f'.repeat(64) } })]);
+    const bad = await waitFor('failed', () => s.statuses().find((x) => x.state === 'failed'));
+    expect(bad).toMatchObject({ download_failed: true, error: expect.stringContaining('f'.repeat(64)) });
+    const refusing = await fileServer(Buffer.from('x'), { status: 404 });
+    closers.push(refusing.close);
+    const seen: ShardStatus[] = [];
+    s.events.on('change', () => seen.push(...s.statuses().filter((x) => x.id === 'g4')));
+    s.converge([shard({ id: 'g4', file: { url: `${refusing.url}/gone.gguf`, sha256: 'e'.repeat(64) } })]);
+    // Retried like a crash, and a download's failure while it waits, while it tries again, and once it gives up.
+    const gone = await waitFor('given up', () => s.statuses().find((x) => x.id === 'g4' && x.state === 'failed'));
+    expect(gone).toMatchObject({ download_failed: true, error: expect.stringContaining('404') });
+    const failing = seen.filter((x) => x.error?.includes('404'));
+    expect(failing.length).toBeGreaterThan(1);
+    expect(failing.filter((x) => !x.download_failed)).toEqual([]);
+    s.converge([shard({ id: 'g5', file: { url: `${srv.url}/ok.gguf`, sha256: srv.sha256 }, command: [process.execPath, '-e', 'process.exit(3)'] })]);
+    const crashed = await waitFor('crashed', () => s.statuses().find((x) => x.id === 'g5' && x.error?.includes('exited with code 3')));
+    expect(crashed.fetched).toEqual({ bytes: 1000, ms: expect.any(Number) });
+    expect(crashed.download_failed).toBeUndefined();
   });
 });

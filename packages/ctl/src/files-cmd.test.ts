@@ -33,7 +33,7 @@ describe('a model file coming, in ctl', () => {
     const two = replica({
       shards: [shard({ download: progress }), shard({ id: 'r-1-1', node: 'cpu-b', rank: 1, download: { done_bytes: 0, bytes_per_s: 0 } })],
     });
-    expect(replicasTable([two], plain)).toContain('cpu-a: downloading 45% (210 of 466 MB, 30 MB/s, 9 s left); cpu-b: downloading 0 MB (stalled)');
+    expect(replicasTable([two], plain)).toContain('cpu-a: downloading 45% (210 of 466 MB, 30 MB/s, 9 s left); cpu-b: downloading 0 B (stalled)');
     expect(replicasTable([replica({ state: 'failed', error: 'sha256 mismatch' })], plain)).toContain('sha256 mismatch');
     expect(replicasTable([replica({ shards: [shard()] })], plain).split('\n')[1]).toMatch(/7s\s+-$/);
   });

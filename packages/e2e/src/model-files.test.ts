@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
-import type { DownloadProgress, KeyCreated, ReplicaView, ShardView } from '@llmgw/shared';
+import { bytesText, type DownloadProgress, type EventView, type KeyCreated, type ReplicaView, type ShardView } from '@llmgw/shared';
 import { bins, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startServer, tmpDir, type Proc, type ServerProc } from './harness.js';
 
 /**
@@ -14,7 +14,8 @@ import { bins, cleanup, ctl, ctlJson, eventually, removeTmp, startAgent, startSe
  * nodes that have never seen the file. Each agent fetches it from a throttled file server
  * (the first transfer is cut half-way and resumed with a Range request), verifies it,
  * and the built-in engine serves it; a restarted agent finds it in its cache; a wrong
- * checksum fails the shard, names both digests and leaves nothing behind.
+ * checksum fails the shard, names both digests, leaves nothing behind and is recorded as
+ * download-failed; a small file that comes between two heartbeats is still download-done.
  */
 
 /** A shard as `ctl replicas -o json` shows it while its file comes (the server's half adds `download`). */
@@ -25,13 +26,18 @@ interface Seen {
   range?: string;
 }
 
-/** A throttled file server (8 KiB every 80 ms: about 5 s for the test model, so heartbeats carry progress), Range support; the first whole-file answer for /model.gguf is dropped half-way. */
-async function fileServer(body: Buffer) {
+/**
+ * A throttled file server (8 KiB every 80 ms: about 5 s for the test model, so heartbeats
+ * carry progress), Range support; the first whole-file answer for /model.gguf is dropped
+ * half-way. /small.gguf is `small`, sent at once: it comes between two heartbeats.
+ */
+async function fileServer(body: Buffer, small: Buffer) {
   const seen: Seen[] = [];
   let dropped = false;
   const srv = http.createServer((req, res) => {
     const p = req.url ?? '';
     seen.push({ path: p, ...(req.headers.range ? { range: req.headers.range } : {}) });
+    if (p === '/small.gguf') return void res.writeHead(200, { 'content-length': small.length }).end(small);
     const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
     const start = m ? Number(m[1]) : 0;
     if (m) res.writeHead(206, { 'content-length': body.length - start, 'content-range': `bytes ${start}-${body.length - 1}/${body.length}` });
@@ -62,6 +68,7 @@ let client: OpenAI;
 let files: Awaited<ReturnType<typeof fileServer>>;
 let sha: string;
 let size: number;
+let small: { sha: string; size: number };
 const wrong = 'f'.repeat(64);
 const agents = new Map<string, Proc & { stateDir: string }>();
 const agentArgs = ['--stop-engines-on-exit', '--restart-backoff', '0.2'];
@@ -76,7 +83,11 @@ beforeAll(async () => {
   const body = fs.readFileSync(model);
   sha = createHash('sha256').update(body).digest('hex');
   size = body.length;
-  files = await fileServer(body);
+  // Another file, so that it is fetched for itself and not found among tiny's.
+  execFileSync(process.execPath, [bins.agent, 'make-test-model', '--out', path.join(dir, 'small.gguf'), '--seed', '8']);
+  const smallBody = fs.readFileSync(path.join(dir, 'small.gguf'));
+  small = { sha: createHash('sha256').update(smallBody).digest('hex'), size: smallBody.length };
+  files = await fileServer(body, smallBody);
   const catalog = path.join(dir, 'catalog.yaml');
   // min_memory_gb: this journey is about the transfer, not the header estimate of a URL
   // source; 5 GB on 8 GB nodes puts one replica on each, so both agents fetch.
@@ -92,6 +103,11 @@ beforeAll(async () => {
   - name: bad
     source: ${files.url}/bad.gguf
     sha256: ${wrong}
+    profiles:
+      - { name: cpu, engine: node-llama-cpp, min_memory_gb: 0.5 }
+  - name: small
+    source: ${files.url}/small.gguf
+    sha256: ${small.sha}
     profiles:
       - { name: cpu, engine: node-llama-cpp, min_memory_gb: 0.5 }
 `,
@@ -118,7 +134,7 @@ describe('a model file fetched by the agents that run it', () => {
     expect(download.done_bytes).toBeLessThan(size);
     // … and as the operator reads it.
     const line = await eventually(
-      async () => (await ctl(server.adminUrl, ['replicas'])).stdout.match(/downloading \d+% \(\S+ of 0\.5 MB, [^)]*\)/)?.[0],
+      async () => (await ctl(server.adminUrl, ['replicas'])).stdout.match(new RegExp(`downloading \\d+% \\(\\S+ (\\S+ )?of ${bytesText(size)}, [^)]*\\)`))?.[0],
       10_000,
       'a download in ctl replicas',
     );
@@ -177,10 +193,36 @@ describe('a model file fetched by the agents that run it', () => {
     expect(error).toContain(sha);
     const node = failed.shards[0]!.node;
     const cache = path.join(agents.get(node)!.stateDir, 'models');
-    expect(fs.readdirSync(path.join(cache, 'sha256'))).toEqual([sha]);
+    expect(fs.readdirSync(path.join(cache, 'sha256')).filter((f) => f !== small.sha)).toEqual([sha]);
     expect(fs.readdirSync(path.join(cache, 'partial'))).toEqual([]);
     await expect(client.chat.completions.create({ model: 'bad', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4 })).rejects.toThrow(
       /503|no replica|not ready|unavailable/i,
     );
   }, 40_000);
+
+  it('a wrong checksum is recorded as download-failed, not engine-failed', async () => {
+    const events = await eventually(
+      async () => {
+        const es = await ctlJson<EventView[]>(server.adminUrl, ['events', '--model', 'bad']);
+        return es.some((e) => e.reason === 'download-failed') ? es : undefined;
+      },
+      20_000,
+      'download-failed for bad',
+    );
+    const failed = events.find((e) => e.reason === 'download-failed')!;
+    expect(failed.type).toBe('Warning');
+    expect(failed.message).toContain(`${files.url}/bad.gguf`);
+    expect(failed.message).toContain(wrong);
+    expect(events.map((e) => e.reason)).not.toContain('engine-failed');
+  });
+
+  it('a small file that came between two heartbeats is recorded as download-done, with its size and time', async () => {
+    const done = await eventually(
+      async () => (await ctlJson<EventView[]>(server.adminUrl, ['events', '--model', 'small'])).find((e) => e.reason === 'download-done'),
+      30_000,
+      'download-done for small',
+    );
+    expect(done.message).toMatch(new RegExp(`^downloaded ${files.url}/small\\.gguf to cpu-[12] \\(${bytesText(small.size)} in \\d+ m?s, \\S+ [KMG]?B/s\\)$`));
+    expect((await ctl(server.adminUrl, ['events', '--model', 'small'])).stdout).toContain(`(${bytesText(small.size)} in `);
+  });
 });

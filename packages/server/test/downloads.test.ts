@@ -81,7 +81,7 @@ describe('a model file on its way to a node', () => {
     const ev = (await admin<EventList>('/events?model=m')).events.filter((e) => e.reason.startsWith('download'));
     expect(ev.map((e) => [e.type, e.reason, e.nodes, e.message])).toEqual([
       ['Normal', 'download-started', ['node-a'], 'downloading https://files.example/m.gguf to node-a (466 MB)'],
-      ['Normal', 'download-done', ['node-a'], expect.stringMatching(/^downloaded https:\/\/files\.example\/m\.gguf to node-a \(466 MB in about \d+ s\)$/)],
+      ['Normal', 'download-done', ['node-a'], expect.stringMatching(/^downloaded https:\/\/files\.example\/m\.gguf to node-a \(466 MB in about \d+ m?s\)$/)],
     ]);
   });
 
@@ -95,10 +95,28 @@ describe('a model file on its way to a node', () => {
       type: 'Warning',
       message: expect.stringMatching(
         new RegExp(
-          `^download of https://files.example/m.gguf to node-a failed after \\d+ s \\(downloading 50% .*\\): sha256 mismatch: expected ${DIGEST}, got 0{64}$`,
+          `^download of https://files.example/m.gguf to node-a failed after about \\d+ m?s \\(downloading 50% .*\\): sha256 mismatch: expected ${DIGEST}, got 0{64}$`,
         ),
       ),
     });
+  });
+
+  it('a file that came between two heartbeats (`fetched`) is download-done; a failed fetch (`download_failed`) is download-failed, not engine-failed', async () => {
+    const [r] = await admin<ReplicaView[]>('/replicas');
+    const node = r!.shards[0]!.node;
+    const shard = { id: r!.shards[0]!.id, replica_id: r!.id };
+    const reasons = async () =>
+      (await admin<EventList>('/events?model=m')).events
+        .filter((e) => e.object === `replica/${r!.id}` && /^(download-|engine-failed)/.test(e.reason))
+        .map((e) => e.reason);
+    const before = await reasons();
+    await beat(node, [{ ...shard, state: 'ready', port: 40001, fetched: { bytes: 512_000, ms: 120 } }]);
+    await beat(node, [{ ...shard, state: 'ready', port: 40001, fetched: { bytes: 512_000, ms: 120 } }]);
+    const [done] = (await admin<EventList>('/events?model=m')).events.filter((e) => e.reason === 'download-done' && e.message.includes('512 KB'));
+    expect(done?.message).toBe(`downloaded https://files.example/m.gguf to ${node} (512 KB in 120 ms, 4.3 MB/s)`);
+    const cut = 'cannot fetch https://files.example/m.gguf: the file server answered 404 Not Found after 5 restarts; last log lines:\n(none)';
+    await beat(node, [{ ...shard, state: 'failed', error: cut, download_failed: true }]);
+    expect((await reasons()).slice(before.length)).toEqual(['download-done', 'download-failed']);
   });
 
   it('lists each node’s cached files, least recently used first, and refuses an unknown node', async () => {

@@ -185,6 +185,21 @@ export const ShardStatusSchema = Type.Object({
    * when the log shows no byte bar under way.
    */
   download: Type.Optional(DownloadProgressSchema),
+  /**
+   * The shard's model file (`file`) was fetched for it, not found in the cache: its size
+   * and how long the transfer and check took. Sent until a heartbeat carrying it is
+   * accepted, so a file that came between two heartbeats, never seen as `download`, is
+   * still recorded (`download-done`) once. Absent from older agents.
+   */
+  fetched: Type.Optional(Type.Object({ bytes: Count, ms: Count })),
+  /**
+   * With `error`: the shard failed (or waits to retry) because a model or adapter file
+   * could not be fetched or failed its check (a transfer error, a checksum mismatch, a file
+   * too large), not because of its engine; recorded as `download-failed`, not
+   * `engine-failed`. Absent from older agents, whose checksum mismatch the server still
+   * tells by its text (`failedChecksum`).
+   */
+  download_failed: Type.Optional(Type.Boolean()),
   /** The end of the shard's log; sent only when it changed since the last heartbeat. */
   log_tail: Type.Optional(Type.String({ maxLength: L.logTailChars })),
 });

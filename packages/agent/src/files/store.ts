@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import got, { type Got } from 'got';
 import type { Logger } from 'pino';
 import { redactUrl, redactUrls, type CachedFile, type DownloadProgress, type ShardAssignment } from '@llmgw/shared';
@@ -18,9 +19,15 @@ export interface FileSource {
    * shard no longer wants it: the transfer stops once no shard waits for it (the partial
    * file stays, for a later resume).
    */
-  ensure(file: WantedFile, signal?: AbortSignal): Promise<string>;
+  ensure(file: WantedFile, signal?: AbortSignal, onFetched?: (f: Fetched) => void): Promise<string>;
   /** How far a fetch of this digest got; undefined when none is under way. */
   progress(sha256: string): DownloadProgress | undefined;
+}
+
+/** A file that was fetched, not found in the cache: its size, and how long the transfer and check took (`ShardStatus.fetched`). */
+export interface Fetched {
+  bytes: number;
+  ms: number;
 }
 
 /** A source the agent cannot fetch from at all (not http(s):// or llmgw://). */
@@ -57,6 +64,8 @@ interface Fetching {
   abort: AbortController;
   progress?: Progress;
   samples: { t: number; done: number }[];
+  /** Set once the file is in the cache. */
+  fetched?: Fetched;
 }
 
 /**
@@ -71,7 +80,8 @@ export class ModelFiles implements FileSource {
     this.servers = ServerPool.of(o.server, o.log);
   }
 
-  ensure(file: WantedFile, signal?: AbortSignal): Promise<string> {
+  /** `onFetched` is called before the path is given when the file was fetched for this call (not found in the cache). */
+  ensure(file: WantedFile, signal?: AbortSignal, onFetched?: (f: Fetched) => void): Promise<string> {
     // The digest names a path in the cache: nothing but hex may reach it.
     if (!/^[0-9a-fA-F]{64}$/.test(file.sha256))
       return Promise.reject(new UnusableSource(`cannot fetch ${file.url}: sha256 "${file.sha256}" is not 64 hex digits`));
@@ -86,7 +96,13 @@ export class ModelFiles implements FileSource {
       f = started;
     }
     f.waiters++;
-    return signal ? this.waitFor(f, signal) : f.done;
+    const fetching = f;
+    const done = signal ? this.waitFor(f, signal) : f.done;
+    if (!onFetched) return done;
+    return done.then((path) => {
+      if (fetching.fetched) onFetched(fetching.fetched);
+      return path;
+    });
   }
 
   /** The fetch's outcome for one shard, which may stop waiting (and so end the transfer when it was the last). */
@@ -156,7 +172,8 @@ export class ModelFiles implements FileSource {
       throw err;
     }
     const path = this.o.cache.add(key, file.url, new Set([...this.o.inUse()].map((s) => s.toLowerCase())));
-    this.o.log.info({ url: redactUrl(file.url), sha256: key, bytes: f.progress?.done, took_ms: Date.now() - started }, 'model file fetched and verified');
+    f.fetched = { bytes: fs.statSync(path).size, ms: Date.now() - started };
+    this.o.log.info({ url: redactUrl(file.url), sha256: key, bytes: f.fetched.bytes, took_ms: f.fetched.ms }, 'model file fetched and verified');
     return path;
   }
 

@@ -11,7 +11,7 @@ import { allocatePort, applyActions, frozen, MASTER_PORTS, newReplicaIds, withSp
 import { AssignmentFeed } from './assignment-feed.js';
 import { assignmentsFor } from './assignments.js';
 import { applyHeartbeatShards } from './replica-status.js';
-import { Downloads } from './downloads.js';
+import { Downloads, failedDownloading } from './downloads.js';
 import { PassSchedule } from './passes.js';
 import { ReplicaWrites } from './replica-writes.js';
 import { RolloutBook, type RolloutChange } from './rollout-book.js';
@@ -253,7 +253,8 @@ export class Controller {
       if (before.state !== after.state) {
         this.log.info({ replica: id, model: after.model, from: before.state, to: after.state, error: after.error }, 'replica state changed');
         if (after.state === 'failed') this.failuresByModel.set(after.model, (this.failuresByModel.get(after.model) ?? 0) + 1);
-        if (after.state === 'failed')
+        // A file that could not be fetched or checked is the `download-failed` the downloads record, not the engine's failure.
+        if (after.state === 'failed' && !failedDownloading(after, hb.shards))
           this.events.emit('decided', [{ kind: 'report', code: 'engine-failed', reason: after.error ?? 'its engine failed', replica: after }]);
         this.events.emit('replicas');
       } else if (before.endpoint !== after.endpoint) {

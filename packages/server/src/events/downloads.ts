@@ -1,4 +1,4 @@
-import { downloadText } from '@llmgw/shared';
+import { bytesText, downloadText, rateText } from '@llmgw/shared';
 import type { DownloadChange } from '../controller/downloads.js';
 import type { ReportRefusal } from '../controller/options.js';
 import type { NewEvent } from './event-log.js';
@@ -14,20 +14,27 @@ export function shownUrl(url: string): string {
   }
 }
 
-const MB = 1_000_000;
+/** `120 ms`, `9 s`, `4 min`: a small file comes in well under a second. */
+function tookText(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  return ms < 120_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`;
+}
 
 /** The event a shard's model file starting, ending or failing to come is recorded as. */
 export function downloadEvent(d: DownloadChange): NewEvent {
   const url = shownUrl(d.replica.spec?.file?.url ?? d.replica.spec?.source ?? 'its model file');
   const p = d.progress;
-  const took = d.tookMs !== undefined ? `${Math.max(1, Math.round(d.tookMs / 1000))} s` : '';
-  const size = p.total_bytes !== undefined ? `${Math.round(p.total_bytes / MB)} MB` : undefined;
+  const bytes = d.bytes ?? p?.total_bytes;
+  const size = bytes !== undefined ? bytesText(bytes) : undefined;
+  // The agent's own count is exact; one seen from heartbeats is within a beat.
+  const took = d.tookMs !== undefined ? `${d.bytes !== undefined ? '' : 'about '}${tookText(d.tookMs)}` : undefined;
+  const rate = d.bytes !== undefined && d.tookMs ? `, ${rateText((d.bytes * 1000) / d.tookMs)}` : '';
   const message =
     d.kind === 'started'
       ? `downloading ${url} to ${d.nodeId}${size ? ` (${size})` : ''}`
       : d.kind === 'finished'
-        ? `downloaded ${url} to ${d.nodeId} (${size ? `${size} ` : ''}in about ${took})`
-        : `download of ${url} to ${d.nodeId} failed after ${took} (${downloadText(p)}): ${d.error ?? 'the agent gave no reason'}`;
+        ? `downloaded ${url} to ${d.nodeId} (${[size, took && `in ${took}`].filter(Boolean).join(' ') || 'size not known'}${rate})`
+        : `download of ${url} to ${d.nodeId} failed${took ? ` after ${took}` : ''}${p ? ` (${downloadText(p)})` : ''}: ${d.error ?? 'the agent gave no reason'}`;
   return {
     type: d.kind === 'failed' ? 'Warning' : 'Normal',
     source: 'reconciler',
