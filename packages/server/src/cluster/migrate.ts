@@ -9,7 +9,17 @@ import { DB_MS } from '../store/pg-schema.js';
 import { CHANNEL, PostgresStore, type Topic } from '../store/postgres.js';
 import type { RolloutRecord } from '../domain.js';
 import { SqliteStore } from '../store/sqlite.js';
-import type { StoredCredential, StoredEvent, StoredKey, StoredNode, StoredReplica, StoredToken, StoredUsage, UsageDelta } from '../store/store.js';
+import {
+  USAGE_COLUMNS,
+  type StoredCredential,
+  type StoredEvent,
+  type StoredKey,
+  type StoredNode,
+  type StoredReplica,
+  type StoredToken,
+  type StoredUsage,
+  type UsageDelta,
+} from '../store/store.js';
 
 /** Everything `llmgw-server migrate` copies: a SQLite store's rows and its data directory's secrets. */
 export interface SqliteSnapshot {
@@ -188,34 +198,27 @@ async function copyRows(client: pg.ClientBase, snap: SqliteSnapshot): Promise<vo
       revoked_at: k.revokedAt ?? null,
     })),
   );
+  // Totals and minutes alike: the same counting columns, `minute_ms` only on the minutes.
+  const counts = (u: UsageDelta) => ({
+    key_id: u.keyId,
+    model: u.model,
+    ...(u.minuteMs !== undefined ? { minute_ms: u.minuteMs } : {}),
+    requests: u.requests,
+    errors: u.errors,
+    cancelled: u.cancelled,
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+  });
+  const typed = USAGE_COLUMNS.map((c) => `${c} bigint`).join(', ');
   await insert(
-    `INSERT INTO usage (key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens)
-     SELECT key_id, model, requests, errors, cancelled, prompt_tokens, completion_tokens FROM jsonb_to_recordset($1::jsonb)
-       AS x(key_id text, model text, requests bigint, errors bigint, cancelled bigint, prompt_tokens bigint, completion_tokens bigint)`,
-    snap.usage.map((u) => ({
-      key_id: u.keyId,
-      model: u.model,
-      requests: u.requests,
-      errors: u.errors,
-      cancelled: u.cancelled,
-      prompt_tokens: u.promptTokens,
-      completion_tokens: u.completionTokens,
-    })),
+    `INSERT INTO usage (key_id, model, ${USAGE_COLUMNS.join(', ')})
+     SELECT key_id, model, ${USAGE_COLUMNS.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS x(key_id text, model text, ${typed})`,
+    snap.usage.map(counts),
   );
   await insert(
-    `INSERT INTO usage_minutes (key_id, model, minute_ms, requests, errors, cancelled, prompt_tokens, completion_tokens)
-     SELECT key_id, model, minute_ms, requests, errors, cancelled, prompt_tokens, completion_tokens FROM jsonb_to_recordset($1::jsonb)
-       AS x(key_id text, model text, minute_ms bigint, requests bigint, errors bigint, cancelled bigint, prompt_tokens bigint, completion_tokens bigint)`,
-    snap.usageMinutes.map((u) => ({
-      key_id: u.keyId,
-      model: u.model,
-      minute_ms: u.minuteMs,
-      requests: u.requests,
-      errors: u.errors,
-      cancelled: u.cancelled,
-      prompt_tokens: u.promptTokens,
-      completion_tokens: u.completionTokens,
-    })),
+    `INSERT INTO usage_minutes (key_id, model, minute_ms, ${USAGE_COLUMNS.join(', ')})
+     SELECT key_id, model, minute_ms, ${USAGE_COLUMNS.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS x(key_id text, model text, minute_ms bigint, ${typed})`,
+    snap.usageMinutes.map(counts),
   );
   await insert(
     `INSERT INTO admin_tokens (id, name, role, hash, prefix, created_at, revoked_at)
