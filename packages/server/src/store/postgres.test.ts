@@ -177,11 +177,13 @@ describePostgres('PostgresStore', () => {
     expect(await s.loadNodesChanged(cursor + 1_000_000)).toEqual({ nodes: [], dbNowMs: expect.any(Number) });
     await new Promise((r) => setTimeout(r, 5));
     const shards = [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready' as const, port: 8000 }];
-    await s.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1, shards }]);
+    const wrote = await s.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1, shards }]);
     const first = await s.loadNodesChanged(cursor);
     expect(first.nodes).toEqual([{ id: 'n1', admin: { state: 'ready' }, report: makeReport({ node_id: 'n1' }), shards, lastSeenMs: expect.any(Number) }]);
     const seen = first.nodes[0]!.lastSeenMs!;
     expect(seen).toBeGreaterThan(cursor);
+    // The write answers with the database's clock it stamped the row with: the writer knows its own row.
+    expect(wrote).toBe(seen);
     expect(first.dbNowMs).toBeGreaterThanOrEqual(seen);
     // Nothing since: empty, with the clock still given. An admin change is a change too.
     await new Promise((r) => setTimeout(r, 5));

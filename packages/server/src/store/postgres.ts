@@ -160,24 +160,28 @@ export class PostgresStore implements Store {
    * One statement for the whole batch (the heartbeat path). `last_seen_ms` is the
    * database's clock at the write, not the row's own: liveness is the database's view.
    * A node not yet stored is created `ready`. Rows are written in id order, so two
-   * instances writing overlapping batches lock them in the same order.
+   * instances writing overlapping batches lock them in the same order. Resolves that
+   * clock (every row written gets it), by which the instance knows its own rows in a pull.
    */
-  async saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
+  async saveNodeReports(rows: readonly NodeReportRow[]): Promise<number | void> {
     const latest = [...new Map(rows.map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (!latest.length) return;
     // The batch goes as one jsonb array: about twice as fast as unnest() over arrays of
     // JSON strings, which the driver must escape as array literals.
     // A row holding a later heartbeat (another instance wrote it meanwhile) keeps it: the
     // report and shards, and the liveness that heartbeat already proved.
-    await this.pool.query(
-      `INSERT INTO nodes (id, admin, report, shards, last_seen_ms, updated_ms, seq)
+    // `t` is read once (a CTE with a volatile function); the INSERT in a WITH always runs whole.
+    const { rows: at } = await this.pool.query<{ ms: string }>(
+      `WITH t AS (SELECT ${DB_MS} AS ms), w AS (INSERT INTO nodes (id, admin, report, shards, last_seen_ms, updated_ms, seq)
        SELECT r->>'id', '{"state":"ready"}'::jsonb, r->'report', NULLIF(r->'shards', 'null'::jsonb), t.ms, t.ms, (r->>'seq')::bigint
-       FROM jsonb_array_elements($1::jsonb) AS r, (SELECT ${DB_MS} AS ms) t
+       FROM jsonb_array_elements($1::jsonb) AS r, t
        ON CONFLICT (id) DO UPDATE SET report = excluded.report, shards = excluded.shards,
          last_seen_ms = excluded.last_seen_ms, updated_ms = excluded.updated_ms, seq = excluded.seq
-       WHERE nodes.seq IS NULL OR excluded.seq IS NULL OR excluded.seq >= nodes.seq`,
+       WHERE nodes.seq IS NULL OR excluded.seq IS NULL OR excluded.seq >= nodes.seq)
+       SELECT ms FROM t`,
       [JSON.stringify(latest.map((r) => ({ id: r.id, report: r.report, shards: r.shards ?? null, seq: r.seq ?? null })))],
     );
+    return Number(at[0]!.ms);
   }
 
   async deleteNode(id: string): Promise<void> {
