@@ -15,9 +15,13 @@
 //     over several tries, restarting the killed one between them.
 //
 // PostgreSQL runs with its durable defaults (fsync, synchronous_commit on). `--quick`:
-// a smoke run of a few seconds per part.
+// a smoke run of a few seconds per part. `--baseline=DIR` (or LLMGW_BENCH_BASELINE): a
+// built checkout of an earlier revision, whose server takes part (a) as a third store on
+// its own database, started through its own bench/lib.mjs, for a same-run comparison:
+//   git worktree add --detach /tmp/llmgw-base REV && (cd /tmp/llmgw-base && pnpm install && pnpm build)
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { JOIN, Pool, cpuSeconds, percentile, serverRequire, startServer, table, tmp, treeCpuSeconds, waitFor, withPostgres } from './lib.mjs';
 
 const quick = process.argv.includes('--quick');
@@ -27,6 +31,7 @@ const NODES = quick ? 200 : 1000;
 const CONNECTIONS = 64;
 const TRIES = quick ? 2 : 5;
 const LEASE_S = Number(process.argv.find((a) => a.startsWith('--leader-lease='))?.split('=')[1] ?? 2);
+const BASELINE = process.argv.find((a) => a.startsWith('--baseline='))?.slice('--baseline='.length) ?? process.env.LLMGW_BENCH_BASELINE;
 
 const pg = serverRequire('pg');
 const Database = serverRequire('better-sqlite3');
@@ -170,6 +175,12 @@ async function heartbeats(cluster) {
     { kind: 'sqlite', server: await startServer({ dir: tmp('llmgw-hb-sqlite-'), core: 0, catalog, env }) },
     { kind: 'postgres', databaseUrl, server: await startServer({ dir: tmp('llmgw-hb-pg-'), core: 0, catalog, databaseUrl, env }) },
   ];
+  if (BASELINE) {
+    const base = await import(pathToFileURL(path.join(path.resolve(BASELINE), 'bench', 'lib.mjs')).href);
+    const url = await createDatabase(cluster.url, 'heartbeats_baseline');
+    const server = await base.startServer({ dir: tmp('llmgw-hb-base-'), core: 0, catalog, databaseUrl: url, env });
+    stores.push({ kind: 'postgres', label: 'postgres (baseline)', baseline: true, databaseUrl: url, server });
+  }
   for (const s of stores) {
     s.nodes = await joinAll(s.server.adminUrl);
     s.pool = new Pool(s.server.adminUrl, { connections: CONNECTIONS, pipelining: 1, ...insecure });
@@ -194,13 +205,13 @@ async function heartbeats(cluster) {
     // Out of the way of part (b) too: the idle PostgreSQL instance still polls every 500 ms.
     s.server.child.kill('SIGTERM');
     const code = await s.server.exited;
-    if (code !== 0) throw new Error(`${s.kind} server exited ${code} at SIGTERM:\n${s.server.output().slice(-3000)}`);
+    if (code !== 0) throw new Error(`${s.label ?? s.kind} server exited ${code} at SIGTERM:\n${s.server.output().slice(-3000)}`);
     s.missing = await missingReports(s, s.nodes, s.windowStart);
   }
 
   const rows = stores.flatMap((s) =>
     s.rounds.map((r, i) => [
-      s.kind,
+      s.label ?? s.kind,
       i + 1,
       r.perS.toFixed(0),
       `${((r.server / r.wall) * 100).toFixed(0)} %`,
@@ -215,22 +226,28 @@ async function heartbeats(cluster) {
     `\n(a) Heartbeats ingested by one instance: ${NODES} nodes, ${CONNECTIONS} connections, ${SECONDS} s per round, stores alternating; a new report every beat (8 GPUs, one shard)\n`,
   );
   console.log(table(['store', 'round', 'accepted/s', 'server CPU', 'server µs/beat', 'postgres CPU', 'postgres µs/beat', 'load-gen µs/beat', 'refused'], rows));
-  const [sq, pq] = stores.map((s) => stats(s.rounds.map((r) => r.perS)));
+  const [sq, pq, bq] = stores.map((s) => stats(s.rounds.map((r) => r.perS)));
   console.log(
     `\naccepted/s min/median: SQLite ${sq.min.toFixed(0)}/${sq.med.toFixed(0)}, PostgreSQL ${pq.min.toFixed(0)}/${pq.med.toFixed(0)}; PostgreSQL / SQLite (medians) ${(pq.med / sq.med).toFixed(2)}. Goal: >= 5,000/s per instance.`,
   );
+  if (bq) {
+    const us = (s) => stats(s.rounds.map((r) => (r.server / r.ok) * 1e6)).med;
+    console.log(
+      `PostgreSQL vs the baseline (${BASELINE}), same run, medians: accepted/s ${pq.med.toFixed(0)} vs ${bq.med.toFixed(0)} (${(pq.med / bq.med).toFixed(2)}x), server µs/beat ${us(stores[1]).toFixed(0)} vs ${us(stores[2]).toFixed(0)}`,
+    );
+  }
   for (const s of stores) {
     console.log(
-      `${s.kind}: ${NODES - s.missing.length}/${NODES} nodes' last accepted reports in the store after the server's shutdown, written in the last round`,
+      `${s.label ?? s.kind}: ${NODES - s.missing.length}/${NODES} nodes' last accepted reports in the store after the server's shutdown, written in the last round`,
     );
   }
   console.log(
     `(server pinned to one core where taskset exists; "postgres CPU" is the whole cluster, every backend; the load generator shares the other core with PostgreSQL)`,
   );
-  const lost = stores.filter((s) => s.missing.length);
+  const lost = stores.filter((s) => s.missing.length && !s.baseline);
   if (lost.length) {
     throw new Error(
-      `accepted reports lost: ${lost.map((s) => `${s.kind} ${s.missing.length} (${s.missing.slice(0, 5).join(', ')}${s.missing.length > 5 ? ', …' : ''})`).join('; ')}`,
+      `accepted reports lost: ${lost.map((s) => `${s.label ?? s.kind} ${s.missing.length} (${s.missing.slice(0, 5).join(', ')}${s.missing.length > 5 ? ', …' : ''})`).join('; ')}`,
     );
   }
   return stores;
