@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { Inventory, sameJson } from './inventory.js';
+import { Inventory } from './inventory.js';
+import { sameJson } from './report-values.js';
 import { makeReport } from '../test/factories.js';
+import type { NodeReportRow } from './store/store.js';
 import { memoryStore } from './store/testing.js';
 
 const report = makeReport({ node_id: 'n1' });
@@ -99,6 +101,67 @@ describe('Inventory: report writes', () => {
     inv.report(makeReport({ node_id: 'n1', cpu_cores: 16 }), 1200);
     await sleep(80);
     expect(writes).toHaveLength(1);
+    inv.stop();
+  });
+});
+
+describe('Inventory.applyRemote: its own earlier write coming back (issue 32)', () => {
+  // Heartbeats without seq (an older agent) on a shared store: a pull brings back this
+  // instance's own row, stamped with the database's time of the write, after the beat in it.
+  const row = (cores: number, lastSeenMs: number) => ({
+    id: 'n1',
+    admin: { state: 'ready' as const },
+    report: makeReport({ node_id: 'n1', cpu_cores: cores }),
+    shards: [],
+    lastSeenMs,
+  });
+  const shared = (saveNodeReports: (rows: readonly NodeReportRow[]) => Promise<number | void>) =>
+    new Inventory(memoryStore({ saveNodeReports }), { notReadyAfterMs: 15_000, lostAfterMs: 60_000 }, 0, [], { shared: true, batchMs: 60_000 });
+
+  it('keeps a report heard since its last write, and writes that one, not the earlier one', async () => {
+    const writes: number[] = [];
+    let dbMs = 1050;
+    const inv = shared(async (rows) => {
+      writes.push(...rows.map((r) => r.report.cpu_cores!));
+      return dbMs;
+    });
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 1 }), 1000);
+    await inv.persistReports();
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 2 }), 1100);
+    // Its write of cores 1 at 1050 on the database's clock, which runs 100 ms ahead of this one.
+    inv.applyRemote(row(1, 1050), 1150);
+    expect(inv.get('n1')!.report!.cpu_cores).toBe(2);
+    dbMs = 1250;
+    await inv.persistReports();
+    expect(writes).toEqual([1, 2]);
+    // A row written after (another instance heard the node) is taken.
+    inv.applyRemote(row(3, 1300), 1400);
+    expect(inv.get('n1')!.report!.cpu_cores).toBe(3);
+    inv.stop();
+  });
+
+  it('keeps the report a batch in flight is writing, so that a retry writes it again', async () => {
+    const writes: number[] = [];
+    let fail!: (err: Error) => void;
+    let calls = 0;
+    const inv = shared(async (rows) => {
+      writes.push(...rows.map((r) => r.report.cpu_cores!));
+      if (++calls === 2) await new Promise<void>((_, reject) => (fail = reject));
+      return 1050;
+    });
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 1 }), 1000);
+    await inv.persistReports();
+    inv.report(makeReport({ node_id: 'n1', cpu_cores: 2 }), 1100);
+    const second = inv.persistReports();
+    inv.applyRemote(row(1, 1050), 1150);
+    // The batch in flight committed (its row is pulled) but its answer is not back yet.
+    inv.applyRemote(row(2, 1120), 1220);
+    expect(inv.get('n1')!.remote).toBe(false);
+    fail(new Error('connection lost'));
+    expect(await second).toBe(false);
+    await inv.persistReports();
+    expect(writes).toEqual([1, 2, 2]);
+    expect(inv.get('n1')!.report!.cpu_cores).toBe(2);
     inv.stop();
   });
 });

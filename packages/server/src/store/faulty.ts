@@ -87,7 +87,7 @@ export class FaultyStore implements Store {
   saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
     return this.write(() => this.inner.saveNodeAdmin(id, admin));
   }
-  saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
+  saveNodeReports(rows: readonly NodeReportRow[]): Promise<number | void> {
     return this.write(() => this.inner.saveNodeReports(rows));
   }
   writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void> {

@@ -99,7 +99,7 @@ export class GuardedStore implements Store {
   saveNodeAdmin(id: string, admin: AdminState): Promise<void> {
     return this.write('saveNodeAdmin', () => this.inner.saveNodeAdmin(id, admin));
   }
-  saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
+  saveNodeReports(rows: readonly NodeReportRow[]): Promise<number | void> {
     return this.write('saveNodeReports', () => this.inner.saveNodeReports(rows));
   }
   writeReplicas(save: readonly Replica[], remove: readonly string[], fence?: Fence): Promise<void> {

@@ -91,7 +91,10 @@ describePostgres('PostgresStore', () => {
     await store.pool.query(`UPDATE nodes SET admin = 'null', report = '{"gpus": 7}', shards = '[{"state": 1}]'`);
     const [n] = await store.loadNodes();
     expect(n).toEqual({ id: 'n1', admin: { state: 'cordoned', reason: expect.stringMatching(/unreadable/) }, lastSeenMs: expect.any(Number) });
-    expect((await store.loadNodesChanged(0)).nodes).toEqual([n]);
+    // As another instance pulls it (the writer's own pull leaves its own batches out).
+    const other = await PostgresStore.open(url);
+    cleanup.push(() => other.close());
+    expect((await other.loadNodesChanged(0)).nodes).toEqual([n]);
   });
 
   it('refuses a database from a newer server', async () => {
@@ -172,22 +175,41 @@ describePostgres('PostgresStore', () => {
   });
 
   it('loadNodesChanged returns the rows written after a cursor, with shards and the database clock', async () => {
-    const s = await store();
+    const url = await database();
+    const [s, other] = [await store(url), await store(url)];
     const cursor = await s.dbNowMs();
     expect(await s.loadNodesChanged(cursor + 1_000_000)).toEqual({ nodes: [], dbNowMs: expect.any(Number) });
     await new Promise((r) => setTimeout(r, 5));
     const shards = [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready' as const, port: 8000 }];
-    await s.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1, shards }]);
+    const wrote = await other.saveNodeReports([{ id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1, shards }]);
     const first = await s.loadNodesChanged(cursor);
     expect(first.nodes).toEqual([{ id: 'n1', admin: { state: 'ready' }, report: makeReport({ node_id: 'n1' }), shards, lastSeenMs: expect.any(Number) }]);
     const seen = first.nodes[0]!.lastSeenMs!;
     expect(seen).toBeGreaterThan(cursor);
+    // The write answers with the database's clock it stamped the row with: the writer knows its own row.
+    expect(wrote).toBe(seen);
     expect(first.dbNowMs).toBeGreaterThanOrEqual(seen);
     // Nothing since: empty, with the clock still given. An admin change is a change too.
     await new Promise((r) => setTimeout(r, 5));
     expect((await s.loadNodesChanged(first.dbNowMs)).nodes).toEqual([]);
     await s.saveNodeAdmin('n1', { state: 'cordoned' });
     expect((await s.loadNodesChanged(first.dbNowMs)).nodes.map((n) => [n.id, n.admin.state, n.lastSeenMs])).toEqual([['n1', 'cordoned', seen]]);
+  });
+
+  it("loadNodesChanged leaves out the rows of the instance's own batches, not what others wrote over them (issue 32)", async () => {
+    const url = await database();
+    const [a, b] = [await store(url), await store(url)];
+    const row = (id: string) => ({ id, report: makeReport({ node_id: id }), lastSeenMs: 1 });
+    await a.saveNodeReports([row('n1'), row('n2')]);
+    await b.saveNodeReports([row('n3')]);
+    const ids = async (s: PostgresStore) => (await s.loadNodesChanged(0)).nodes.map((n) => n.id);
+    expect([await ids(a), await ids(b)]).toEqual([['n3'], ['n1', 'n2']]);
+    // Another instance's heartbeat or admin change over a's row: a pulls it.
+    await b.saveNodeReports([row('n2')]);
+    await b.saveNodeAdmin('n1', { state: 'cordoned' });
+    expect(await ids(a)).toEqual(['n1', 'n2', 'n3']);
+    // The full load still has every row.
+    expect((await a.loadNodes()).map((n) => n.id)).toEqual(['n1', 'n2', 'n3']);
   });
 
   it('a node row never takes a heartbeat older (seq) than the one it holds, whichever instance writes last (issue 28)', async () => {

@@ -22,6 +22,7 @@ import type {
 } from './store.js';
 import { addEventRows, loadEventRows } from './pg-events.js';
 import { addUsageRows, loadUsageRows } from './pg-usage.js';
+import { loadChangedRows, NODE_COLUMNS, saveReportRows, type OwnBatches } from './pg-nodes.js';
 import { credentialOf, keyFromRow, rolloutFromRow, toNode, type CredentialRow, type KeyRow, type NodeRow } from './rows.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
@@ -36,8 +37,6 @@ export interface PostgresOptions {
   poolSize?: number;
 }
 
-const NODE_COLUMNS = 'n.id, n.admin, n.report, n.shards, n.last_seen_ms, n.seq';
-
 /**
  * The store on PostgreSQL, shared by several llmgw-server instances. Same behaviour as
  * `SqliteStore` for everything in `Store`; besides, it sends a NOTIFY on channel `llmgw`
@@ -47,6 +46,7 @@ const NODE_COLUMNS = 'n.id, n.admin, n.report, n.shards, n.last_seen_ms, n.seq';
  */
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
+  private readonly ownBatches: OwnBatches = [];
 
   private constructor(
     readonly pool: pg.Pool,
@@ -126,17 +126,12 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The node rows written since `sinceMs` (DB ms), and the database's clock in the same
-   * query: the caller's next cursor, so no commit between two pulls is missed for want of
-   * a clock that runs differently from the database's.
+   * The node rows written since `sinceMs` (DB ms), less those this store's own batches
+   * of reports wrote (`loadChangedRows`), and the database's clock in the same query: the caller's next cursor, so no
+   * commit between two pulls is missed for want of a clock that runs differently.
    */
   async loadNodesChanged(sinceMs: number): Promise<{ nodes: StoredNode[]; dbNowMs: number }> {
-    const { rows } = await this.pool.query<NodeRow & { id: string | null; db_now_ms: string }>(
-      `SELECT t.db_now_ms, ${NODE_COLUMNS} FROM (SELECT ${DB_MS} AS db_now_ms) t
-       LEFT JOIN nodes n ON n.updated_ms > $1 ORDER BY n.id COLLATE "C"`,
-      [sinceMs],
-    );
-    return { nodes: rows.filter((r) => r.id !== null).map(toNode), dbNowMs: Number(rows[0]!.db_now_ms) };
+    return loadChangedRows(this.pool, this.ownBatches, sinceMs);
   }
 
   /** The database's clock in epoch ms: the one clock liveness and leases are judged on. */
@@ -160,24 +155,11 @@ export class PostgresStore implements Store {
    * One statement for the whole batch (the heartbeat path). `last_seen_ms` is the
    * database's clock at the write, not the row's own: liveness is the database's view.
    * A node not yet stored is created `ready`. Rows are written in id order, so two
-   * instances writing overlapping batches lock them in the same order.
+   * instances writing overlapping batches lock them in the same order. Resolves that
+   * clock (every row written gets it), by which the instance knows its own rows in a pull.
    */
-  async saveNodeReports(rows: readonly NodeReportRow[]): Promise<void> {
-    const latest = [...new Map(rows.map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    if (!latest.length) return;
-    // The batch goes as one jsonb array: about twice as fast as unnest() over arrays of
-    // JSON strings, which the driver must escape as array literals.
-    // A row holding a later heartbeat (another instance wrote it meanwhile) keeps it: the
-    // report and shards, and the liveness that heartbeat already proved.
-    await this.pool.query(
-      `INSERT INTO nodes (id, admin, report, shards, last_seen_ms, updated_ms, seq)
-       SELECT r->>'id', '{"state":"ready"}'::jsonb, r->'report', NULLIF(r->'shards', 'null'::jsonb), t.ms, t.ms, (r->>'seq')::bigint
-       FROM jsonb_array_elements($1::jsonb) AS r, (SELECT ${DB_MS} AS ms) t
-       ON CONFLICT (id) DO UPDATE SET report = excluded.report, shards = excluded.shards,
-         last_seen_ms = excluded.last_seen_ms, updated_ms = excluded.updated_ms, seq = excluded.seq
-       WHERE nodes.seq IS NULL OR excluded.seq IS NULL OR excluded.seq >= nodes.seq`,
-      [JSON.stringify(latest.map((r) => ({ id: r.id, report: r.report, shards: r.shards ?? null, seq: r.seq ?? null })))],
-    );
+  async saveNodeReports(rows: readonly NodeReportRow[]): Promise<number | void> {
+    return saveReportRows(this.pool, this.ownBatches, rows);
   }
 
   async deleteNode(id: string): Promise<void> {

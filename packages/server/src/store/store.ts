@@ -133,8 +133,12 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   loadNodes(): Promise<StoredNode[]>;
   saveNodeAdmin(id: string, admin: AdminState): Promise<void>;
-  /** Writes each node's latest report in one transaction (heartbeats are batched). */
-  saveNodeReports(rows: readonly NodeReportRow[]): Promise<void>;
+  /**
+   * Writes each node's latest report in one transaction (heartbeats are batched). PostgreSQL
+   * resolves the database's clock at the write (each row's `lastSeenMs`): an instance knows
+   * its own write when a pull brings it back.
+   */
+  saveNodeReports(rows: readonly NodeReportRow[]): Promise<number | void>;
   /** Forgets a node: its row and its credential (`ctl nodes delete`). */
   deleteNode(id: string): Promise<void>;
   loadCredentials(): Promise<StoredCredential[]>;
