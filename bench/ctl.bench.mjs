@@ -59,7 +59,7 @@ try {
       rows.map((r) => [r.name, percentile(r.ms, 50).toFixed(1), percentile(r.ms, 90).toFixed(1), (percentile(r.ms, 50) / bare).toFixed(2)]),
     ),
   );
-  if (!baseline) console.log('\nNo --baseline: main before lazy loading measured 2.48-2.74x for ctl nodes (issue 32).');
+  if (!baseline) console.log('\nNo --baseline: main at 90d8886, before ctl loaded only what a command uses, measured 2.31-2.75x for ctl nodes (issue 32).');
   console.log('\nGoal: ctl nodes <= 2.0x node -e 0.');
 } finally {
   stopAll();
