@@ -156,12 +156,12 @@ export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'PATCH'
 }
 
 /** A success's body as JSON: '' for an empty one, a `ParseError` for one that is not JSON (as got's `.json()` read it). */
-function parseJson<T>(res: Reply): T {
+function parseJson<T>(res: Reply, url: string): T {
   if (res.body === '') return '' as T;
   try {
     return JSON.parse(res.body) as T;
   } catch (err) {
-    throw new ParseError(err as Error, res);
+    throw new ParseError(err as Error, res, url);
   }
 }
 
@@ -212,7 +212,7 @@ async function exchange<T>(
         requestTimeoutMs: 15_000,
         ...(conn.ca ? { ca: conn.ca } : {}),
       });
-      return { body: parseJson<T>(res), headers: res.headers };
+      return { body: parseJson<T>(res, url), headers: res.headers };
     } catch (err) {
       tried.push({ url, err });
       throw err;

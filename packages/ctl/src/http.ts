@@ -23,7 +23,7 @@ export interface RequestOptions {
   json?: unknown;
   /** The CA (PEM) the server's certificate must chain to; absent = the system's CAs. */
   ca?: string;
-  /** From the socket being given to the request to its TCP connection (got's `timeout.connect`). */
+  /** From the socket being given to the request to its TCP connection, a DNS lookup included (got's `timeout.connect` without one). */
   connectTimeoutMs?: number;
   /** The whole exchange, the answer's body read (got's `timeout.request`). */
   requestTimeoutMs?: number;
@@ -64,8 +64,9 @@ export class ParseError extends Error {
   constructor(
     cause: Error,
     readonly response: Reply,
+    url: string,
   ) {
-    super(`${cause.message} in "${response.statusCode}" answer`);
+    super(`${url} answered ${response.statusCode} with a body that is not JSON (${cause.message})`);
     this.name = 'ParseError';
   }
 }
