@@ -1,13 +1,11 @@
 import { Command, Option } from 'commander';
 import { flagOrEnv } from '@llmgw/shared';
-import type { CatalogStatusView, ExplainView, ModelView, NodeView, ReplicaView } from '@llmgw/shared';
-import { call, callAll, resolveConnection, type Connection } from './client.js';
+import { resolveConnection, type Connection } from './client.js';
 import { CtlError, asCtlError, exitCode } from './failure.js';
-import { catalogNotice, modelsJson } from './catalog-status.js';
 import { addLogsCommand } from './logs-cmd.js';
 import { addMembershipCommands } from './membership.js';
 import { addNodeStateCommands } from './node-state-cmd.js';
-import { colours, safeJson, terminalSafe } from './render.js';
+import { safeJson, terminalSafe } from './text.js';
 import { addTokenCommands } from './tokens-cmd.js';
 import { CommanderError, commanderExit, examples, examplesText, strictUsage, usageHint } from './usage.js';
 import { CTL_VERSION, addVersionCommand } from './version-cmd.js';
@@ -15,7 +13,6 @@ import { addEventsCommand } from './events-cmd.js';
 import { addFilesCommand } from './files-cmd.js';
 import { addStatusCommand } from './status-cmd.js';
 import { addRolloutCommands } from './rollout-cmd.js';
-import { adaptersTable, explainText, modelsTable, nodeDetails, nodesTable, replicaErrors, replicasTable } from './tables.js';
 import { addKeyCommands } from './keys-cmd.js';
 
 // `ctl events | head`: once the reader has gone, a write fails with EPIPE; stop quietly,
@@ -89,20 +86,14 @@ function printJson(v: unknown): void {
 
 const io = { globals, print, printJson };
 
+/** The fleet commands' code, with the tables, chalk and cli-table3: loaded when one of them runs (issue 32). */
+const fleet = () => import('./fleet-cmd.js');
+
 const nodes = program
   .command('nodes')
   .description('list the machines in the fleet: state, GPUs (free/total), memory, replicas (ctl nodes delete|approve <node>)')
   .addHelpText('after', examplesText('ctl nodes', "ctl nodes -o json | jq '.[] | {id, state, liveness}'"))
-  .action(async () => {
-    const { conn, json } = globals();
-    // Every page (the server pages the list: issue 27).
-    const nodes = await callAll<NodeView>(conn, '/nodes');
-    if (json) return printJson(nodes);
-    const c = colours();
-    print(nodesTable(nodes, c));
-    const details = nodeDetails(nodes);
-    if (details) print(`\n${details}`);
-  });
+  .action(async () => (await fleet()).nodes(io));
 
 addMembershipCommands(program, nodes, globals);
 
@@ -114,24 +105,7 @@ program
     'list the catalog: ready/total replicas, replicas at the current revision (UP-TO-DATE; ctl rollout status), scaling, profiles, aliases, fallbacks, routing policy, LoRA adapters, revision; a failed reload of the catalog file is the line above. With a model (name or alias), or -o wide: its LoRA adapters too, and the replicas holding each loaded',
   )
   .addHelpText('after', examplesText('ctl models', 'ctl models qwen   # with its LoRA adapters', 'ctl models -o wide', 'ctl models -o json'))
-  .action(async (name: string | undefined) => {
-    const { conn, json, wide } = globals();
-    const all = await call<ModelView[]>(conn, 'GET', '/models');
-    const models = name === undefined ? all : all.filter((m) => m.name === name || m.aliases.includes(name));
-    if (name !== undefined && models.length === 0) throw new CtlError(`model "${name}" is not in the catalog (see ctl models)`);
-    const status = await call<CatalogStatusView>(conn, 'GET', '/catalog');
-    if (json) {
-      const out = modelsJson(models, status);
-      return printJson(name === undefined ? out : out[0]);
-    }
-    const c = colours();
-    print(catalogNotice(status, c));
-    print(modelsTable(models, c));
-    const adapters = name !== undefined || wide ? adaptersTable(models) : '';
-    if (adapters) print(`\n${adapters}`);
-    const short = models.filter((m) => m.placement_summary);
-    if (short.length) print(`\n${short.map((m) => `${m.name}: ${m.placement_summary} (ctl explain ${m.name})`).join('\n')}`);
-  });
+  .action(async (name: string | undefined) => (await fleet()).models(io, name));
 
 program
   .command('replicas')
@@ -139,19 +113,7 @@ program
   .option('--model <name>', 'only this model (name or alias)')
   .option('--show-keys', "include each engine's API key (to call an engine directly)")
   .addHelpText('after', examplesText('ctl replicas --model coder', "ctl replicas --show-keys   # each engine's key, in lines under the table"))
-  .action(async (o: { model?: string; showKeys?: boolean }) => {
-    const { conn, json, wide } = globals();
-    const params = new URLSearchParams();
-    if (o.model) params.set('model', o.model);
-    if (o.showKeys) params.set('show_keys', 'true');
-    const q = params.size ? `?${params}` : '';
-    const replicas = await call<ReplicaView[]>(conn, 'GET', `/replicas${q}`);
-    if (json) return printJson(replicas);
-    print(replicasTable(replicas, colours(), wide));
-    const errors = replicaErrors(replicas);
-    if (errors) print(`\n${errors}`);
-    if (o.showKeys) print(`\n${replicas.map((r) => `${r.id}: ${r.api_key ?? '-'}`).join('\n')}`);
-  });
+  .action(async (o: { model?: string; showKeys?: boolean }) => (await fleet()).replicas(io, o));
 
 addLogsCommand(program, io);
 
@@ -159,12 +121,7 @@ program
   .command('explain <model>')
   .description('say why a model is or is not placed, node by node; for a LoRA adapter, why it cannot be served too')
   .addHelpText('after', examplesText('ctl explain qwen-coder-14b'))
-  .action(async (model: string) => {
-    const { conn, json } = globals();
-    const v = await call<ExplainView>(conn, 'GET', `/explain-placement?model=${encodeURIComponent(model)}`);
-    if (json) return printJson(v);
-    print(explainText(v, colours()));
-  });
+  .action(async (model: string) => (await fleet()).explain(io, model));
 
 addKeyCommands(program, io);
 addTokenCommands(program, io);

@@ -4,8 +4,8 @@ import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import got from 'got';
 import { call, resolveConnection, sentNothing } from './client.js';
+import { request } from './http.js';
 import { CtlError } from './failure.js';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -156,7 +156,7 @@ describe('misleading setups, each named with its fix', () => {
 
 describe('sentNothing: when a write may go to another instance', () => {
   const failure = (url: string) =>
-    got.post(url, { json: { a: 1 }, retry: { limit: 0 }, timeout: { request: 5000 } }).then(
+    request(url, { method: 'POST', json: { a: 1 }, requestTimeoutMs: 5000 }).then(
       () => undefined,
       (e: unknown) => e,
     );

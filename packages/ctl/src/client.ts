@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import got, { HTTPError, ParseError, RequestError, type Response } from 'got';
 import { ServerRotation, instanceDown, isErrorCode, isLoopbackHost, splitServerList, tlsFailureHint, withFailover, type ErrorCode } from '@llmgw/shared';
 import { CtlError, answerFailure, asCtlError, refusedWith } from './failure.js';
+import { HTTPError, ParseError, RequestError, request, type Reply } from './http.js';
 
 export interface Connection {
   /**
@@ -127,7 +127,7 @@ export function resolveConnection(
   };
 }
 
-/** A failure that means the instance is not there or not well (`instanceDown`), for got's errors. */
+/** A failure that means the instance is not there or not well (`instanceDown`), for `request`'s errors. */
 function isDown(err: unknown): boolean {
   if (err instanceof HTTPError) return instanceDown({ status: err.response.statusCode });
   return err instanceof RequestError && instanceDown({ code: err.code });
@@ -142,8 +142,7 @@ function isDown(err: unknown): boolean {
 export function sentNothing(err: unknown): boolean {
   if (!(err instanceof RequestError) || err instanceof HTTPError || !isDown(err)) return false;
   const t = err.timings;
-  if (!t) return false;
-  return t.connect === undefined || (err.options.url instanceof URL && err.options.url.protocol === 'https:' && t.secureConnect === undefined);
+  return t.connect === undefined || (err.url.protocol === 'https:' && t.secureConnect === undefined);
 }
 
 /**
@@ -156,13 +155,13 @@ export async function call<T>(conn: Connection, method: 'GET' | 'POST' | 'PATCH'
   return (await exchange<T>(conn, method, p, body)).body;
 }
 
-/** A success's body as got's `.json()` reads it: '' for an empty one, a `ParseError` for one that is not JSON. */
-function parseJson<T>(res: Response<string>): T {
+/** A success's body as JSON: '' for an empty one, a `ParseError` for one that is not JSON (as got's `.json()` read it). */
+function parseJson<T>(res: Reply, url: string): T {
   if (res.body === '') return '' as T;
   try {
     return JSON.parse(res.body) as T;
   } catch (err) {
-    throw new ParseError(err as Error, res);
+    throw new ParseError(err as Error, res, url);
   }
 }
 
@@ -204,16 +203,16 @@ async function exchange<T>(
   const tried: { url: string; err: unknown }[] = [];
   const attempt = async (url: string): Promise<{ body: T; headers: Record<string, string | string[] | undefined> }> => {
     try {
-      const res = await got(`${url}/api/v1${p}`, {
+      const res = await request(`${url}/api/v1${p}`, {
         method,
         ...(body !== undefined ? { json: body } : {}),
         headers: { accept: 'application/json', ...(conn.token ? { authorization: `Bearer ${conn.token}` } : {}) },
         // A host that is down drops the SYN: the next address is tried after 5 s, not 15.
-        timeout: { connect: 5_000, request: 15_000 },
-        retry: { limit: 0 },
-        ...(conn.ca ? { https: { certificateAuthority: conn.ca } } : {}),
+        connectTimeoutMs: 5_000,
+        requestTimeoutMs: 15_000,
+        ...(conn.ca ? { ca: conn.ca } : {}),
       });
-      return { body: parseJson<T>(res), headers: res.headers };
+      return { body: parseJson<T>(res, url), headers: res.headers };
     } catch (err) {
       tried.push({ url, err });
       throw err;

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { EventList, EventView, NodeView } from '@llmgw/shared';
 import { call, callAll, type Connection } from './client.js';
 import { CtlError } from './failure.js';
-import { safeJson } from './render.js';
+import { safeJson } from './text.js';
 import type { Io } from './tokens-cmd.js';
 
 /** Seconds a watch's long-poll waits for news; under the client's 15 s request timeout. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Chalk } from 'chalk';
 import type { ExplainView, ReplicaView } from '@llmgw/shared';
-import { filesTable, sizeText } from './files-cmd.js';
+import { filesTable, sizeText } from './tables.js';
 import { explainText, replicasTable } from './tables.js';
 
 const plain = new Chalk({ level: 0 });

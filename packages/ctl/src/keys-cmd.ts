@@ -2,9 +2,11 @@ import type { Command } from 'commander';
 import { PRIORITIES, type KeyCreated, type KeyRevokeReply, type KeyUpdateRequest, type KeyView, type Priority, type UsageRow } from '@llmgw/shared';
 import { call } from './client.js';
 import { CtlError } from './failure.js';
-import { keysTable, parseExpiry, usageTable } from './tables.js';
 import type { Io } from './tokens-cmd.js';
 import { examplesText } from './usage.js';
+
+/** The tables, with cli-table3 and chalk: loaded when a command prints one (issue 32). */
+const tables = () => import('./tables.js');
 
 /** A flag's whole number >= 1, or a usage error naming the flag. */
 function int(flag: string, v: string): number {
@@ -63,7 +65,7 @@ export function addKeyCommands(program: Command, io: Io): void {
         ...(o.tpm !== undefined ? { tpm: int('--tpm', o.tpm) } : {}),
         ...(o.maxConcurrent !== undefined ? { max_concurrent: int('--max-concurrent', o.maxConcurrent) } : {}),
         ...(o.priority !== undefined ? { priority: priority(o.priority) } : {}),
-        ...(o.expires ? { expires_at: parseExpiry(o.expires, new Date()) } : {}),
+        ...(o.expires ? { expires_at: (await tables()).parseExpiry(o.expires, new Date()) } : {}),
       };
       const created = await call<KeyCreated>(conn, 'POST', '/keys', body);
       if (json) return io.printJson(created);
@@ -80,7 +82,7 @@ export function addKeyCommands(program: Command, io: Io): void {
       const { conn, json } = io.globals();
       const all = await call<KeyView[]>(conn, 'GET', '/keys');
       if (json) return io.printJson(all);
-      io.print(keysTable(all, new Date()));
+      io.print((await tables()).keysTable(all, new Date()));
     });
 
   keys
@@ -106,7 +108,7 @@ export function addKeyCommands(program: Command, io: Io): void {
       const k = await call<KeyView>(conn, 'PATCH', `/keys/${encodeURIComponent(id)}`, body);
       if (json) return io.printJson(k);
       io.print(`key/${k.id} updated`);
-      io.print(keysTable([k], new Date()));
+      io.print((await tables()).keysTable([k], new Date()));
     });
 
   keys
@@ -130,6 +132,6 @@ export function addKeyCommands(program: Command, io: Io): void {
       // The server reads the duration on its own clock, so every instance answers the same window.
       const rows = await call<UsageRow[]>(conn, 'GET', `/usage${o.since !== undefined ? `?since=${encodeURIComponent(o.since)}` : ''}`);
       if (json) return io.printJson(rows);
-      io.print(usageTable(rows, o.since));
+      io.print((await tables()).usageTable(rows, o.since));
     });
 }

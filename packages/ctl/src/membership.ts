@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { call, type Connection } from './client.js';
-import { safeJson, terminalSafe } from './render.js';
+import { safeJson, terminalSafe } from './text.js';
 import { examplesText } from './usage.js';
 
 type Globals = () => { conn: Connection; json: boolean };

@@ -3,7 +3,7 @@ import type { NodeStateReply, NodeView } from '@llmgw/shared';
 import { call, callAll, type Connection } from './client.js';
 import { CtlError } from './failure.js';
 import type { Io } from './tokens-cmd.js';
-import { terminalSafe } from './render.js';
+import { terminalSafe } from './text.js';
 import { examples } from './usage.js';
 import { elapsed, waitUntil, type Look, type WaitIo } from './wait.js';
 

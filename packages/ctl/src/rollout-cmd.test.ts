@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { RolloutView } from '@llmgw/shared';
-import { historyTable, rolloutLine, waitForRollout, type RolloutWatch } from './rollout-cmd.js';
+import { rolloutLine, waitForRollout, type RolloutWatch } from './rollout-cmd.js';
+import { historyTable } from './tables.js';
 
 const view = (o: Partial<RolloutView> = {}): RolloutView => ({
   model: 'm',

@@ -4,7 +4,6 @@ import { call, type Connection } from './client.js';
 import { CtlError } from './failure.js';
 import { durationText, parseDuration } from './node-state-cmd.js';
 import { waitUntil, type Look, type WaitIo } from './wait.js';
-import { table } from './render.js';
 import type { Io } from './tokens-cmd.js';
 import { examplesText } from './usage.js';
 
@@ -16,15 +15,6 @@ const PROGRESS_EVERY_MS = 15_000;
 export function rolloutLine(v: RolloutView): string {
   const head = `${v.updated} of ${v.replicas} replicas at revision ${v.revision}, ${v.ready} ready${v.outdated ? `, ${v.outdated} of an earlier revision` : ''}`;
   return v.reason ? `${head} (${v.state}: ${v.reason})` : `${head} (${v.state})`;
-}
-
-/** `ctl rollout history`: the revisions, oldest first, the current one marked. */
-export function historyTable(v: RolloutView): string {
-  if (!v.history.length) return `No revisions of ${v.model} recorded yet.`;
-  return table(
-    ['REVISION', 'SINCE', 'CURRENT', 'CHANGE'],
-    v.history.map((h) => [h.revision, h.since, h.current ? '*' : '', h.change]),
-  );
 }
 
 export interface RolloutWatch extends WaitIo {
@@ -108,6 +98,7 @@ export function addRolloutCommands(program: Command, io: Io): void {
       const { conn, json } = io.globals();
       const v = await get(conn, model);
       if (json) return io.printJson(v.history);
+      const { historyTable } = await import('./tables.js');
       io.print(historyTable(v));
     });
 

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { StatusView } from '@llmgw/shared';
-import { catalogMismatch, localTime, statusLine } from './status-cmd.js';
+import { catalogMismatch, localTime, statusLine } from './status-view.js';
 
 /** The built ctl (turbo builds it before `test`), run as an operator runs it. */
 const CLI = new URL('../dist/cli.js', import.meta.url).pathname;

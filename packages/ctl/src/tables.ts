@@ -6,9 +6,12 @@ import {
   type ExplainView,
   type KeyView,
   type ModelView,
+  type NodeFileView,
   type NodeView,
   type RejectionView,
+  type RolloutView,
   type ReplicaView,
+  type TokenView,
   type UsageRow,
 } from '@llmgw/shared';
 import { CtlError } from './failure.js';
@@ -240,4 +243,51 @@ export function parseExpiry(text: string, now: Date): string {
   const t = Date.parse(text);
   if (Number.isNaN(t)) throw new CtlError(`invalid --expires "${text}": want a duration like 30d, 12h, 90m or an ISO time like 2027-01-31T00:00:00Z`, 'usage');
   return new Date(t).toISOString();
+}
+
+/** Sizes as `du -h` would say them, in binary units: model files run to tens of GiB. */
+export function sizeText(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${v} B` : `${v >= 10 ? Math.round(v) : v.toFixed(1)} ${units[u]}`;
+}
+
+/** `ctl files`: per node, least recently used first (the order they are evicted in). */
+export function filesTable(files: NodeFileView[], now: Date): string {
+  if (files.length === 0) return 'No model files cached. Agents fetch http(s):// and llmgw:// sources into their --model-cache when a replica needs one.';
+  return table(
+    ['NODE', 'SHA256', 'SIZE', 'LAST USED', 'IN USE', 'SOURCE'],
+    files.map((f) => [f.node, f.sha256.slice(0, 12), sizeText(f.size_bytes), ago(f.last_used, now), f.in_use ? 'yes' : 'no', f.source]),
+  );
+}
+
+function ago(time: string, now: Date): string {
+  const s = Math.max(0, Math.floor((now.getTime() - Date.parse(time)) / 1000));
+  if (s < 120) return `${s}s ago`;
+  if (s < 7200) return `${Math.floor(s / 60)}m ago`;
+  if (s < 172_800) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+/** `ctl tokens list`. */
+export function tokensTable(list: TokenView[]): string {
+  if (list.length === 0) return 'No tokens. Create one with: ctl tokens create --name NAME --role viewer';
+  return table(
+    ['ID', 'NAME', 'ROLE', 'PREFIX', 'CREATED', 'STATUS'],
+    list.map((t) => [t.id, t.name, t.role, `${t.prefix}…`, t.created_at, t.revoked_at ? 'revoked' : 'active']),
+  );
+}
+
+/** `ctl rollout history`: the revisions, oldest first, the current one marked. */
+export function historyTable(v: RolloutView): string {
+  if (!v.history.length) return `No revisions of ${v.model} recorded yet.`;
+  return table(
+    ['REVISION', 'SINCE', 'CURRENT', 'CHANGE'],
+    v.history.map((h) => [h.revision, h.since, h.current ? '*' : '', h.change]),
+  );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { tokensTable } from './tokens-cmd.js';
+import { tokensTable } from './tables.js';
 
 describe('tokensTable', () => {
   it('shows each token with its role and prefix, never a secret, and says how to make the first', () => {

@@ -2,7 +2,6 @@ import { Option, type Command } from 'commander';
 import { TOKEN_ROLES, type TokenCreated, type TokenView } from '@llmgw/shared';
 import { call, type Connection } from './client.js';
 import { examplesText } from './usage.js';
-import { table } from './render.js';
 
 /** What a command needs from the program: the connection and output format, and the printers. */
 export interface Io {
@@ -45,6 +44,7 @@ export function addTokenCommands(program: Command, io: Io): void {
       const { conn, json } = io.globals();
       const list = await call<TokenView[]>(conn, 'GET', '/tokens');
       if (json) return io.printJson(list);
+      const { tokensTable } = await import('./tables.js');
       io.print(tokensTable(list));
     });
 
@@ -58,12 +58,4 @@ export function addTokenCommands(program: Command, io: Io): void {
       if (json) return io.printJson(t);
       io.print(`token/${t.id} revoked`);
     });
-}
-
-export function tokensTable(list: TokenView[]): string {
-  if (list.length === 0) return 'No tokens. Create one with: ctl tokens create --name NAME --role viewer';
-  return table(
-    ['ID', 'NAME', 'ROLE', 'PREFIX', 'CREATED', 'STATUS'],
-    list.map((t) => [t.id, t.name, t.role, `${t.prefix}…`, t.created_at, t.revoked_at ? 'revoked' : 'active']),
-  );
 }

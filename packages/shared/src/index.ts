@@ -6,6 +6,7 @@ export * from './units.js';
 export type { Static, TSchema } from '@sinclair/typebox';
 export * from './keys.js';
 export * from './errors.js';
+export * from './names.js';
 export * from './redact.js';
 export * from './tokens.js';
 export * from './secrets.js';

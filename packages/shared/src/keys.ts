@@ -1,14 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PRIORITIES } from './names.js';
 
 /** Client API keys (admin API `/api/v1/keys`) and usage (`/api/v1/usage`). */
 
-/**
- * A key's priority band when the gateway holds requests (every replica saturated):
- * strict, highest first. `standard` when a key names none; a request may lower its own
- * (`x-llmgw-priority`), never raise it.
- */
-export const PRIORITIES = ['interactive', 'standard', 'batch'] as const;
-export type Priority = (typeof PRIORITIES)[number];
 const PrioritySchema = Type.Union(PRIORITIES.map((p) => Type.Literal(p)));
 
 export const KeyCreateRequestSchema = Type.Object({

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { TOKEN_ROLES } from './names.js';
 
 /**
  * Tokens of the admin listener (admin API `/api/v1/tokens`), each with one role:
@@ -6,8 +7,6 @@ import { Type, type Static } from '@sinclair/typebox';
  * - `viewer`: every GET of the admin API and the dashboard, read-only (no engine keys);
  * - `metrics`: `GET /metrics` only, for Prometheus.
  */
-export const TOKEN_ROLES = ['admin', 'viewer', 'metrics'] as const;
-export type TokenRole = (typeof TOKEN_ROLES)[number];
 
 export const TokenCreateRequestSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),

@@ -56,30 +56,6 @@ export const NodeViewSchema = Type.Object({
 });
 export type NodeView = Static<typeof NodeViewSchema>;
 
-/** How long ago a node was seen, in words for tables: `3s`, `2m5s`, `1h4m`, `2d`; `before restart` or `never` without `last_seen_s`. */
-export function lastSeenText(n: Pick<NodeView, 'last_seen_s' | 'hostname'>): string {
-  const s = n.last_seen_s;
-  if (s === undefined) return n.hostname !== undefined ? 'before restart' : 'never';
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ''}`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
-  return `${Math.floor(s / 86400)}d`;
-}
-
-/**
- * A node's state in words, the one vocabulary of ctl and the dashboard (like kubectl's
- * `NotReady,SchedulingDisabled`): its liveness first when it is not ready, then its admin
- * state when it is not the default; `ready` alone when both are.
- */
-export function nodeStateWords(n: Pick<NodeView, 'liveness' | 'state' | 'suspect'>): string[] {
-  const parts: string[] = [];
-  if (n.liveness !== 'ready') parts.push(n.liveness);
-  if (n.state !== 'ready' || parts.length === 0) parts.push(n.state);
-  // Last, so the state columns scripts match on keep their first word.
-  if (n.suspect !== undefined) parts.push('suspect');
-  return parts;
-}
-
 /**
  * Where a model's rollout to its current revision stands: `complete` (every replica
  * current and ready), `progressing`, `paused` (`ctl rollout pause`, or `pause_after`),
