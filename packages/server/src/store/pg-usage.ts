@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { MAX_USAGE_COUNT, USAGE_COLUMNS, USAGE_MINUTES_KEEP_MS, minuteOf, saturatingAdd, type StoredUsage, type UsageDelta } from './store.js';
+import { usageOfRow, type UsageCountRow } from './rows.js';
 
 // PostgresStore's usage rows (`usage`, `usage_minutes`), apart from the rest of its statements.
 
@@ -100,16 +101,7 @@ async function writeBatch(pool: pg.Pool, deltas: readonly UsageDelta[]): Promise
 /** Usage per key and model (totals, or the minutes from `sinceMs`'s), with the key's name where the key is still stored. */
 export async function loadUsageRows(pool: pg.Pool, sinceMs?: number): Promise<StoredUsage[]> {
   const order = 'ORDER BY COALESCE(k.name, u.key_id) COLLATE "C", u.model COLLATE "C"';
-  const { rows } = await pool.query<{
-    key_id: string;
-    key_name: string;
-    model: string;
-    requests: string;
-    errors: string;
-    cancelled: string;
-    prompt_tokens: string;
-    completion_tokens: string;
-  }>(
+  const { rows } = await pool.query<UsageCountRow & { key_name: string }>(
     sinceMs === undefined
       ? `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, u.requests, u.errors, u.cancelled, u.prompt_tokens, u.completion_tokens
          FROM usage u LEFT JOIN api_keys k ON k.id = u.key_id ${order}`
@@ -119,14 +111,5 @@ export async function loadUsageRows(pool: pg.Pool, sinceMs?: number): Promise<St
          GROUP BY u.key_id, k.name, u.model ${order}`,
     sinceMs === undefined ? [] : [minuteOf(sinceMs)],
   );
-  return rows.map((r) => ({
-    keyId: r.key_id,
-    keyName: r.key_name,
-    model: r.model,
-    requests: Number(r.requests),
-    errors: Number(r.errors),
-    cancelled: Number(r.cancelled),
-    promptTokens: Number(r.prompt_tokens),
-    completionTokens: Number(r.completion_tokens),
-  }));
+  return rows.map((r) => ({ ...usageOfRow(r), keyName: r.key_name }));
 }

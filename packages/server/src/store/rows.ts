@@ -1,6 +1,6 @@
 import { NodeAdminStates, NodeReportSchema, PRIORITIES, ShardStatusSchema, validate, type NodeReport, type Priority, type ShardStatus } from '@llmgw/shared';
 import type { AdminState, RevisionEntry, RolloutRecord } from '../domain.js';
-import type { StoredCredential, StoredKey, StoredNode } from './store.js';
+import type { StoredCredential, StoredKey, StoredNode, USAGE_COLUMNS, UsageDelta } from './store.js';
 
 /** An `api_keys` row as both stores hold it (`models` already parsed from SQLite's JSON text). */
 export interface KeyRow {
@@ -51,6 +51,22 @@ export interface CredentialRow {
 /** A credential from its row; `joinHash` only where the join sent a join id. */
 export function credentialOf(r: CredentialRow): StoredCredential {
   return { nodeId: r.node_id, hash: r.hash, createdAt: r.created_at, ...(r.join_hash ? { joinHash: r.join_hash } : {}) };
+}
+
+/** A row of `usage` or `usage_minutes` as either store reads it: PostgreSQL's bigint comes as a string. */
+export type UsageCountRow = Record<(typeof USAGE_COLUMNS)[number], number | string> & { key_id: string; model: string };
+
+/** A usage row's counts, as numbers (the store holds each at MAX_USAGE_COUNT, so `Number` is exact). */
+export function usageOfRow(r: UsageCountRow): UsageDelta {
+  return {
+    keyId: r.key_id,
+    model: r.model,
+    requests: Number(r.requests),
+    errors: Number(r.errors),
+    cancelled: Number(r.cancelled),
+    promptTokens: Number(r.prompt_tokens),
+    completionTokens: Number(r.completion_tokens),
+  };
 }
 
 export interface NodeRow {

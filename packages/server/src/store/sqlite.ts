@@ -19,7 +19,7 @@ import type {
   TokenRole,
   UsageDelta,
 } from './store.js';
-import { credentialOf, keyFromRow, rolloutFromRow, type CredentialRow, type KeyRow } from './rows.js';
+import { credentialOf, keyFromRow, rolloutFromRow, usageOfRow, type CredentialRow, type KeyRow, type UsageCountRow } from './rows.js';
 import { MAX_USAGE_COUNT, USAGE_COLUMNS, USAGE_MINUTES_KEEP_MS, minuteOf } from './store.js';
 
 /** About how many bytes of reports one transaction of `saveNodeReports` writes before the event loop gets a turn. */
@@ -270,43 +270,16 @@ export class SqliteStore implements Store {
             `SELECT u.key_id, COALESCE(k.name, u.key_id) AS key_name, u.model, ${sums}
              FROM usage_minutes u LEFT JOIN api_keys k ON k.id = u.key_id WHERE u.minute_ms >= ? GROUP BY u.key_id, u.model ORDER BY key_name, u.model`,
           );
-    const rows = (sinceMs === undefined ? stmt.all() : stmt.all(minuteOf(sinceMs))) as {
-      key_id: string;
-      key_name: string;
-      model: string;
-      requests: number;
-      errors: number;
-      cancelled: number;
-      prompt_tokens: number;
-      completion_tokens: number;
-    }[];
-    return rows.map((r) => ({
-      keyId: r.key_id,
-      keyName: r.key_name,
-      model: r.model,
-      requests: r.requests,
-      errors: r.errors,
-      cancelled: r.cancelled,
-      promptTokens: r.prompt_tokens,
-      completionTokens: r.completion_tokens,
-    }));
+    const rows = (sinceMs === undefined ? stmt.all() : stmt.all(minuteOf(sinceMs))) as (UsageCountRow & { key_name: string })[];
+    return rows.map((r) => ({ ...usageOfRow(r), keyName: r.key_name }));
   }
 
   /** Every kept minute row of `usage_minutes`, as written: what `llmgw-server migrate` copies so `ctl usage --since` and TPM windows survive the move. */
   loadUsageMinutes(): Required<UsageDelta>[] {
     const rows = this.db
       .prepare(`SELECT key_id, model, minute_ms, ${USAGE_COLUMNS.join(', ')} FROM usage_minutes ORDER BY key_id, model, minute_ms`)
-      .all() as (Record<(typeof USAGE_COLUMNS)[number], number> & { key_id: string; model: string; minute_ms: number })[];
-    return rows.map((r) => ({
-      keyId: r.key_id,
-      model: r.model,
-      minuteMs: r.minute_ms,
-      requests: r.requests,
-      errors: r.errors,
-      cancelled: r.cancelled,
-      promptTokens: r.prompt_tokens,
-      completionTokens: r.completion_tokens,
-    }));
+      .all() as (UsageCountRow & { minute_ms: number })[];
+    return rows.map((r) => ({ ...usageOfRow(r), minuteMs: r.minute_ms }));
   }
 
   async addEvents(events: readonly StoredEvent[], keep: EventRetention): Promise<StoredEvent[]> {
