@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import pino from 'pino';
 import type { AssignmentsReply, HeartbeatReply, ShardAssignment, ShardStatus } from '@llmgw/shared';
-import { Agent } from './agent.js';
+import { Agent, type AgentSettings } from './agent.js';
 import { shardAssignment } from './testing.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -17,6 +17,29 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
+
+/** Listens on a free port of 127.0.0.1 until the test ends; the server's URL. */
+async function listen(server: http.Server): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Node n1's settings against the test server at `url`: timers that wait unless `over` says otherwise. */
+const settingsFor = (url: string, over: Partial<AgentSettings> = {}): AgentSettings => ({
+  server: url,
+  joinToken: 't',
+  nodeId: 'n1',
+  labels: {},
+  advertiseAddr: '127.0.0.1',
+  heartbeatIntervalMs: 60_000,
+  probeIntervalMs: 60_000,
+  ...over,
+});
+const noGpus = () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] });
 
 describe('Agent', () => {
   it('does not go back to older assignments when a slow heartbeat reply arrives after a newer long-poll reply', async () => {
@@ -51,25 +74,13 @@ describe('Agent', () => {
       };
       req.on('end', () => void answer());
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    });
+    const url = await listen(server);
 
     const converged: string[][] = [];
     let onChange: () => void = () => {};
     const agent = new Agent(
-      {
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        joinToken: 't',
-        nodeId: 'n1',
-        labels: {},
-        advertiseAddr: '127.0.0.1',
-        heartbeatIntervalMs: 60_000,
-        probeIntervalMs: 60_000,
-      },
-      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      settingsFor(url),
+      noGpus,
       {
         converge: (a) => converged.push(a.map((x) => x.id)),
         statuses: () => [],
@@ -116,23 +127,11 @@ describe('Agent: one channel for assignments', () => {
         // Later polls: nothing new; they are held until the test ends.
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    });
+    const url = await listen(server);
     const converged: string[][] = [];
     const agent = new Agent(
-      {
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        joinToken: 't',
-        nodeId: 'n1',
-        labels: {},
-        advertiseAddr: '127.0.0.1',
-        heartbeatIntervalMs: 60_000,
-        probeIntervalMs: 60_000,
-      },
-      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      settingsFor(url),
+      noGpus,
       { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
       pino({ level: 'silent' }),
       (source) => Promise.resolve({ source, memory_mb: 1, weights_mb: 1, kv_cache_mb: 0, context_length: 1 }),
@@ -166,19 +165,15 @@ describe('Agent: replies are checked before they are acted on', () => {
         res.end(JSON.stringify(body));
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    });
-    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, reports, polls: () => n };
+    const url = await listen(server);
+    return { url, reports, polls: () => n };
   }
 
   function agentFor(url: string, lines: string[], converged: string[][], estimated: string[] = []) {
     const log = pino({ level: 'error' }, { write: (l: string) => void lines.push((JSON.parse(l) as { msg: string }).msg) });
     const agent = new Agent(
-      { server: url, joinToken: 't', nodeId: 'n1', labels: {}, advertiseAddr: '127.0.0.1', heartbeatIntervalMs: 50, probeIntervalMs: 60_000 },
-      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      settingsFor(url, { heartbeatIntervalMs: 50 }),
+      noGpus,
       { converge: (a) => converged.push(a.map((x) => x.id)), statuses: () => [], onChange: () => {} },
       log,
       (source) => {
@@ -245,24 +240,12 @@ describe('Agent: a fetched file is said until the server has it (issue 30 item 9
         for (const w of waiters.filter((x) => sent.length >= x.n)) w.done();
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    });
+    const url = await listen(server);
     const beats = (n: number) => new Promise<void>((done) => (sent.length >= n ? done() : waiters.push({ n, done })));
     let fetched = { bytes: 512_000, ms: 40 };
     const agent = new Agent(
-      {
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        joinToken: 't',
-        nodeId: 'n1',
-        labels: {},
-        advertiseAddr: '127.0.0.1',
-        heartbeatIntervalMs: 20,
-        probeIntervalMs: 60_000,
-      },
-      () => Promise.resolve({ cpuCores: 1, gpus: [], fabrics: [], warnings: [] }),
+      settingsFor(url, { heartbeatIntervalMs: 20 }),
+      noGpus,
       { converge: () => {}, statuses: () => [{ id: 'a-0', replica_id: 'a', state: 'ready', fetched }], onChange: () => {} },
       pino({ level: 'silent' }),
     );
