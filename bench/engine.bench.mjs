@@ -4,6 +4,7 @@
 // agent) is pinned to core 1 and the gateway to core 0 where taskset exists, so they do
 // not take turns on one core.
 import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { ADMIN, Pool, admin, percentile, root, run, serverTrust, stopAll, table, tmp, waitFor } from './lib.mjs';
 import fs from 'node:fs';
@@ -60,6 +61,9 @@ try {
       '--engine-host',
       '127.0.0.1',
       '--stop-engines-on-exit',
+      // As in lib.mjs's fleet: the engine runs as whoever runs the bench, root included.
+      '--engine-user',
+      os.userInfo().username,
     ],
     { env: { ...env, LLMGW_JOIN_TOKEN: joinToken }, core: 1 },
   );

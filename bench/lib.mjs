@@ -165,6 +165,10 @@ export async function fleet(catalogText, { core, replicas = 1, databaseUrl, serv
       '127.0.0.1',
       '--stop-engines-on-exit',
       '--allow-command-engine',
+      // Engines run as whoever runs the bench: as root, the agent would otherwise want the
+      // llmgw service account, which a development machine has no reason to have.
+      '--engine-user',
+      os.userInfo().username,
       '--log-level',
       'warn',
     ],
