@@ -61,6 +61,9 @@ describe('sameSecret', () => {
     // A map whose key disagrees with its record's hash (a bug elsewhere) authenticates nothing.
     const skewed = new Map([[hashSecret('right'), { id: 'b', hash: hashSecret('other') }]]);
     expect(findBySecret(skewed, 'right')).toBeUndefined();
+    // Nor one whose record holds something of another length.
+    const short = new Map([[hashSecret('right'), { id: 'c', hash: hashSecret('right').slice(1) }]]);
+    expect(findBySecret(short, 'right')).toBeUndefined();
   });
 });
 

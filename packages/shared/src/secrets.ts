@@ -52,7 +52,17 @@ export function sameSecret(given: string, expected: string): boolean {
 export function findBySecret<T extends { hash: string }>(byHash: ReadonlyMap<string, T>, secret: string): T | undefined {
   const hash = hashSecret(secret);
   const found = byHash.get(hash);
-  return found && sameSecret(hash, found.hash) ? found : undefined;
+  return found && sameHash(hash, found.hash) ? found : undefined;
+}
+
+/**
+ * Two hex hashes compared in constant time, without hashing them again as `sameSecret`
+ * would: this runs on every authenticated request (client keys, heartbeats), where those
+ * two extra SHA-256s were most of the lookup's cost. Hashes have one public length, so
+ * comparing lengths first leaks nothing.
+ */
+function sameHash(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1'));
 }
 
 /**
