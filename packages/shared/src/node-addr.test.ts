@@ -30,6 +30,16 @@ describe('nodeAddrRefusal (issue 27, finding 7: the gateway would POST prompts t
     expect(nodeAddrRefusal(addr, true)).toContain(why);
   });
 
+  it('answers the same when asked again, each answer remembered for its own option', () => {
+    // Allowed first, then asked without the option: a loopback address must still be refused.
+    for (let i = 0; i < 3; i++) {
+      expect(nodeAddrRefusal('127.0.0.9', true)).toBeUndefined();
+      expect(nodeAddrRefusal('127.0.0.9', false)).toContain('--allow-loopback-nodes');
+      expect(nodeAddrRefusal('169.254.169.254', true)).toContain('link-local');
+      expect(nodeAddrRefusal('10.1.2.3', false)).toBeUndefined();
+    }
+  });
+
   it('loopback only with the single-machine option', () => {
     for (const a of ['127.0.0.1', '127.3.4.5', '::1', 'localhost', 'LOCALHOST', 'x.localhost', '::ffff:127.0.0.1']) {
       expect(isLoopbackAddr(a)).toBe(true);

@@ -64,6 +64,24 @@ export function isLoopbackAddr(addr: string): boolean {
  * number it would be read as.
  */
 export function nodeAddrRefusal(addr: string, allowLoopback: boolean): string | undefined {
+  // Every heartbeat asks, almost always of the address its node gave last time, and the
+  // subnet checks build an address object per list: remembered, an answer costs a lookup.
+  const memo = allowLoopback ? MEMO_LOOPBACK_OK : MEMO;
+  const known = memo.get(addr);
+  if (known !== undefined) return known || undefined;
+  const why = refusalOf(addr, allowLoopback);
+  // Bounded: forgetting everything now and then costs one recomputation per node.
+  if (memo.size >= MEMO_MAX) memo.clear();
+  memo.set(addr, why ?? '');
+  return why;
+}
+
+/** Answers of {@link nodeAddrRefusal} by address, '' for none; one map per `allowLoopback`. */
+const MEMO = new Map<string, string>();
+const MEMO_LOOPBACK_OK = new Map<string, string>();
+const MEMO_MAX = 50_000;
+
+function refusalOf(addr: string, allowLoopback: boolean): string | undefined {
   if (isLoopbackAddr(addr)) {
     return allowLoopback
       ? undefined
