@@ -63,7 +63,7 @@ try {
       '--stop-engines-on-exit',
       // As in lib.mjs's fleet: the engine runs as whoever runs the bench, root included.
       '--engine-user',
-      os.userInfo().username,
+      process.env.LLMGW_ENGINE_USER || os.userInfo().username,
     ],
     { env: { ...env, LLMGW_JOIN_TOKEN: joinToken }, core: 1 },
   );

@@ -165,10 +165,10 @@ export async function fleet(catalogText, { core, replicas = 1, databaseUrl, serv
       '127.0.0.1',
       '--stop-engines-on-exit',
       '--allow-command-engine',
-      // Engines run as whoever runs the bench: as root, the agent would otherwise want the
-      // llmgw service account, which a development machine has no reason to have.
+      // Engines run as whoever runs the bench (or LLMGW_ENGINE_USER): as root, the agent would
+      // otherwise want the llmgw service account, which a development machine need not have.
       '--engine-user',
-      os.userInfo().username,
+      process.env.LLMGW_ENGINE_USER || os.userInfo().username,
       '--log-level',
       'warn',
     ],
