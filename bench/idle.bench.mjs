@@ -8,8 +8,11 @@
 // (VmRSS in /proc/PID/status) are read every minute. Goals: CPU <= 2 % of one core over
 // the window, RSS within +-5 % of its value after the warm-up throughout.
 //
-// Baseline, in the same run and the same window: the same server with the same flags,
-// an empty catalog and no nodes (the idle floor of a server with nothing to do).
+// Baselines, in the same run and the same window: (1) the least any Node HTTPS server
+// spends on the same traffic (idle-minimal.mjs: the same agent API paths over TLS, a
+// second fleet of the same 200 fake agents, nothing behind them): what the protocol
+// costs before llmgw does anything; (2) the same server with the same flags, an empty
+// catalog and no nodes: the idle floor of a server with nothing to do.
 // Both servers run at the production default `--reconcile-interval 5`.
 //
 //   node bench/idle.bench.mjs [--minutes=30] [--warmup=2] [--quick]   (--quick: 2 min, 30 s warm-up)
@@ -53,7 +56,10 @@ try {
   const { caFile } = serverTrust(fleet.dataDir, fleet.adminUrl);
   serverTrust(floor.dataDir, floor.adminUrl);
   const agents = run(path.join(root, 'bench/idle-agents.mjs'), [fleet.adminUrl, caFile, JOIN, String(NODES)]);
-  await waitFor(async () => agents.output().includes(`joined ${NODES}`), 'the fleet to join', 120_000);
+  const minimal = run(path.join(root, 'bench/idle-minimal.mjs'), [fleet.dataDir]);
+  const minimalUrl = await waitFor(async () => minimal.output().match(/https:\S+/)?.[0], 'the minimal server');
+  const minimalAgents = run(path.join(root, 'bench/idle-agents.mjs'), [minimalUrl, caFile, JOIN, String(NODES)]);
+  await waitFor(async () => agents.output().includes(`joined ${NODES}`) && minimalAgents.output().includes(`joined ${NODES}`), 'the fleets to join', 120_000);
   const t0 = Date.now();
   await waitFor(
     async () => {
@@ -68,7 +74,7 @@ try {
   );
   await new Promise((r) => setTimeout(r, WARMUP_S * 1000));
 
-  const servers = { fleet, floor };
+  const servers = { fleet, minimal: { pid: minimal.child.pid }, floor };
   const sample = () => Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, { cpu: cpuSeconds(s.pid), rss: rssMb(s.pid), at: Date.now() }]));
   const samples = [sample()];
   const rows = [];
@@ -77,10 +83,10 @@ try {
     const [a, b] = [samples[samples.length - 1], sample()];
     samples.push(b);
     const pct = (k) => ((100 * (b[k].cpu - a[k].cpu)) / ((b[k].at - a[k].at) / 1000)).toFixed(2);
-    const row = [String(m), pct('fleet'), b.fleet.rss.toFixed(1), pct('floor'), b.floor.rss.toFixed(1), os.loadavg()[0].toFixed(1)];
+    const row = [String(m), pct('fleet'), b.fleet.rss.toFixed(1), pct('minimal'), pct('floor'), b.floor.rss.toFixed(1), os.loadavg()[0].toFixed(1)];
     rows.push(row);
-    console.log(`minute ${row[0]}: fleet ${row[1]} % CPU, ${row[2]} MB; floor ${row[3]} % CPU, ${row[4]} MB; load ${row[5]}`);
-    if (agents.child.exitCode !== null) throw new Error(`the fake agents exited:\n${agents.output().slice(-2000)}`);
+    console.log(`minute ${row[0]}: fleet ${row[1]} % CPU, ${row[2]} MB; minimal HTTPS ${row[3]} %; floor ${row[4]} %, ${row[5]} MB; load ${row[6]}`);
+    for (const a of [agents, minimalAgents, minimal]) if (a.child.exitCode !== null) throw new Error(`a helper exited:\n${a.output().slice(-2000)}`);
   }
   const [first, last] = [samples[0], samples[samples.length - 1]];
   const summary = (k) => {
@@ -88,15 +94,18 @@ try {
     const dev = Math.max(...samples.map((s) => Math.abs(s[k].rss - first[k].rss) / first[k].rss)) * 100;
     return { cpu, dev, from: first[k].rss, to: last[k].rss };
   };
-  const [f, b] = [summary('fleet'), summary('floor')];
+  const [f, mn, b] = [summary('fleet'), summary('minimal'), summary('floor')];
   console.log(`\nserver's CPU (% of one core) and RSS per minute after the warm-up, ${os.cpus().length} cores:\n`);
-  console.log(table(['minute', `fleet CPU %`, 'fleet RSS MB', 'floor CPU %', 'floor RSS MB', 'load avg'], rows));
-  const beats =
-    agents
-      .output()
-      .match(/beats (\d+) (\d+)/g)
-      ?.pop() ?? 'beats ? ?';
-  console.log(`\nfake agents: ${beats.split(' ')[1]} heartbeats answered 200, ${beats.split(' ')[2]} failed (at their last count)`);
+  console.log(table(['minute', 'fleet CPU %', 'fleet RSS MB', 'minimal HTTPS CPU %', 'floor CPU %', 'floor RSS MB', 'load avg'], rows));
+  const beats = (a) =>
+    (
+      a
+        .output()
+        .match(/beats (\d+) (\d+)/g)
+        ?.pop() ?? 'beats ? ?'
+    ).split(' ');
+  const [[, ok, bad], [, ok2, bad2]] = [beats(agents), beats(minimalAgents)];
+  console.log(`\nfake agents (at their last count): fleet ${ok} heartbeats answered 200, ${bad} failed; minimal HTTPS ${ok2} and ${bad2}`);
   console.log(
     table(
       ['server', 'CPU % over the window', 'RSS MB first -> last', 'max RSS deviation'],
@@ -107,11 +116,14 @@ try {
           `${f.from.toFixed(1)} -> ${f.to.toFixed(1)}`,
           `${f.dev.toFixed(1)} %`,
         ],
+        ['minimal HTTPS (same traffic, nothing behind; baseline)', mn.cpu.toFixed(2), `${mn.from.toFixed(1)} -> ${mn.to.toFixed(1)}`, `${mn.dev.toFixed(1)} %`],
         ['floor (empty catalog, no nodes; baseline)', b.cpu.toFixed(2), `${b.from.toFixed(1)} -> ${b.to.toFixed(1)}`, `${b.dev.toFixed(1)} %`],
       ],
     ),
   );
-  console.log(`\nGoal: CPU <= ${CPU_GOAL} % of a core: ${f.cpu <= CPU_GOAL ? 'met' : 'NOT met'} (${f.cpu.toFixed(2)} %; the floor ${b.cpu.toFixed(2)} %)`);
+  console.log(
+    `\nGoal: CPU <= ${CPU_GOAL} % of a core: ${f.cpu <= CPU_GOAL ? 'met' : 'NOT met'} (${f.cpu.toFixed(2)} %; minimal HTTPS on the same traffic ${mn.cpu.toFixed(2)} %, the floor ${b.cpu.toFixed(2)} %)`,
+  );
   console.log(`Goal: RSS flat within +-${RSS_GOAL} %: ${f.dev <= RSS_GOAL ? 'met' : 'NOT met'} (max deviation ${f.dev.toFixed(1)} % over ${MINUTES} min)`);
 } catch (err) {
   failed = true;
