@@ -56,7 +56,10 @@ try {
   const { caFile } = serverTrust(fleet.dataDir, fleet.adminUrl);
   serverTrust(floor.dataDir, floor.adminUrl);
   const agents = run(path.join(root, 'bench/idle-agents.mjs'), [fleet.adminUrl, caFile, JOIN, String(NODES)]);
-  const minimal = run(path.join(root, 'bench/idle-minimal.mjs'), [fleet.dataDir]);
+  const minimal = run(path.join(root, 'bench/idle-minimal.mjs'), [fleet.dataDir], {
+    // The servers' node flags (`--cpu-prof`, say) for the baseline too, so that their profiles compare.
+    nodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  });
   const minimalUrl = await waitFor(async () => minimal.output().match(/https:\S+/)?.[0], 'the minimal server');
   const minimalAgents = run(path.join(root, 'bench/idle-agents.mjs'), [minimalUrl, caFile, JOIN, String(NODES)]);
   await waitFor(async () => agents.output().includes(`joined ${NODES}`) && minimalAgents.output().includes(`joined ${NODES}`), 'the fleets to join', 120_000);
