@@ -2,6 +2,7 @@ import type { Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
 import { CHECKS, GPU_CHECK, MEMORY_CHECK, planFor, type Check, type DynamicCheck, type Plan } from './checks.js';
 import { poolOf, requirementOf, type Requirement } from './requirement.js';
+import { touchPool, updateTree, type BestTree, type PoolCache } from './best.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
 /**
@@ -65,6 +66,10 @@ export interface ProfileView {
   fixed: FixedExplanation | undefined;
   /** The notes of nodes not chosen, built on first need (explain.ts). */
   quiet: QuietNotes | undefined;
+  /** The best candidate kept current (best.ts), built by the first decision that can use it (select.ts). */
+  best: BestTree | undefined;
+  /** Sharded: what each pool's last scan found (best.ts), kept by the decisions that can use it (sharded.ts). */
+  pools: PoolCache | undefined;
 }
 
 /**
@@ -214,6 +219,13 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
     fleet.usage[pos] = addReservation(fleet.index, r);
     const counts = countsOf(fleet.modelCount, r.model, fleet.nodes.length);
     counts[pos] = counts[pos]! + 1;
+    // The columns and counts are current: the trees replay the node's path.
+    for (const view of fleet.views.values()) {
+      const c = view.candAt[pos]!;
+      if (c < 0) continue;
+      if (view.best !== undefined) updateTree(view.best, c);
+      if (view.pools !== undefined) touchPool(view.pools, c);
+    }
   }
 }
 
@@ -323,6 +335,8 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     candAt,
     fixed: undefined,
     quiet: undefined,
+    best: undefined,
+    pools: undefined,
   };
   fleet.views.set(profile, view);
   return view;
