@@ -90,8 +90,13 @@ export interface QuietNotes {
  * `reserve` marks such nodes stale and explain rebuilds just those.
  */
 export interface FixedExplanation {
-  /** By position: every failing reason of a node that fails statically. */
-  byNode: (Rejection[] | undefined)[];
+  /**
+   * Every failing reason of every node that fails statically, in node order, in one list:
+   * explaining copies a run of it rather than walking a list per node.
+   */
+  flat: Rejection[];
+  /** By position, plus one: node p's reasons are flat[start[p]] .. flat[start[p + 1] - 1]. */
+  start: Int32Array;
   /** By position: that node's summary slot. */
   cat: Int32Array;
   /** Static failures per summary slot. */
