@@ -142,7 +142,7 @@ export interface PoolCache {
 export function poolCache(r: RankInputs, poolStart: Int32Array): PoolCache {
   const poolOf = new Int32Array(r.cand.length);
   // poolStart has one entry per pool plus one, each within the candidates.
-  for (let p = 0; p + 1 < poolStart.length; p++) poolOf.fill(p, poolStart[p]!, poolStart[p + 1]!);
+  for (let p = 0; p + 1 < poolStart.length; p++) poolOf.fill(p, poolStart[p], poolStart[p + 1]);
   return { r, poolOf, scans: new Array<PoolScan | undefined>(poolStart.length - 1).fill(undefined) };
 }
 

@@ -1,6 +1,6 @@
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
-import { NO_CATEGORY, type Detail } from './checks.js';
+import { NO_CATEGORY, type Detail } from './detail.js';
 import type { FixedExplanation, Fleet, ProfileView, QuietNotes } from './fleet.js';
 import { poolOf } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
@@ -71,7 +71,7 @@ function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
 
 /** A Detail pointed at no node yet: `pointAt` aims it at each node in turn. */
 function detailOf(view: ProfileView, out: Rejection[]): Detail {
-  return { profile: view.req.profile.name, pool: undefined, node: '', out, cat: NO_CATEGORY, plan: view.plan, check: -1 };
+  return { profile: view.req.profile.name, pool: undefined, node: '', out, cat: NO_CATEGORY, plan: view.plan, check: -1, said: [] };
 }
 
 /** Aims `d` at `node`: one Detail serves a whole pass rather than one per node. */
