@@ -149,11 +149,11 @@ function refresh(fleet: Fleet, view: ProfileView, known: FixedExplanation): void
   known.flat = next;
 }
 
-/** Appends items[from] .. items[to - 1] to `out`, a slice at a time (a call takes only so many arguments). */
+/** Appends items[from] .. items[to - 1] to `out` (one push each: faster than pushing slices). */
 function pushRange<T>(out: T[], items: readonly T[], from: number, to: number): void {
-  for (let k = from; k < to; k += PUSH_CHUNK) out.push(...items.slice(k, Math.min(to, k + PUSH_CHUNK)));
+  // from .. to - 1 index `items`.
+  for (let k = from; k < to; k++) out.push(items[k]!);
 }
-const PUSH_CHUNK = 8192;
 
 /** Records the reasons node `pos` fails in `out`, through `d`; returns its summary slot. */
 function explainNode(fleet: Fleet, view: ProfileView, pos: number, out: Rejection[], d: Detail): number {
