@@ -1,7 +1,7 @@
 import type { Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
 import { CHECKS, GPU_CHECK, MEMORY_CHECK, planFor, type Check, type DynamicCheck, type Plan } from './checks.js';
-import { poolOf, requirementOf, type Requirement } from './requirement.js';
+import { classOk, poolOf, requirementOf, type Requirement } from './requirement.js';
 import { touchPool, updateTree, type BestTree, type PoolCache } from './best.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
@@ -129,6 +129,8 @@ export interface Fleet {
   /** By position, the rank of the node id among all ids: the tie-break without string compares. */
   idRank: Int32Array;
   decisions: number;
+  /** By position, the class every GPU of the node has; '' when it has none or several (`oneClassOf`). */
+  oneClass: string[] | undefined;
 }
 
 /**
@@ -156,7 +158,7 @@ export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Itera
       for (const [model, count] of u.models) countsOf(modelCount, model, n)[i] = count;
     }
   }
-  return { nodes, checks, index, usage, modelCount, views: new Map(), positions: undefined, idRank: UNRANKED, decisions: 0 };
+  return { nodes, checks, index, usage, modelCount, views: new Map(), positions: undefined, idRank: UNRANKED, decisions: 0, oneClass: undefined };
 }
 
 /** Ranks node ids once, so ties between identical machines compare two integers. */
@@ -234,6 +236,20 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
   }
 }
 
+/** `Fleet.oneClass`, worked out on first need: one walk over every GPU for all the views. */
+function oneClassOf(fleet: Fleet): string[] {
+  if (fleet.oneClass !== undefined) return fleet.oneClass;
+  const out = fleet.nodes.map((node) => {
+    const gpus = node.gpus;
+    const first = gpus[0]?.class ?? '';
+    // Indexed: every GPU of every node.
+    for (let k = 1; k < gpus.length; k++) if (gpus[k]!.class !== first) return '';
+    return first;
+  });
+  fleet.oneClass = out;
+  return out;
+}
+
 /** The view of `profile` over the fleet, built on first use. */
 export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const known = fleet.views.get(profile);
@@ -252,6 +268,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const needPack = needOf(GPU_CHECK);
   const extraChecks = plan.extra;
   const extraNeeds = Float64Array.from(extraChecks, (check) => check.need(req));
+  const byClass = req.gpus > 0 && req.classes !== undefined ? oneClassOf(fleet) : undefined;
   const candAt = new Int32Array(n);
   let positions = new Int32Array(n);
   let pack = new Int32Array(n);
@@ -270,7 +287,10 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     const u = fleet.usage[i];
     const m = MEMORY_CHECK.left(node, u, req);
     if (m < needMem && (u === undefined || MEMORY_CHECK.left(node, undefined, req) < needMem)) continue;
-    const g = GPU_CHECK.left(node, u, req);
+    // A node whose GPUs are all of a class the profile does not accept has none that
+    // serve it (`serves`): no walk over its GPUs, in each such view.
+    const one = byClass === undefined ? '' : byClass[i]!;
+    const g = one !== '' && !classOk(req, one) ? 0 : GPU_CHECK.left(node, u, req);
     if (g < needPack && (u === undefined || GPU_CHECK.left(node, undefined, req) < needPack)) continue;
     // `extra` and `extraNeeds` have one entry per `extraChecks`; a value written for a node
     // that then fails is overwritten by the next candidate.
