@@ -261,60 +261,70 @@ const gpus: DynamicCheck = {
 };
 
 function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement, d: Detail): void {
-  if (node.gpus.length === 0) {
+  const list = node.gpus;
+  if (list.length === 0) {
     reject(d, 0, 'has no GPUs', req.gpus, 0);
     return;
   }
   const held = usage?.gpuUuids;
-  const nodeClasses: string[] = [];
-  const eligible: GpuReport[] = [];
+  // One walk that counts, allocating nothing: this runs for every node that fails a
+  // profile statically, most of which it passes or fails on the class alone. The lists a
+  // reason names are gathered only for a node that fails on them.
   let classMatches = 0;
   let largestMb = -1;
-  for (const g of node.gpus) {
-    if (!nodeClasses.includes(g.class)) nodeClasses.push(g.class);
+  let eligible = 0;
+  let free = 0;
+  let sick = 0;
+  for (const g of list) {
     if (!classOk(req, g.class)) continue;
     classMatches++;
     if (g.memory_total_mb !== undefined && g.memory_total_mb > largestMb) largestMb = g.memory_total_mb;
-    if (gpuMemOk(req, g)) eligible.push(g);
+    if (!gpuMemOk(req, g)) continue;
+    eligible++;
+    if (g.uuid !== undefined && held !== undefined && held.has(g.uuid)) continue;
+    if (healthy(g)) free++;
+    else sick++;
   }
   if (req.classes !== undefined && classMatches === 0) {
-    // Keyed by the class when the node has one (the common case), so alike nodes build no strings.
-    const one = nodeClasses.length === 1 ? nodeClasses[0]! : undefined;
-    let s = one === undefined ? undefined : said(d, 1, one);
-    if (s === undefined) {
-      s = { reason: `has ${nodeClasses.join(' and ')} GPUs, needs ${req.classesText}`, available: nodeClasses.join(',') };
-      if (one !== undefined) tell(d, 1, one, s.reason, s.available);
-    }
-    reject(d, 1, s.reason, req.classesList, s.available);
+    rejectClasses(list, req, d);
     return;
   }
-  if (eligible.length === 0) {
+  if (eligible === 0) {
     const reason = `has ${formatGb(largestMb)} GiB GPUs, needs ${formatGb(req.needGpuMb)}`;
     reject(d, 2, reason, mbToGb(req.needGpuMb), mbToGb(largestMb));
     return;
   }
-  let free = 0;
-  const sick: GpuReport[] = [];
-  const kinds: string[] = [];
-  for (const g of eligible) {
-    if (!kinds.includes(g.class)) kinds.push(g.class);
-    if (g.uuid !== undefined && held !== undefined && held.has(g.uuid)) continue;
-    if (healthy(g)) free++;
-    else sick.push(g);
-  }
   // What `left` counts: GPUs that serve (class, memory, healthy) and are not held.
   if (free >= req.gpus) return;
-  // Unhealthy GPUs are named only when they are what makes the node short; on a node
-  // that is short anyway they are noise.
-  if (free + sick.length >= req.gpus) {
-    for (const g of sick) {
-      const problem = g.problems.length > 0 ? g.problems.join('; ') : 'no UUID reported';
-      reject(d, 3, `GPU ${g.index} is unhealthy: ${problem}`);
-    }
+  const kinds: string[] = [];
+  for (const g of list) {
+    if (!classOk(req, g.class) || !gpuMemOk(req, g)) continue;
+    if (!kinds.includes(g.class)) kinds.push(g.class);
+    // Unhealthy GPUs are named only when they are what makes the node short; on a node
+    // that is short anyway they are noise.
+    if (free + sick < req.gpus || healthy(g) || (g.uuid !== undefined && held !== undefined && held.has(g.uuid))) continue;
+    const problem = g.problems.length > 0 ? g.problems.join('; ') : 'no UUID reported';
+    reject(d, 3, `GPU ${g.index} is unhealthy: ${problem}`);
   }
   const kind = kinds.join('/');
   const have = free === 0 ? `no free ${kind} GPUs` : `${free} free ${kind} ${free === 1 ? 'GPU' : 'GPUs'}`;
   reject(d, 4, `has ${have}, needs ${req.gpus}`, req.gpus, free);
+}
+
+/** A node none of whose GPUs is of a class the profile accepts: its classes, in order. */
+function rejectClasses(list: readonly GpuReport[], req: Requirement, d: Detail): void {
+  // Keyed by the class when the node has one (the common case), so alike nodes build no strings.
+  const first = list[0]!.class; // callers pass a node with GPUs
+  let one: string | undefined = first;
+  for (const g of list) if (g.class !== first) one = undefined;
+  let s = one === undefined ? undefined : said(d, 1, one);
+  if (s === undefined) {
+    const nodeClasses: string[] = [];
+    for (const g of list) if (!nodeClasses.includes(g.class)) nodeClasses.push(g.class);
+    s = { reason: `has ${nodeClasses.join(' and ')} GPUs, needs ${req.classesText}`, available: nodeClasses.join(',') };
+    if (one !== undefined) tell(d, 1, one, s.reason, s.available);
+  }
+  reject(d, 1, s.reason, req.classesList, s.available);
 }
 
 /** Every check, in the order a node's reasons are listed. */

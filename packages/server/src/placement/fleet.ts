@@ -129,8 +129,8 @@ export interface Fleet {
   /** By position, the rank of the node id among all ids: the tie-break without string compares. */
   idRank: Int32Array;
   decisions: number;
-  /** By position, the class every GPU of the node has; '' when it has none or several (`oneClassOf`). */
-  oneClass: string[] | undefined;
+  /** By position, the class every GPU of the node has; '' when it has none or several; undefined until asked (`oneClassOf`). */
+  oneClass: (string | undefined)[] | undefined;
 }
 
 /**
@@ -236,18 +236,21 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
   }
 }
 
-/** `Fleet.oneClass`, worked out on first need: one walk over every GPU for all the views. */
-function oneClassOf(fleet: Fleet): string[] {
-  if (fleet.oneClass !== undefined) return fleet.oneClass;
-  const out = fleet.nodes.map((node) => {
-    const gpus = node.gpus;
-    const first = gpus[0]?.class ?? '';
-    // Indexed: every GPU of every node.
-    for (let k = 1; k < gpus.length; k++) if (gpus[k]!.class !== first) return '';
-    return first;
-  });
-  fleet.oneClass = out;
-  return out;
+/**
+ * The class every GPU of node `i` has ('' when none or several), worked out on first need
+ * and kept in `Fleet.oneClass`: one walk over a node's GPUs for all the views.
+ */
+function oneClassOf(fleet: Fleet, i: number): string {
+  const known = (fleet.oneClass ??= new Array<string | undefined>(fleet.nodes.length).fill(undefined));
+  let one = known[i];
+  if (one !== undefined) return one;
+  // `i` is a position of the fleet's nodes.
+  const gpus = fleet.nodes[i]!.gpus;
+  one = gpus[0]?.class ?? '';
+  // Indexed: every GPU of the node.
+  for (let k = 1; k < gpus.length; k++) if (gpus[k]!.class !== one) one = '';
+  known[i] = one;
+  return one;
 }
 
 /** The view of `profile` over the fleet, built on first use. */
@@ -268,7 +271,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const needPack = needOf(GPU_CHECK);
   const extraChecks = plan.extra;
   const extraNeeds = Float64Array.from(extraChecks, (check) => check.need(req));
-  const byClass = req.gpus > 0 && req.classes !== undefined ? oneClassOf(fleet) : undefined;
+  const byClass = req.gpus > 0 && req.classes !== undefined;
   const candAt = new Int32Array(n);
   let positions = new Int32Array(n);
   let pack = new Int32Array(n);
@@ -289,7 +292,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     if (m < needMem && (u === undefined || MEMORY_CHECK.left(node, undefined, req) < needMem)) continue;
     // A node whose GPUs are all of a class the profile does not accept has none that
     // serve it (`serves`): no walk over its GPUs, in each such view.
-    const one = byClass === undefined ? '' : byClass[i]!;
+    const one = byClass ? oneClassOf(fleet, i) : '';
     const g = one !== '' && !classOk(req, one) ? 0 : GPU_CHECK.left(node, u, req);
     if (g < needPack && (u === undefined || GPU_CHECK.left(node, undefined, req) < needPack)) continue;
     // `extra` and `extraNeeds` have one entry per `extraChecks`; a value written for a node
