@@ -1,6 +1,7 @@
 import { formatGb, gbToMb, mbToGb } from '@llmgw/shared';
 import type { GpuReport, RejectionCode } from '@llmgw/shared';
-import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
+import { reject, said, tell, type Category, type Detail } from './detail.js';
+import type { NodeSnapshot, PlacementNote, Reservation } from '../snapshot.js';
 import { classOk, gpuMemOk, healthy, serves, type Requirement } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
 
@@ -16,21 +17,8 @@ import type { NodeUsage } from './reservations.js';
  * reservations update and the fast path reads (the columns also rank candidates).
  */
 
-/** A line of the summary that a failing node can be counted under. */
-export interface Category {
-  /**
-   * Place in the summary, lowest first. A node is counted once, under its most telling
-   * reason: static mismatches (the node could never run the profile) come before
-   * capacity it is short of right now, because "cordoned" or "lacks label" is what the
-   * operator has to act on first; "too little memory" on a cordoned node is moot.
-   */
-  rank: number;
-  code: RejectionCode;
-  /** Phrase after a count of 1, e.g. `lacks label role=coding`. */
-  one: string;
-  /** Phrase after a larger count, e.g. `lack label role=coding`. */
-  many: string;
-}
+// The explanation's vocabulary lives in detail.ts; a check table of a test's own imports it from here.
+export { NO_CATEGORY, reject, type Category, type Detail } from './detail.js';
 
 interface Declared {
   /** The summary categories it can count a node under; `explain` names them by position. */
@@ -88,31 +76,6 @@ export interface DynamicCheck extends Declared {
 
 export type Check = StaticCheck | DynamicCheck;
 
-/** Where the explain pass records reasons, one node at a time. */
-export interface Detail {
-  profile: string;
-  pool: string | undefined;
-  node: string;
-  out: Rejection[];
-  /** Lowest summary slot seen for the current node. */
-  cat: number;
-  plan: Plan;
-  /** Index in `plan.checks` of the check explaining. */
-  check: number;
-}
-
-export const NO_CATEGORY = Number.MAX_SAFE_INTEGER;
-
-/** Records a failure under category `category` of the check explaining. */
-export function reject(d: Detail, category: number, reason: string, requested?: number | string, available?: number | string): void {
-  // `d.check` is the explaining check's index in the plan and `category` one of its own:
-  // `slots` and `cats` are built from the same categories, so both lookups are in range.
-  const slot = d.plan.slots[d.check]![category]!;
-  const code = d.plan.cats[slot]!.code;
-  d.out.push({ profile: d.profile, pool: d.pool, node: d.node, code, reason, requested, available });
-  if (slot < d.cat) d.cat = slot;
-}
-
 function say(out: PlacementNote[], req: Requirement, node: NodeSnapshot, note: string): void {
   out.push({ profile: req.profile.name, node: node.id, note });
 }
@@ -168,8 +131,11 @@ const labels: StaticCheck = {
       const have = node.labels[key];
       if (have === req.selVals[k]) continue;
       const pair = req.selPairs[k]!;
-      if (have === undefined) reject(d, k, `lacks label ${pair}`, pair);
-      else reject(d, k, `has label ${key}=${have}, needs ${pair}`, pair, `${key}=${have}`);
+      if (have === undefined) reject(d, k, req.selLacks[k]!, pair);
+      else {
+        const s = said(d, k, have) ?? tell(d, k, have, `has label ${key}=${have}, needs ${pair}`, `${key}=${have}`);
+        reject(d, k, s.reason, pair, s.available);
+      }
     }
   },
 };
@@ -232,7 +198,7 @@ const memory: DynamicCheck = {
     const reason =
       reserved > 0
         ? `has ${formatGb(total)} GiB of memory, ${formatGb(reserved)} reserved by ${n} ${n === 1 ? 'replica' : 'replicas'}, needs ${need}`
-        : `has ${formatGb(total)} GiB of memory, needs ${need}`;
+        : (said(d, 0, total) ?? tell(d, 0, total, `has ${formatGb(total)} GiB of memory, needs ${need}`, undefined)).reason;
     reject(d, 0, reason, mbToGb(req.needMemMb), mbToGb(Math.max(0, total - reserved)));
   },
   notes(node, req, _gpus, out) {
@@ -295,54 +261,70 @@ const gpus: DynamicCheck = {
 };
 
 function explainGpus(node: NodeSnapshot, usage: NodeUsage | undefined, req: Requirement, d: Detail): void {
-  if (node.gpus.length === 0) {
+  const list = node.gpus;
+  if (list.length === 0) {
     reject(d, 0, 'has no GPUs', req.gpus, 0);
     return;
   }
   const held = usage?.gpuUuids;
-  const nodeClasses: string[] = [];
-  const eligible: GpuReport[] = [];
+  // One walk that counts, allocating nothing: this runs for every node that fails a
+  // profile statically, most of which it passes or fails on the class alone. The lists a
+  // reason names are gathered only for a node that fails on them.
   let classMatches = 0;
   let largestMb = -1;
-  for (const g of node.gpus) {
-    if (!nodeClasses.includes(g.class)) nodeClasses.push(g.class);
+  let eligible = 0;
+  let free = 0;
+  let sick = 0;
+  for (const g of list) {
     if (!classOk(req, g.class)) continue;
     classMatches++;
     if (g.memory_total_mb !== undefined && g.memory_total_mb > largestMb) largestMb = g.memory_total_mb;
-    if (gpuMemOk(req, g)) eligible.push(g);
+    if (!gpuMemOk(req, g)) continue;
+    eligible++;
+    if (g.uuid !== undefined && held !== undefined && held.has(g.uuid)) continue;
+    if (healthy(g)) free++;
+    else sick++;
   }
   if (req.classes !== undefined && classMatches === 0) {
-    const reason = `has ${nodeClasses.join(' and ')} GPUs, needs ${req.classesText}`;
-    reject(d, 1, reason, req.classesList, nodeClasses.join(','));
+    rejectClasses(list, req, d);
     return;
   }
-  if (eligible.length === 0) {
+  if (eligible === 0) {
     const reason = `has ${formatGb(largestMb)} GiB GPUs, needs ${formatGb(req.needGpuMb)}`;
     reject(d, 2, reason, mbToGb(req.needGpuMb), mbToGb(largestMb));
     return;
   }
-  let free = 0;
-  const sick: GpuReport[] = [];
-  const kinds: string[] = [];
-  for (const g of eligible) {
-    if (!kinds.includes(g.class)) kinds.push(g.class);
-    if (g.uuid !== undefined && held !== undefined && held.has(g.uuid)) continue;
-    if (healthy(g)) free++;
-    else sick.push(g);
-  }
   // What `left` counts: GPUs that serve (class, memory, healthy) and are not held.
   if (free >= req.gpus) return;
-  // Unhealthy GPUs are named only when they are what makes the node short; on a node
-  // that is short anyway they are noise.
-  if (free + sick.length >= req.gpus) {
-    for (const g of sick) {
-      const problem = g.problems.length > 0 ? g.problems.join('; ') : 'no UUID reported';
-      reject(d, 3, `GPU ${g.index} is unhealthy: ${problem}`);
-    }
+  const kinds: string[] = [];
+  for (const g of list) {
+    if (!classOk(req, g.class) || !gpuMemOk(req, g)) continue;
+    if (!kinds.includes(g.class)) kinds.push(g.class);
+    // Unhealthy GPUs are named only when they are what makes the node short; on a node
+    // that is short anyway they are noise.
+    if (free + sick < req.gpus || healthy(g) || (g.uuid !== undefined && held !== undefined && held.has(g.uuid))) continue;
+    const problem = g.problems.length > 0 ? g.problems.join('; ') : 'no UUID reported';
+    reject(d, 3, `GPU ${g.index} is unhealthy: ${problem}`);
   }
   const kind = kinds.join('/');
   const have = free === 0 ? `no free ${kind} GPUs` : `${free} free ${kind} ${free === 1 ? 'GPU' : 'GPUs'}`;
   reject(d, 4, `has ${have}, needs ${req.gpus}`, req.gpus, free);
+}
+
+/** A node none of whose GPUs is of a class the profile accepts: its classes, in order. */
+function rejectClasses(list: readonly GpuReport[], req: Requirement, d: Detail): void {
+  // Keyed by the class when the node has one (the common case), so alike nodes build no strings.
+  const first = list[0]!.class; // callers pass a node with GPUs
+  let one: string | undefined = first;
+  for (const g of list) if (g.class !== first) one = undefined;
+  let s = one === undefined ? undefined : said(d, 1, one);
+  if (s === undefined) {
+    const nodeClasses: string[] = [];
+    for (const g of list) if (!nodeClasses.includes(g.class)) nodeClasses.push(g.class);
+    s = { reason: `has ${nodeClasses.join(' and ')} GPUs, needs ${req.classesText}`, available: nodeClasses.join(',') };
+    if (one !== undefined) tell(d, 1, one, s.reason, s.available);
+  }
+  reject(d, 1, s.reason, req.classesList, s.available);
 }
 
 /** Every check, in the order a node's reasons are listed. */

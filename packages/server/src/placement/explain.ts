@@ -1,6 +1,6 @@
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection } from '../snapshot.js';
-import { NO_CATEGORY, type Detail } from './checks.js';
+import { NO_CATEGORY, type Detail } from './detail.js';
 import type { FixedExplanation, Fleet, ProfileView, QuietNotes } from './fleet.js';
 import { poolOf } from './requirement.js';
 import type { NodeUsage } from './reservations.js';
@@ -71,7 +71,7 @@ function quietOf(fleet: Fleet, view: ProfileView): QuietNotes {
 
 /** A Detail pointed at no node yet: `pointAt` aims it at each node in turn. */
 function detailOf(view: ProfileView, out: Rejection[]): Detail {
-  return { profile: view.req.profile.name, pool: undefined, node: '', out, cat: NO_CATEGORY, plan: view.plan, check: -1 };
+  return { profile: view.req.profile.name, pool: undefined, node: '', out, cat: NO_CATEGORY, plan: view.plan, check: -1, said: [] };
 }
 
 /** Aims `d` at `node`: one Detail serves a whole pass rather than one per node. */
@@ -87,35 +87,72 @@ function fixedOf(fleet: Fleet, view: ProfileView): FixedExplanation {
   const nodes = fleet.nodes;
   const known = view.fixed;
   if (known !== undefined) {
-    // Stale positions index the nodes, and a node's slot indexes `counts`.
-    const d = detailOf(view, []);
-    for (const pos of known.stale) {
-      const was = known.cat[pos]!;
-      known.counts[was] = known.counts[was]! - 1;
-      const cat = explainNode(fleet, view, pos, (known.byNode[pos] = []), d);
-      known.cat[pos] = cat;
-      known.counts[cat] = known.counts[cat]! + 1;
-    }
-    known.stale.length = 0;
+    if (known.stale.length > 0) refresh(fleet, view, known);
     return known;
   }
-  const byNode = new Array<Rejection[] | undefined>(nodes.length).fill(undefined);
+  const start = new Int32Array(nodes.length + 1);
   const cat = new Int32Array(nodes.length);
   const counts = new Array<number>(view.plan.cats.length).fill(0);
   const pools = new Set<string>();
-  const d = detailOf(view, []);
+  const flat: Rejection[] = [];
+  const d = detailOf(view, flat);
   for (let i = 0; i < nodes.length; i++) {
+    start[i] = flat.length;
     const node = nodes[i];
     if (node === undefined) continue;
     if (view.req.shards > 1) pools.add(poolOf(node));
     if (view.candAt[i]! >= 0) continue;
-    const slot = explainNode(fleet, view, i, (byNode[i] = []), d);
+    const slot = explainNode(fleet, view, i, flat, d);
     cat[i] = slot;
     // A summary slot indexes `counts`.
     counts[slot] = counts[slot]! + 1;
   }
-  view.fixed = { byNode, cat, counts, pools: [...pools], stale: [] };
+  start[nodes.length] = flat.length;
+  view.fixed = { flat, start, cat, counts, pools: [...pools], stale: [] };
   return view.fixed;
+}
+
+/**
+ * Explains the stale nodes again (a reservation landed there: their figures changed).
+ * A node with as many reasons as before has them replaced where they stand; when one has
+ * more or fewer, the list is put together again.
+ */
+function refresh(fleet: Fleet, view: ProfileView, known: FixedExplanation): void {
+  // Stale positions index the nodes (and `start`, which has one more), and a node's slot indexes `counts`.
+  const { flat, start } = known;
+  const d = detailOf(view, []);
+  let moved: Map<number, Rejection[]> | undefined;
+  for (const pos of known.stale) {
+    const was = known.cat[pos]!;
+    known.counts[was] = known.counts[was]! - 1;
+    const out: Rejection[] = [];
+    const cat = explainNode(fleet, view, pos, out, d);
+    known.cat[pos] = cat;
+    known.counts[cat] = known.counts[cat]! + 1;
+    const from = start[pos]!;
+    if (out.length === start[pos + 1]! - from) for (let k = 0; k < out.length; k++) flat[from + k] = out[k]!;
+    else (moved ??= new Map()).set(pos, out);
+  }
+  known.stale.length = 0;
+  if (moved === undefined) return;
+  const next: Rejection[] = [];
+  const n = fleet.nodes.length;
+  for (let p = 0; p < n; p++) {
+    const own = moved.get(p);
+    const from = start[p]!;
+    const to = start[p + 1]!;
+    start[p] = next.length;
+    if (own !== undefined) for (const r of own) next.push(r);
+    else for (let k = from; k < to; k++) next.push(flat[k]!);
+  }
+  start[n] = next.length;
+  known.flat = next;
+}
+
+/** Appends items[from] .. items[to - 1] to `out` (one push each: faster than pushing slices). */
+function pushRange<T>(out: T[], items: readonly T[], from: number, to: number): void {
+  // from .. to - 1 index `items`.
+  for (let k = from; k < to; k++) out.push(items[k]!);
 }
 
 /** Records the reasons node `pos` fails in `out`, through `d`; returns its summary slot. */
@@ -150,12 +187,8 @@ export function explainProfile(
   const d = detailOf(view, rejections);
   // Node order: the static failures' rejections between candidates are copied as they are.
   let next = 0;
-  const copyUpTo = (end: number): void => {
-    for (let p = next; p < end; p++) {
-      const rs = fixed.byNode[p];
-      if (rs !== undefined) for (const r of rs) rejections.push(r);
-    }
-  };
+  // `start` has an entry per position plus one.
+  const copyUpTo = (end: number): void => pushRange(rejections, fixed.flat, fixed.start[next]!, fixed.start[end]!);
   for (const i of view.inOrder) {
     copyUpTo(i);
     next = i + 1;

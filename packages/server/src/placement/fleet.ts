@@ -1,7 +1,8 @@
 import type { Profile } from '@llmgw/shared';
 import type { NodeSnapshot, PlacementNote, Rejection, Reservation } from '../snapshot.js';
 import { CHECKS, GPU_CHECK, MEMORY_CHECK, planFor, type Check, type DynamicCheck, type Plan } from './checks.js';
-import { poolOf, requirementOf, type Requirement } from './requirement.js';
+import { classOk, poolOf, requirementOf, type Requirement } from './requirement.js';
+import { touchPool, updateTree, type BestTree, type PoolCache } from './best.js';
 import { addReservation, indexReservations, type NodeUsage, type ReservationIndex } from './reservations.js';
 
 /**
@@ -65,6 +66,10 @@ export interface ProfileView {
   fixed: FixedExplanation | undefined;
   /** The notes of nodes not chosen, built on first need (explain.ts). */
   quiet: QuietNotes | undefined;
+  /** The best candidate kept current (best.ts), built by the first decision that can use it (select.ts). */
+  best: BestTree | undefined;
+  /** Sharded: what each pool's last scan found (best.ts), kept by the decisions that can use it (sharded.ts). */
+  pools: PoolCache | undefined;
 }
 
 /**
@@ -85,8 +90,13 @@ export interface QuietNotes {
  * `reserve` marks such nodes stale and explain rebuilds just those.
  */
 export interface FixedExplanation {
-  /** By position: every failing reason of a node that fails statically. */
-  byNode: (Rejection[] | undefined)[];
+  /**
+   * Every failing reason of every node that fails statically, in node order, in one list:
+   * explaining copies a run of it rather than walking a list per node.
+   */
+  flat: Rejection[];
+  /** By position, plus one: node p's reasons are flat[start[p]] .. flat[start[p + 1] - 1]. */
+  start: Int32Array;
   /** By position: that node's summary slot. */
   cat: Int32Array;
   /** Static failures per summary slot. */
@@ -119,6 +129,8 @@ export interface Fleet {
   /** By position, the rank of the node id among all ids: the tie-break without string compares. */
   idRank: Int32Array;
   decisions: number;
+  /** By position, the class every GPU of the node has; '' when it has none or several; undefined until asked (`oneClassOf`). */
+  oneClass: (string | undefined)[] | undefined;
 }
 
 /**
@@ -146,7 +158,7 @@ export function prepareFleet(nodes: readonly NodeSnapshot[], reservations: Itera
       for (const [model, count] of u.models) countsOf(modelCount, model, n)[i] = count;
     }
   }
-  return { nodes, checks, index, usage, modelCount, views: new Map(), positions: undefined, idRank: UNRANKED, decisions: 0 };
+  return { nodes, checks, index, usage, modelCount, views: new Map(), positions: undefined, idRank: UNRANKED, decisions: 0, oneClass: undefined };
 }
 
 /** Ranks node ids once, so ties between identical machines compare two integers. */
@@ -214,7 +226,31 @@ export function reserve(fleet: Fleet, reservations: Iterable<Reservation>): void
     fleet.usage[pos] = addReservation(fleet.index, r);
     const counts = countsOf(fleet.modelCount, r.model, fleet.nodes.length);
     counts[pos] = counts[pos]! + 1;
+    // The columns and counts are current: the trees replay the node's path.
+    for (const view of fleet.views.values()) {
+      const c = view.candAt[pos]!;
+      if (c < 0) continue;
+      if (view.best !== undefined) updateTree(view.best, c);
+      if (view.pools !== undefined) touchPool(view.pools, c);
+    }
   }
+}
+
+/**
+ * The class every GPU of node `i` has ('' when none or several), worked out on first need
+ * and kept in `Fleet.oneClass`: one walk over a node's GPUs for all the views.
+ */
+function oneClassOf(fleet: Fleet, i: number): string {
+  const known = (fleet.oneClass ??= new Array<string | undefined>(fleet.nodes.length).fill(undefined));
+  let one = known[i];
+  if (one !== undefined) return one;
+  // `i` is a position of the fleet's nodes.
+  const gpus = fleet.nodes[i]!.gpus;
+  one = gpus[0]?.class ?? '';
+  // Indexed: every GPU of the node.
+  for (let k = 1; k < gpus.length; k++) if (gpus[k]!.class !== one) one = '';
+  known[i] = one;
+  return one;
 }
 
 /** The view of `profile` over the fleet, built on first use. */
@@ -235,6 +271,7 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
   const needPack = needOf(GPU_CHECK);
   const extraChecks = plan.extra;
   const extraNeeds = Float64Array.from(extraChecks, (check) => check.need(req));
+  const byClass = req.gpus > 0 && req.classes !== undefined;
   const candAt = new Int32Array(n);
   let positions = new Int32Array(n);
   let pack = new Int32Array(n);
@@ -253,7 +290,10 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     const u = fleet.usage[i];
     const m = MEMORY_CHECK.left(node, u, req);
     if (m < needMem && (u === undefined || MEMORY_CHECK.left(node, undefined, req) < needMem)) continue;
-    const g = GPU_CHECK.left(node, u, req);
+    // A node whose GPUs are all of a class the profile does not accept has none that
+    // serve it (`serves`): no walk over its GPUs, in each such view.
+    const one = byClass ? oneClassOf(fleet, i) : '';
+    const g = one !== '' && !classOk(req, one) ? 0 : GPU_CHECK.left(node, u, req);
     if (g < needPack && (u === undefined || GPU_CHECK.left(node, undefined, req) < needPack)) continue;
     // `extra` and `extraNeeds` have one entry per `extraChecks`; a value written for a node
     // that then fails is overwritten by the next candidate.
@@ -323,6 +363,8 @@ export function viewOf(fleet: Fleet, profile: Profile): ProfileView {
     candAt,
     fixed: undefined,
     quiet: undefined,
+    best: undefined,
+    pools: undefined,
   };
   fleet.views.set(profile, view);
   return view;

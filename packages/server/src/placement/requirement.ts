@@ -24,6 +24,8 @@ export interface Requirement {
   selVals: string[];
   /** `key=value` per selector entry, as reasons write it: built once, not per node. */
   selPairs: string[];
+  /** `lacks label key=value` per selector entry: the reason most nodes give, one string for all. */
+  selLacks: string[];
   /** The memory need as a reason says it (`24`, or `about 24 GiB (estimated from the GGUF)`). */
   needMemText: string;
   /** The catalog's GPU classes as reasons say them: `H100 or A100`, and the list `H100,A100`. */
@@ -55,6 +57,7 @@ export function requirementOf(profile: Profile): Requirement {
     selKeys,
     selVals,
     selPairs: selector.map(([k, v]) => `${k}=${v}`),
+    selLacks: selector.map(([k, v]) => `lacks label ${k}=${v}`),
     needMemText: memEstimated ? `about ${formatGb(needMemMb)} GiB (estimated from the GGUF)` : formatGb(needMemMb),
     classesText: (profile.gpu_class ?? []).join(' or '),
     classesList: (profile.gpu_class ?? []).join(','),

@@ -1,7 +1,8 @@
 import type { GpuReport } from '@llmgw/shared';
 import type { NodeSnapshot } from '../snapshot.js';
 import { NEED_MEM, NEED_PACK, type Column, type Fleet, type ProfileView } from './fleet.js';
-import { F0, F1, F2, F3, F4, F5, idBefore, RANK_VALUES, valuesOrder, type RankInputs } from './ranking.js';
+import { buildTree, type BestTree } from './best.js';
+import { F0, F1, F2, F3, F4, F5, idBefore, RANK_VALUES, rankValues, valuesOrder, type RankInputs } from './ranking.js';
 import { serves } from './requirement.js';
 
 /**
@@ -83,12 +84,38 @@ export interface Found {
  */
 export function pickSingle(fleet: Fleet, view: ProfileView, ctx: Context): Found {
   const keys = new Float64Array(RANK_VALUES.length);
-  const { best, fit } = bestFit(rankInputs(fleet, view, ctx), view.needs, view.extra, view.extraNeeds, keys);
+  const tree = treeFor(fleet, view, ctx);
+  let best: number;
+  let fit: number;
+  if (tree !== undefined) {
+    // The root (entry 1) is the best fitting candidate; its figures as the scan leaves them.
+    best = tree.win[1]!;
+    fit = tree.fit;
+    if (best >= 0) rankValues(tree.r, best, keys);
+  } else {
+    ({ best, fit } = bestFit(rankInputs(fleet, view, ctx), view.needs, view.extra, view.extraNeeds, keys));
+  }
   if (best < 0) return { fit, chosen: undefined, pool: undefined };
   // `best` is a candidate index: in range of the view's arrays, and cand[best] of `nodes`.
   const pos = view.cand[best]!;
   const node = fleet.nodes[pos]!;
   return { fit, chosen: [{ pos, c: best, node, keys }], pool: node.pool };
+}
+
+/**
+ * The view's tree (best.ts) when it answers this decision: once the ids are ranked (the
+ * fleet's second decision on), for a decision whose keys read nothing the tree does not
+ * hold (no nodes to avoid, no caller's replica map), built on first such decision and
+ * again when the model's counts or the file differ from the ones it ranked by.
+ */
+export function treeFor(fleet: Fleet, view: ProfileView, ctx: Context): BestTree | undefined {
+  if (ctx.avoid !== undefined || ctx.existing !== undefined || fleet.idRank.length === 0) return undefined;
+  let tree = view.best;
+  if (tree === undefined || tree.r.counts !== ctx.counts || tree.r.file !== ctx.file || tree.r.idRank !== fleet.idRank) {
+    tree = buildTree(rankInputs(fleet, view, ctx), view.needs[NEED_MEM]!, view.needs[NEED_PACK]!, view.extra, view.extraNeeds);
+    view.best = tree;
+  }
+  return tree.broken ? undefined : tree;
 }
 
 /**

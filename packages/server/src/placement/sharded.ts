@@ -1,3 +1,4 @@
+import { poolCache, type PoolCache, type PoolScan } from './best.js';
 import { NEED_MEM, NEED_PACK, type Column, type Fleet, type ProfileView } from './fleet.js';
 import { idBefore, orderAgainst, POOL_RANK_VALUES, rankValues, valuesOrder, type PoolPick, type RankInputs } from './ranking.js';
 import { before, blank, extraFit, rankInputs, type Candidate, type Context, type Found } from './select.js';
@@ -14,27 +15,71 @@ export function pickSharded(fleet: Fleet, view: ProfileView, ctx: Context): Foun
   // poolStart has one entry per pool plus one: the `!`s rest on these.
   const top = Array.from({ length: n + 1 }, blank);
   const r = rankInputs(fleet, view, ctx);
-  const { needs, extra, extraNeeds, poolStart } = view;
+  const cache = poolsFor(fleet, view, ctx, r);
+  const { needs, extra, extraNeeds, poolStart, poolName } = view;
   let fit = 0;
-  let best: { pool: string; nodes: Candidate[]; values: Float64Array } | undefined;
-  for (let p = 0; p < view.poolName.length; p++) {
-    const scan = poolTop(r, needs, extra, extraNeeds, poolStart[p]!, poolStart[p + 1]!, top);
+  let best = -1;
+  let bestScan: PoolScan | undefined;
+  for (let p = 0; p < poolName.length; p++) {
+    let scan = cache?.scans[p];
+    if (scan === undefined) {
+      scan = scanPool(r, needs, extra, extraNeeds, poolStart[p]!, poolStart[p + 1]!, top, n);
+      if (cache !== undefined) cache.scans[p] = scan;
+    }
     fit += scan.fit;
-    if (scan.k < n) continue;
-    const pick: PoolPick = { top, n, fit: scan.fit };
-    const values = Float64Array.from(POOL_RANK_VALUES, (of) => of(pick, p));
-    const pool = view.poolName[p]!;
-    if (best === undefined || poolBefore(values, pool, best.values, best.pool)) {
-      best = {
-        pool,
-        values,
-        // Copies: the scratch objects are reused for the next pool.
-        nodes: top.slice(0, n).map((t) => ({ ...t, keys: t.keys.slice() })),
-      };
+    if (scan.values === undefined) continue;
+    if (bestScan?.values === undefined || poolBefore(scan.values, poolName[p]!, bestScan.values, poolName[best]!)) {
+      best = p;
+      bestScan = scan;
     }
   }
-  return { fit, chosen: best?.nodes, pool: best?.pool };
+  if (bestScan === undefined) return { fit, chosen: undefined, pool: undefined };
+  // Copies: a kept scan serves later decisions too. `c` holds candidate indices, `cand` positions.
+  const chosen = Array.from(bestScan.c, (c, i): Candidate => {
+    const pos = view.cand[c]!;
+    return { pos, c, node: fleet.nodes[pos]!, keys: bestScan.keys[i]!.slice() };
+  });
+  return { fit, chosen, pool: poolName[best] };
 }
+
+/**
+ * The view's kept pool scans (best.ts `PoolCache`) when they answer this decision: for a
+ * decision whose keys read nothing a scan does not depend on only (no nodes to avoid, no
+ * caller's replica map), started afresh when the model's counts, the file or the id ranks
+ * differ from the ones the scans ranked by. Undefined: scan every pool, keep nothing.
+ */
+function poolsFor(fleet: Fleet, view: ProfileView, ctx: Context, r: RankInputs): PoolCache | undefined {
+  if (ctx.avoid !== undefined || ctx.existing !== undefined) return undefined;
+  const known = view.pools;
+  if (known !== undefined && known.r.counts === ctx.counts && known.r.file === ctx.file && known.r.idRank === fleet.idRank) return known;
+  view.pools = poolCache(r, view.poolStart);
+  return view.pools;
+}
+
+/** One pool's scan: `poolTop`, its best `n` copied out of `top` when it can hold the replica. */
+function scanPool(
+  r: RankInputs,
+  needs: Float64Array,
+  extra: Column[],
+  extraNeeds: Float64Array,
+  start: number,
+  end: number,
+  top: Candidate[],
+  n: number,
+): PoolScan {
+  const found = poolTop(r, needs, extra, extraNeeds, start, end, top);
+  if (found.k < n) return { fit: found.fit, c: NONE, keys: [], values: undefined };
+  const pick: PoolPick = { top, n, fit: found.fit };
+  // `top` holds at least `n` candidates.
+  return {
+    fit: found.fit,
+    c: Int32Array.from({ length: n }, (_, i) => top[i]!.c),
+    keys: Array.from({ length: n }, (_, i) => top[i]!.keys.slice()),
+    values: Float64Array.from(POOL_RANK_VALUES, (of) => of(pick, start)),
+  };
+}
+
+const NONE = new Int32Array(0);
 
 /**
  * The best candidates of one pool, candidates `start` to `end - 1`, in rank order into
