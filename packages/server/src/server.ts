@@ -260,17 +260,15 @@ export async function startServer(
   );
   const sightings = new CredentialSightings({ liveMs: settings.notReadyAfterMs, bind: settings.bindCredentials === true });
   const membership = new Membership(controller, credentials, joinToken, settings.joinApproval ?? 'auto', log, new JoinRate(settings.joinRate), sightings);
-  admin.use(
-    '/agent/v1',
-    agentApi(controller, membership, {
-      caps: { maxRequests: settings.nodeMaxRequests, maxLongPolls: settings.nodeMaxLongPolls },
-      ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}),
-      allowLoopbackNodes: settings.allowLoopbackNodes === true,
-      sightings,
-      suspectForMs: settings.lostAfterMs,
-      onCredential: events.onCredential,
-    }),
-  );
+  const agent = agentApi(controller, membership, {
+    caps: { maxRequests: settings.nodeMaxRequests, maxLongPolls: settings.nodeMaxLongPolls },
+    ...(settings.modelsDir !== undefined ? { modelsDir: settings.modelsDir } : {}),
+    allowLoopbackNodes: settings.allowLoopbackNodes === true,
+    sightings,
+    suspectForMs: settings.lostAfterMs,
+    onCredential: events.onCredential,
+  });
+  admin.use('/agent/v1', agent.router);
   // Tokens with roles (api/access.ts): the admin API takes admin and, for reads, viewer
   // tokens; /metrics any of them, so Prometheus can hold a token that does nothing else.
   const access = await AccessTokens.load(store, settings.adminToken);
@@ -318,7 +316,8 @@ export async function startServer(
   });
   admin.use(adminErrors);
 
-  const adminServer = await listen(admin, settings.adminAddr, settings, settings.adminTls);
+  // The heartbeat's lean path first (api/heartbeat.ts); whatever it does not take, express serves.
+  const adminServer = await listen((req, res) => agent.lean(req, res) || void admin(req, res), settings.adminAddr, settings, settings.adminTls);
   const clientServer = await listen(gateway.handle, settings.clientAddr, settings, settings.clientTls);
   const catalogNow = catalogInfo(controller, deps.catalogStatus);
   const cluster =

@@ -48,7 +48,11 @@ export function requireNodeCredential(m: Membership) {
 
 /** Refuses (403) a call about any node but the one the credential belongs to. */
 export function ownNode(res: Response, nodeId: string, field: string): void {
-  const own = res.locals.nodeId as string | undefined;
+  ownNodeOf(res.locals.nodeId as string | undefined, nodeId, field);
+}
+
+/** `ownNode` for a caller that knows the credential's node (`own`) without express. */
+export function ownNodeOf(own: string | undefined, nodeId: string, field: string): void {
   if (own !== nodeId) {
     throw new DomainError('forbidden', `this credential belongs to node ${own ?? '(none)'}: it may report and read that node only, not "${echo(nodeId)}"`, {
       field,

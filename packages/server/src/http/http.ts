@@ -1,4 +1,5 @@
-import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+import type { ServerResponse } from 'node:http';
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { ErrorBody, Static, TSchema } from '@llmgw/shared';
 import { validate, formatFailure } from '@llmgw/shared';
 import { DomainError, badRequest, echo, httpStatus, toDomainError } from '../errors.js';
@@ -60,7 +61,7 @@ export const methodNotAllowed: RequestHandler = (req, res, next) => {
  * A 200 with a JSON body, as `res.json` sends it but for the ETag: for answers to a POST,
  * which no client revalidates, so hashing each body is work for nothing.
  */
-export function sendJson(res: Response, body: unknown): void {
+export function sendJson(res: ServerResponse, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
   res.end(text);
@@ -74,12 +75,25 @@ export function parseBody<S extends TSchema>(schema: S, body: unknown, root = ''
 }
 
 /**
- * Answers any error in the admin listener's body (`ErrorBody`: the message, its code,
- * the field at fault), with the code's status. The code is what a client branches on
- * (ctl's exit code): the status alone cannot tell a missing node from a missing route.
+ * Answers any error on the admin listener in its body (`ErrorBody`: the message, its
+ * code, the field at fault), with the code's status and, where the code says when to try
+ * again, `Retry-After`. The code is what a client branches on (ctl's exit code): the
+ * status alone cannot tell a missing node from a missing route. The one writer of the
+ * admin listener's errors, for express's routes (`adminErrors`) and the lean heartbeat
+ * path (api/heartbeat.ts) alike. An answer already under way can only be cut.
  */
-export const adminErrors: ErrorRequestHandler = (err, _req, res, _next) => {
+export function writeError(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
   const e = toDomainError(err);
   const body: ErrorBody = { error: e.message, code: e.code, ...(e.field ? { field: e.field } : {}) };
-  res.status(httpStatus(e.code)).json(body);
-};
+  const text = JSON.stringify(body);
+  if (e.details.retryAfterS !== undefined) res.setHeader('Retry-After', String(e.details.retryAfterS));
+  res.writeHead(httpStatus(e.code), { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** `writeError` as express's last error handler. */
+export const adminErrors: ErrorRequestHandler = (err, _req, res, _next) => writeError(res, err);
