@@ -2,6 +2,8 @@ import http from 'node:http';
 import https from 'node:https';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { REPORT_LIMITS } from '@llmgw/shared';
+import { makeReportOfBytes } from './factories.js';
 import { caOf, heartbeat, jsonHeaders, liveServer, nodeAuth, send, type LiveServer, type Reply } from './live-server.js';
 
 /**
@@ -69,6 +71,19 @@ describe('the heartbeat answers alike on both paths', () => {
       const r = await send(live.admin, beat(plain, headers));
       expect(r.status).toBe(401);
     }
+  });
+});
+
+describe('the report cap', () => {
+  it('counts a gzipped report as it is, not by its few compressed bytes', async () => {
+    const body = JSON.stringify({ report: makeReportOfBytes('node-a', REPORT_LIMITS.reportBytes + 1, { mgmt_addr: '127.0.0.1' }), shards: [] });
+    const gz = zlib.gzipSync(body);
+    expect(gz.length * 6).toBeLessThan(REPORT_LIMITS.reportBytes);
+    const r = await send(live.admin, { ...beat('', { 'content-encoding': 'gzip' }), body: gz });
+    expect(r.status).toBe(413);
+    expect(JSON.parse(r.body)).toMatchObject({ code: 'too_large', field: 'report' });
+    // Plain, the same report is counted too.
+    expect((await send(live.admin, beat(body))).status).toBe(413);
   });
 });
 

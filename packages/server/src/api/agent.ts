@@ -66,7 +66,9 @@ export function agentApi(ctl: Controller, membership: Membership, opts: AgentApi
     .post(
       ...jsonBody(`${REPORT_LIMITS.heartbeatBytes}b`),
       (async (req, res) => {
-        const declared = Number(req.headers['content-length'] ?? Infinity);
+        // The body's own size: a compressed one's Content-Length says nothing of it.
+        const encoding = req.headers['content-encoding'];
+        const declared = encoding === undefined || encoding.toLowerCase() === 'identity' ? Number(req.headers['content-length'] ?? Infinity) : Infinity;
         sendJson(res, await acceptHeartbeat(deps, turns, req.body, res.locals.nodeId as string, req.socket.remoteAddress ?? '', declared));
       }) satisfies RequestHandler,
       bodyRefused(ctl),

@@ -53,19 +53,33 @@ export async function acceptHeartbeat(
   // Where the gateway will send prompts: refused before anything is recorded.
   const refused = nodeAddrRefusal(hb.report.mgmt_addr, deps.allowLoopbackNodes === true);
   if (refused) throw badRequest(`report.mgmt_addr ${echo(hb.report.mgmt_addr)} ${refused}`, 'report.mgmt_addr');
+  if (declaredBytes * MAX_GROWTH > REPORT_LIMITS.reportBytes) refuseLargeReport(ctl, hb.report);
+  watchCredential(deps, hb.report, peer);
+  return ctl.heartbeat(hb);
+}
+
+/**
+ * How many times its bytes in the body a report can take as the server writes it
+ * (JSON.stringify): strings and keys never grow (an escape stays an escape or shrinks),
+ * white space goes, and the most a token grows is a number spelled out (`9e20`, 4 bytes,
+ * is 21). A body this many times under the cap cannot hold a report over it, so a
+ * node's usual few KiB are not serialized again just to be counted.
+ */
+const MAX_GROWTH = 6;
+
+/** Throws `too_large` (and records the refusal) when the report as JSON is over `REPORT_LIMITS.reportBytes`. */
+function refuseLargeReport(ctl: Controller, report: NodeReport): void {
   // In UTF-8 bytes; counted only when it could matter (a character is at most 3 bytes per UTF-16 unit).
-  const json = JSON.stringify(hb.report);
+  const json = JSON.stringify(report);
   const bytes = json.length * 3 <= REPORT_LIMITS.reportBytes ? json.length : Buffer.byteLength(json);
   if (bytes > REPORT_LIMITS.reportBytes) {
-    ctl.refuseReport(hb.report.node_id, 'report', bytes, REPORT_LIMITS.reportBytes);
+    ctl.refuseReport(report.node_id, 'report', bytes, REPORT_LIMITS.reportBytes);
     throw new DomainError(
       'too_large',
       `this node's report is ${bytes} bytes as JSON, over the server's cap of ${REPORT_LIMITS.reportBytes} (fewer labels, files or GPU problems); its last report within the cap stays in force`,
       { field: 'report' },
     );
   }
-  watchCredential(deps, hb.report, peer);
-  return ctl.heartbeat(hb);
 }
 
 /** The heartbeat's path; the lean one takes it only exactly so (no query). */

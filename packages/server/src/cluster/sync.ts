@@ -7,6 +7,7 @@ import type { JoinToken } from '../credentials/join-token.js';
 import type { KeyRing } from '../gateway/keys.js';
 import type { Notifications } from '../store/notify.js';
 import type { PostgresStore } from '../store/postgres.js';
+import { latestRead } from '../store/serial.js';
 import { messageOf } from './db-time.js';
 
 export interface ClusterSyncOptions {
@@ -137,13 +138,14 @@ export class ClusterSync {
     this.o.log.info('join token rotated on another instance: the old token no longer joins here either');
   }
 
-  /** Admin states and deletions: every node row, and the nodes no longer stored forgotten. */
-  private async reloadNodes(): Promise<void> {
-    const rows = await this.o.store.loadNodes();
-    const now = await this.o.store.dbNowMs();
-    const skew = now - Date.now();
-    const gone = this.o.controller.inventory.keepOnly(new Set(rows.map((r) => r.id)));
-    this.o.controller.forgetNodes(gone);
-    for (const row of rows) this.o.controller.applyRemoteNode(row, row.lastSeenMs === undefined ? undefined : row.lastSeenMs - skew);
-  }
+  /** Admin states and deletions: every node row, and the nodes no longer stored forgotten (one read at a time, however many NOTIFYs: `latestRead`). */
+  private readonly reloadNodes = latestRead(
+    async () => ({ rows: await this.o.store.loadNodes(), now: await this.o.store.dbNowMs() }),
+    ({ rows, now }) => {
+      const skew = now - Date.now();
+      const gone = this.o.controller.inventory.keepOnly(new Set(rows.map((r) => r.id)));
+      this.o.controller.forgetNodes(gone);
+      for (const row of rows) this.o.controller.applyRemoteNode(row, row.lastSeenMs === undefined ? undefined : row.lastSeenMs - skew);
+    },
+  );
 }

@@ -60,19 +60,61 @@ describe('serialWrites', () => {
 });
 
 describe('latestRead', () => {
-  it('installs only the newest read: an older one that finishes last is dropped', async () => {
+  const reader = () => {
     const resolvers: ((v: string) => void)[] = [];
     const installed: string[] = [];
     const reload = latestRead(
       () => new Promise<string>((r) => resolvers.push(r)),
       (v) => installed.push(v),
     );
+    return { resolvers, installed, reload };
+  };
+
+  it('a call during a read is answered by a read begun after it: the older read cannot be the last installed', async () => {
+    const { resolvers, installed, reload } = reader();
     const older = reload();
     const newer = reload();
-    resolvers[1]!('after the revocation');
-    await newer;
+    // The second read has not begun: the first one may still hold what came before the call.
+    expect(resolvers).toHaveLength(1);
     resolvers[0]!('before the revocation');
-    await older;
-    expect(installed).toEqual(['after the revocation']);
+    await new Promise((r) => setImmediate(r));
+    expect(resolvers).toHaveLength(2);
+    resolvers[1]!('after the revocation');
+    await Promise.all([older, newer]);
+    expect(installed).toEqual(['before the revocation', 'after the revocation']);
+  });
+
+  it('a burst of calls during one read is one more read, not one each', async () => {
+    const { resolvers, installed, reload } = reader();
+    const calls = [reload(), ...Array.from({ length: 100 }, () => reload())];
+    resolvers[0]!('first');
+    await new Promise((r) => setImmediate(r));
+    resolvers[1]!('second');
+    await Promise.all(calls);
+    expect(resolvers).toHaveLength(2);
+    expect(installed).toEqual(['first', 'second']);
+    // Idle again: the next call reads at once.
+    const later = reload();
+    expect(resolvers).toHaveLength(3);
+    resolvers[2]!('third');
+    await later;
+    expect(installed).toEqual(['first', 'second', 'third']);
+  });
+
+  it('a failed read rejects its callers and leaves the next call free to read', async () => {
+    let fail = true;
+    const installed: number[] = [];
+    let n = 0;
+    const reload = latestRead(
+      async () => {
+        if (fail) throw new Error('database away');
+        return ++n;
+      },
+      (v) => installed.push(v),
+    );
+    await expect(reload()).rejects.toThrow('database away');
+    fail = false;
+    await reload();
+    expect(installed).toEqual([1]);
   });
 });
