@@ -8,6 +8,8 @@ import type { KeyRing } from '../gateway/keys.js';
 import type { Notifications } from '../store/notify.js';
 import type { PostgresStore } from '../store/postgres.js';
 import { latestRead } from '../store/serial.js';
+import type { StoredNode } from '../store/store.js';
+import { wantsWholeRow } from './whole-rows.js';
 import { messageOf } from './db-time.js';
 
 export interface ClusterSyncOptions {
@@ -114,7 +116,7 @@ export class ClusterSync {
       const since = this.cursorMs === undefined ? 0 : this.cursorMs - (this.o.overlapMs ?? 2000);
       const { nodes, dbNowMs } = await this.o.store.loadNodesChanged(since);
       const skew = dbNowMs - Date.now();
-      for (const row of nodes) this.o.controller.applyRemoteNode(row, row.lastSeenMs === undefined ? undefined : row.lastSeenMs - skew);
+      for (const row of nodes) this.o.controller.applyRemoteNode(row, seenAt(row, skew));
       this.cursorMs = dbNowMs;
       this.o.controller.inventory.heardFromDatabase(Date.now());
       if (this.failing) this.o.log.info('pulling heartbeats from the database again');
@@ -138,14 +140,31 @@ export class ClusterSync {
     this.o.log.info('join token rotated on another instance: the old token no longer joins here either');
   }
 
-  /** Admin states and deletions: every node row, and the nodes no longer stored forgotten (one read at a time, however many NOTIFYs: `latestRead`). */
+  /**
+   * Admin states and deletions: every node row's head, the nodes no longer stored
+   * forgotten, and whole only the rows this instance lacks (`wantsWholeRow`). One read at
+   * a time, however many NOTIFYs (`latestRead`).
+   */
   private readonly reloadNodes = latestRead(
-    async () => ({ rows: await this.o.store.loadNodes(), now: await this.o.store.dbNowMs() }),
-    ({ rows, now }) => {
-      const skew = now - Date.now();
-      const gone = this.o.controller.inventory.keepOnly(new Set(rows.map((r) => r.id)));
-      this.o.controller.forgetNodes(gone);
-      for (const row of rows) this.o.controller.applyRemoteNode(row, row.lastSeenMs === undefined ? undefined : row.lastSeenMs - skew);
+    async () => {
+      const { store, controller } = this.o;
+      const { heads, dbNowMs } = await store.loadNodeHeads();
+      const skew = dbNowMs - Date.now();
+      const wanted = heads.filter((h) => wantsWholeRow(controller.inventory.get(h.id), h, seenAt(h, skew))).map((h) => h.id);
+      return { heads, whole: await store.loadNodesById(wanted), skew };
+    },
+    ({ heads, whole, skew }) => {
+      const { controller } = this.o;
+      const gone = controller.inventory.keepOnly(new Set(heads.map((r) => r.id)));
+      controller.forgetNodes(gone);
+      const byId = new Map(whole.map((r) => [r.id, r]));
+      for (const head of heads) {
+        const row = byId.get(head.id) ?? (controller.inventory.get(head.id) ? head : undefined);
+        if (row) controller.applyRemoteNode(row, seenAt(row, skew));
+      }
     },
   );
 }
+
+/** When the database saw the row's heartbeat, on this instance's clock. */
+const seenAt = (row: StoredNode, skew: number) => (row.lastSeenMs === undefined ? undefined : row.lastSeenMs - skew);

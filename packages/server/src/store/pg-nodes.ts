@@ -62,3 +62,24 @@ export async function loadChangedRows(pool: pg.Pool, own: OwnBatches, sinceMs: n
   );
   return { nodes: rows.filter((r) => r.id !== null).map(toNode), dbNowMs: Number(rows[0]!.db_now_ms) };
 }
+
+/**
+ * Every node row without its report and shards (so none is parsed or validated), and
+ * the database's clock in the same query: what the periodic full reload reads first,
+ * reading whole only the rows it lacks (`cluster/whole-rows.ts`). At 25,000 nodes the
+ * whole rows are tens of MB every reload.
+ */
+export async function loadHeadRows(pool: pg.Pool): Promise<{ heads: StoredNode[]; dbNowMs: number }> {
+  const { rows } = await pool.query<NodeRow & { id: string | null; db_now_ms: string }>(
+    `SELECT t.db_now_ms, n.id, n.admin, NULL::jsonb AS report, NULL::jsonb AS shards, n.last_seen_ms, n.seq
+     FROM (SELECT ${DB_MS} AS db_now_ms) t LEFT JOIN nodes n ON true ORDER BY n.id COLLATE "C"`,
+  );
+  return { heads: rows.filter((r) => r.id !== null).map(toNode), dbNowMs: Number(rows[0]!.db_now_ms) };
+}
+
+/** The whole rows of the nodes `ids` (those still stored), in id order. */
+export async function loadRowsOf(pool: pg.Pool, ids: readonly string[]): Promise<StoredNode[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await pool.query<NodeRow>(`SELECT ${NODE_COLUMNS} FROM nodes n WHERE n.id = ANY($1::text[]) ORDER BY n.id COLLATE "C"`, [ids]);
+  return rows.map(toNode);
+}

@@ -212,6 +212,28 @@ describePostgres('PostgresStore', () => {
     expect((await a.loadNodes()).map((n) => n.id)).toEqual(['n1', 'n2', 'n3']);
   });
 
+  it('loadNodeHeads reads every row but its report and shards; loadNodesById the whole rows asked for', async () => {
+    const s = await store();
+    expect(await s.loadNodeHeads()).toEqual({ heads: [], dbNowMs: expect.any(Number) });
+    const shards = [{ id: 'r-1-0', replica_id: 'r-1', state: 'ready' as const, port: 8000 }];
+    const wrote = await s.saveNodeReports([
+      { id: 'n2', report: makeReport({ node_id: 'n2' }), lastSeenMs: 1, shards, seq: 7 },
+      { id: 'n1', report: makeReport({ node_id: 'n1' }), lastSeenMs: 1 },
+    ]);
+    await s.saveNodeAdmin('n3', { state: 'cordoned' });
+    const { heads, dbNowMs } = await s.loadNodeHeads();
+    expect(heads).toEqual([
+      { id: 'n1', admin: { state: 'ready' }, lastSeenMs: wrote },
+      { id: 'n2', admin: { state: 'ready' }, lastSeenMs: wrote, seq: 7 },
+      { id: 'n3', admin: { state: 'cordoned' } },
+    ]);
+    expect(dbNowMs).toBeGreaterThanOrEqual(wrote as number);
+    expect(await s.loadNodesById([])).toEqual([]);
+    expect(await s.loadNodesById(['n2', 'gone'])).toEqual([
+      { id: 'n2', admin: { state: 'ready' }, report: makeReport({ node_id: 'n2' }), shards, lastSeenMs: wrote, seq: 7 },
+    ]);
+  });
+
   it('a node row never takes a heartbeat older (seq) than the one it holds, whichever instance writes last (issue 28)', async () => {
     const s = await store();
     const at = (state: 'ready' | 'starting') => [{ id: 'r-1-0', replica_id: 'r-1', state, port: 8000 }];

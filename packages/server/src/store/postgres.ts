@@ -22,7 +22,7 @@ import type {
 } from './store.js';
 import { addEventRows, loadEventRows } from './pg-events.js';
 import { addUsageRows, loadUsageRows } from './pg-usage.js';
-import { loadChangedRows, NODE_COLUMNS, saveReportRows, type OwnBatches } from './pg-nodes.js';
+import { loadChangedRows, loadHeadRows, loadRowsOf, NODE_COLUMNS, saveReportRows, type OwnBatches } from './pg-nodes.js';
 import { credentialOf, keyFromRow, rolloutFromRow, toNode, type CredentialRow, type KeyRow, type NodeRow } from './rows.js';
 
 /** The topics of the `llmgw` NOTIFY channel: what another instance must reload. */
@@ -132,6 +132,16 @@ export class PostgresStore implements Store {
    */
   async loadNodesChanged(sinceMs: number): Promise<{ nodes: StoredNode[]; dbNowMs: number }> {
     return loadChangedRows(this.pool, this.ownBatches, sinceMs);
+  }
+
+  /** Every node row but its report and shards, with the database's clock (the full reload's first read; `loadHeadRows`). */
+  loadNodeHeads(): Promise<{ heads: StoredNode[]; dbNowMs: number }> {
+    return loadHeadRows(this.pool);
+  }
+
+  /** The whole rows of `ids`. */
+  loadNodesById(ids: readonly string[]): Promise<StoredNode[]> {
+    return loadRowsOf(this.pool, ids);
   }
 
   /** The database's clock in epoch ms: the one clock liveness and leases are judged on. */
