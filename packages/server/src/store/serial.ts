@@ -46,24 +46,18 @@ export function serialWrites(hasWork: () => boolean, writeBatch: () => Promise<b
  * callers waiting get its error); the next call or the periodic reload reads again.
  */
 export function latestRead<T>(load: () => Promise<T>, install: (value: T) => void): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  let again = false;
-  const loop = async (): Promise<void> => {
-    try {
-      do {
-        again = false;
-        install(await load());
-      } while (again);
-    } finally {
-      running = undefined;
-    }
-  };
-  return () => {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = loop();
-    return running;
+  // serialWrites' loop, with "asked for" as its work: a call during a read asks again.
+  let asked = false;
+  const flush = serialWrites(
+    () => asked,
+    async () => {
+      asked = false;
+      install(await load());
+      return true;
+    },
+  );
+  return async () => {
+    asked = true;
+    await flush();
   };
 }
