@@ -163,6 +163,8 @@ export class ClusterSync {
         if (row) controller.applyRemoteNode(row, seenAt(row, skew));
       }
     },
+    // A NOTIFY for each node that joins: a burst of joins is read a few times.
+    { burstMs: 100 },
   );
 }
 

@@ -27,7 +27,7 @@ export class NodeCredentials {
     return new NodeCredentials(store, await store.loadCredentials());
   }
 
-  /** Replaces what memory holds with the store's credentials (another instance issued or forgot one); the newest read wins. */
+  /** Replaces what memory holds with the store's credentials (another instance issued or forgot one); one read at a time (`latestRead`). */
   readonly reload = latestRead(
     () => this.store.loadCredentials(),
     (stored) => {
@@ -35,6 +35,8 @@ export class NodeCredentials {
       this.byNode.clear();
       for (const c of stored) this.remember(c.nodeId, c.hash);
     },
+    // Nodes join in bursts (a fleet brought up), a NOTIFY each: read a burst a few times.
+    { burstMs: 100 },
   );
 
   /** Whether the node has joined with a credential (a node from before issue 12 has not). */

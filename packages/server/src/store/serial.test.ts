@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { latestRead, serialWrites } from './serial.js';
 
 describe('serialWrites', () => {
@@ -99,6 +99,30 @@ describe('latestRead', () => {
     resolvers[2]!('third');
     await later;
     expect(installed).toEqual(['first', 'second', 'third']);
+  });
+
+  it('with burstMs, a read asked for during the one before waits that long; a lone call reads at once', async () => {
+    jest.useFakeTimers();
+    try {
+      let reads = 0;
+      const reload = latestRead(
+        async () => ++reads,
+        () => undefined,
+        { burstMs: 30 },
+      );
+      // Alone: read at once, no timer to wait for.
+      await reload();
+      expect(reads).toBe(1);
+      const first = reload();
+      const burst = Array.from({ length: 50 }, () => reload());
+      await jest.advanceTimersByTimeAsync(29);
+      expect(reads).toBe(2);
+      await jest.advanceTimersByTimeAsync(1);
+      await Promise.all([first, ...burst]);
+      expect(reads).toBe(3);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('a failed read rejects its callers and leaves the next call free to read', async () => {

@@ -42,10 +42,12 @@ export function serialWrites(hasWork: () => boolean, writeBatch: () => Promise<b
  * answered by one further read that begins after the current one is installed, shared by
  * every call meanwhile. Reads never overlap, so none finishes out of order and an older
  * one cannot bring back what a commit changed; and joining 1,000 nodes, a NOTIFY each, no
- * longer reads every node row 1,000 times (issue 32). A read that fails ends the run (the
- * callers waiting get its error); the next call or the periodic reload reads again.
+ * longer reads every node row 1,000 times (issue 32). With `burstMs`, a read asked for
+ * during the one before begins that long after it, so a burst is read a few times, not
+ * once per change. A read that fails ends the run (the callers waiting get its error);
+ * the next call or the periodic reload reads again.
  */
-export function latestRead<T>(load: () => Promise<T>, install: (value: T) => void): () => Promise<void> {
+export function latestRead<T>(load: () => Promise<T>, install: (value: T) => void, opts: { burstMs?: number } = {}): () => Promise<void> {
   // serialWrites' loop, with "asked for" as its work: a call during a read asks again.
   let asked = false;
   const flush = serialWrites(
@@ -53,6 +55,9 @@ export function latestRead<T>(load: () => Promise<T>, install: (value: T) => voi
     async () => {
       asked = false;
       install(await load());
+      // Asked again during the read: a burst (nodes joining, a NOTIFY each). The next read
+      // waits a little for the rest of it; a lone change is read at once.
+      if (asked && opts.burstMs) await new Promise((r) => setTimeout(r, opts.burstMs));
       return true;
     },
   );
