@@ -114,6 +114,41 @@ describePostgres('LeaderLease on a real PostgreSQL', () => {
     expect(await fenceHolds(pool, old)).toBe(false);
   });
 
+  it('a renew in flight when it stops does not keep the lease: stop waits for it and releases what it took', async () => {
+    let entered!: () => void;
+    const inFlight = new Promise<void>((r) => (entered = r));
+    let letGo!: () => void;
+    const gate = new Promise<void>((r) => (letGo = r));
+    let holding = false;
+    let landed: Promise<unknown> = Promise.resolve();
+    // The pool, but a renew sent while `holding` reaches the database only once let go.
+    const slow = {
+      query: async (text: string, values?: unknown[]) => {
+        if (!holding || !text.includes('INSERT INTO leader')) return pool.query(text, values);
+        holding = false;
+        entered();
+        await gate;
+        landed = pool.query(text, values);
+        return landed;
+      },
+    } as unknown as pg.Pool;
+    const a = new LeaderLease({ pool: slow, log, instanceId: 'a', ttlMs: 1000 });
+    leases.push(a);
+    await a.start();
+    expect(a.isLeader()).toBe(true);
+    holding = true;
+    await inFlight;
+    const stopping = a.stop();
+    letGo();
+    await stopping;
+    await landed;
+    // Released, the late renew included: nobody holds it, and the next instance takes it at once.
+    expect(await currentLeader(pool)).not.toHaveProperty('holder');
+    const b = lease('b');
+    await b.start();
+    expect(b.isLeader()).toBe(true);
+  });
+
   it('takes over from a leader that vanished without releasing within ttl + renew interval', async () => {
     const other = testPool(db.url);
     const a = new LeaderLease({ pool: other, log, instanceId: 'a', ttlMs: 1000 });

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -105,6 +106,8 @@ export class LeaderLease {
   /** Bumped to make an answer still in flight count for nothing (after stop, or when it hung). */
   private generation = 0;
   private inFlightSince?: number;
+  /** The last renew's answer (undefined for none or a failure): what `stop` waits for before it releases. */
+  private renewing: Promise<LeaseRow | undefined> = Promise.resolve(undefined);
   private stopped = false;
   private readonly listeners = new Set<(leader: boolean) => void>();
 
@@ -138,9 +141,14 @@ export class LeaderLease {
     clearTimeout(this.expiryTimer);
     const held = this.leading ? this.epoch : undefined;
     if (this.leading) this.lose('stopped (lease released)');
-    if (held === undefined) return;
+    // A renew still in flight can land after the release and take the lease again, for a
+    // term nobody renews, which a successor would wait out: wait for it (no longer than a
+    // renew is waited for anyway) and release what it took.
+    const late = await Promise.race([this.renewing, delay(this.ttlMs, undefined, { ref: false })]);
+    const epoch = late?.ours ? num(late.epoch) : held;
+    if (epoch === undefined) return;
     try {
-      await this.pool.query(RELEASE, [this.instanceId, held]);
+      await this.pool.query(RELEASE, [this.instanceId, epoch]);
     } catch (err) {
       this.log.warn({ err: messageOf(err) }, `could not release the leader lease; it expires on its own within ${this.ttlMs} ms`);
     }
@@ -178,8 +186,12 @@ export class LeaderLease {
     this.inFlightSince = sentAt;
     let row: LeaseRow | undefined;
     try {
-      const r = await this.pool.query<LeaseRow>(ACQUIRE, [this.instanceId, this.ttlMs]);
-      row = r.rows[0];
+      const query = this.pool.query<LeaseRow>(ACQUIRE, [this.instanceId, this.ttlMs]);
+      this.renewing = query.then(
+        (r) => r.rows[0],
+        () => undefined,
+      );
+      row = (await query).rows[0];
     } catch (err) {
       if (generation !== this.generation) return;
       this.inFlightSince = undefined;
