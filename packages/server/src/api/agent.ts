@@ -8,7 +8,7 @@ import { badRequest } from '../errors.js';
 import { filesApi } from '../files/files-api.js';
 import { jsonBody, methodNotAllowed, parseBody, sendJson } from '../http/http.js';
 import { Turns } from '../http/turns.js';
-import { acceptHeartbeat, leanHeartbeat, type HeartbeatDeps } from './heartbeat.js';
+import { acceptHeartbeat, leanHeartbeat, plainBodyBytes, type HeartbeatDeps } from './heartbeat.js';
 import { NodeCap, perNodeCap } from './node-caps.js';
 
 /** Longest a long-poll is held open; agents ask again at once. */
@@ -66,9 +66,7 @@ export function agentApi(ctl: Controller, membership: Membership, opts: AgentApi
     .post(
       ...jsonBody(`${REPORT_LIMITS.heartbeatBytes}b`),
       (async (req, res) => {
-        // The body's own size: a compressed one's Content-Length says nothing of it.
-        const encoding = req.headers['content-encoding'];
-        const declared = encoding === undefined || encoding.toLowerCase() === 'identity' ? Number(req.headers['content-length'] ?? Infinity) : Infinity;
+        const declared = plainBodyBytes(req.headers);
         sendJson(res, await acceptHeartbeat(deps, turns, req.body, res.locals.nodeId as string, req.socket.remoteAddress ?? '', declared));
       }) satisfies RequestHandler,
       bodyRefused(ctl),

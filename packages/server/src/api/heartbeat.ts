@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { HeartbeatSchema, REPORT_LIMITS, nodeAddrRefusal, type HeartbeatReply, type NodeReport } from '@llmgw/shared';
 import type { Controller } from '../controller/controller.js';
 import { ownNodeOf } from '../credentials/auth.js';
@@ -6,7 +6,7 @@ import type { Membership } from '../credentials/membership.js';
 import type { CredentialSightings } from '../credentials/sightings.js';
 import { DomainError, badRequest, echo } from '../errors.js';
 import type { CredentialEvent } from '../events/index.js';
-import { MAX_JSON_DEPTH, jsonDepth, parseBody, sendJson, writeError } from '../http/http.js';
+import { parseBody, sendJson, tooDeep, writeError } from '../http/http.js';
 import { bearerToken } from '../http/principal.js';
 import { Turns } from '../http/turns.js';
 import type { NodeCap } from './node-caps.js';
@@ -82,8 +82,20 @@ function refuseLargeReport(ctl: Controller, report: NodeReport): void {
   }
 }
 
+/**
+ * The bytes of a body as it will be read: its Content-Length when it comes as sent
+ * (no or `identity` encoding), else Infinity. A compressed body's Content-Length says
+ * nothing of the body (`acceptHeartbeat`'s turn and report count go by this).
+ */
+export function plainBodyBytes(h: IncomingHttpHeaders): number {
+  const encoding = h['content-encoding'];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') return Infinity;
+  const length = Number(h['content-length'] ?? Infinity);
+  return Number.isFinite(length) ? length : Infinity;
+}
+
 /** The heartbeat's path; the lean one takes it only exactly so (no query). */
-export const HEARTBEAT_PATH = '/agent/v1/heartbeat';
+const HEARTBEAT_PATH = '/agent/v1/heartbeat';
 
 /** A Content-Type the lean path reads as body-parser would: JSON, UTF-8 (body-parser takes any `utf-` charset; the rest go the long way). */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
@@ -104,9 +116,8 @@ export function leanHeartbeat(deps: HeartbeatDeps, membership: Membership, cap: 
   return (req, res) => {
     if (req.method !== 'POST' || req.url !== HEARTBEAT_PATH) return false;
     const h = req.headers;
-    const length = h['content-length'] === undefined ? NaN : Number(h['content-length']);
+    const length = plainBodyBytes(h);
     if (!(length <= limit) || h['transfer-encoding'] !== undefined) return false;
-    if (h['content-encoding'] !== undefined && h['content-encoding'].toLowerCase() !== 'identity') return false;
     if (h['content-type'] !== undefined && !PLAIN_JSON.test(h['content-type'])) return false;
     const token = bearerToken(h.authorization);
     const own = token === undefined ? undefined : membership.credentials.nodeOf(token);
@@ -127,7 +138,8 @@ export function leanHeartbeat(deps: HeartbeatDeps, membership: Membership, cap: 
       } catch (err) {
         return writeError(res, err);
       }
-      if (jsonDepth(body) > MAX_JSON_DEPTH) return writeError(res, badRequest(`nested deeper than ${MAX_JSON_DEPTH} levels`, '(body)'));
+      const deep = tooDeep(body);
+      if (deep) return writeError(res, deep);
       acceptHeartbeat(deps, turns, body, own, req.socket.remoteAddress ?? '', length).then(
         (reply) => sendJson(res, reply),
         (err: unknown) => writeError(res, err),

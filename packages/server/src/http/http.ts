@@ -28,19 +28,18 @@ export function jsonDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
   return deepest;
 }
 
+/** The refusal of a parsed body nested deeper than `MAX_JSON_DEPTH`; undefined for one within it. Every JSON body reader asks it. */
+export function tooDeep(body: unknown): DomainError | undefined {
+  return jsonDepth(body) > MAX_JSON_DEPTH ? badRequest(`nested deeper than ${MAX_JSON_DEPTH} levels`, '(body)') : undefined;
+}
+
 /**
  * Parses JSON bodies; a malformed, oversized, badly encoded or too deeply nested body is
  * a 4xx like any other bad input (see `toDomainError`), refused before any handler sees it.
  * The parser is marked with its limit (`bodyParser`), so the route is in `bodyRoutes`.
  */
 export function jsonBody(limit = '1mb'): RequestHandler[] {
-  return [
-    bodyParser(express.json({ limit, type: () => true }), 'json', limit),
-    (req, _res, next) => {
-      if (jsonDepth(req.body) > MAX_JSON_DEPTH) return next(badRequest(`nested deeper than ${MAX_JSON_DEPTH} levels`, '(body)'));
-      next();
-    },
-  ];
+  return [bodyParser(express.json({ limit, type: () => true }), 'json', limit), (req, _res, next) => next(tooDeep(req.body))];
 }
 
 /**
