@@ -22,29 +22,46 @@ export interface LingerLimits {
  * body has ended, the client closed, or `limits` (bytes after the answer, time) ran out.
  * A kept-alive connection reads the body on, as the next request needs it read anyway.
  *
- * Called for every request as it arrives, before any handler; costs nothing for a
- * request whose body is read (or that has none).
+ * Called for every request as it arrives, before any handler. A POST's body is not read
+ * yet then, so this runs on nearly every client request: the socket gets its own
+ * `destroySoon` once, for its whole life, and each request only sets and clears the
+ * request it watches. Adding and deleting an own property per request (as this did)
+ * turns the socket into a dictionary-mode object, and Node's own code slows on every
+ * access to it (bench/gateway.bench.mjs).
  */
 export function lingerOnEarlyAnswer(req: IncomingMessage, res: ServerResponse, limits: LingerLimits): void {
   if (req.complete) return;
-  const socket = req.socket as Socket & { destroySoon(): void };
-  // Already replaced for an earlier request on this connection that is still answering.
-  if (Object.prototype.hasOwnProperty.call(socket, 'destroySoon')) return;
-  // Node's server ends a connection it will not keep with `socket.destroySoon()` once the
-  // answer is written: replaced (an own property over the prototype's) for this request
-  // only, for the case where the body is still coming.
-  const restore = () => void delete (socket as { destroySoon?: unknown }).destroySoon;
-  socket.destroySoon = () => {
-    restore();
-    if (req.complete || socket.destroyed) return socket.destroySoon();
-    linger(socket, req, limits);
-  };
+  const socket = req.socket as LingerSocket;
+  if (!(WATCHED in socket)) watch(socket);
+  // An earlier request on this connection is still answering.
+  if (socket[WATCHED]) return;
+  socket[WATCHED] = { req, limits };
   res.once('close', () => {
-    restore();
+    socket[WATCHED] = undefined;
     // An answer sent with the body unread: the body is read on (and dropped) rather than
     // left in the socket, where a paused body would stall a kept-alive connection.
     if (!req.complete && !socket.destroyed) req.resume();
   });
+}
+
+const WATCHED = Symbol('llmgw.lingerWatched');
+
+type LingerSocket = Socket & { destroySoon(): void; [WATCHED]?: { req: IncomingMessage; limits: LingerLimits } | undefined };
+
+/**
+ * Node's server ends a connection it will not keep with `socket.destroySoon()` once the
+ * answer is written: replaced (an own property over the prototype's, set once) so that a
+ * request whose body is still coming lingers instead.
+ */
+function watch(socket: LingerSocket): void {
+  socket[WATCHED] = undefined;
+  const destroySoon = socket.destroySoon.bind(socket);
+  socket.destroySoon = () => {
+    const w = socket[WATCHED];
+    socket[WATCHED] = undefined;
+    if (!w || w.req.complete || socket.destroyed) return destroySoon();
+    linger(socket, w.req, w.limits);
+  };
 }
 
 function linger(socket: Socket, req: IncomingMessage, limits: LingerLimits): void {
