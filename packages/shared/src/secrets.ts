@@ -1,4 +1,4 @@
-import { X509Certificate, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { X509Certificate, createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -22,10 +22,12 @@ export function newSecret(prefix: string, bytes = 24): string {
 /**
  * How a secret llmgw hands out (client key, admin-listener token, node credential) is
  * stored: its SHA-256 in lowercase hex, never the secret itself. Stores written by
- * earlier versions hold exactly this, so it must not change.
+ * earlier versions hold exactly this, so it must not change. One-shot `crypto.hash`
+ * rather than a Hash object: this runs on every client request and heartbeat, and the
+ * object's set-up cost more than the digest of a short secret.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** A new secret with its stored forms: the hash, and a prefix to tell secrets apart in lists. */
