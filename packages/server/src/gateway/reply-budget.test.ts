@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { closeAll, post, reply, setup, type Upstream } from './testing.js';
 import { ReplyBudget } from './reply-budget.js';
-import { MAX_TOKENS_PER_REPLY, PARSE_WHOLE_BYTES, findUsageIn } from './usage.js';
+import { MAX_TOKENS_PER_REPLY, findUsageIn } from './usage.js';
 
 // The reply budget: non-streamed engine replies are buffered whole, so the bytes they
 // hold are bounded across all requests (`--reply-buffer`), not only per reply.
@@ -78,36 +78,48 @@ describe('the reply budget', () => {
   });
 });
 
-describe('usage of a large reply', () => {
-  const pad = (n: number) => 'x'.repeat(n);
+const MIB = 1024 * 1024;
+const pad = (n: number) => 'x'.repeat(n);
 
+// The same search for a reply of a few bytes and one of a MiB (only its tail is searched).
+describe.each([
+  ['a small reply', 0],
+  ['a large reply', MIB],
+])('usage of %s', (_, padding) => {
   it('is found at its end without parsing the whole reply', () => {
-    const text = `{"id":"x","data":"${pad(PARSE_WHOLE_BYTES)}","usage": {"prompt_tokens":7,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`;
+    const text = `{"id":"x","data":"${pad(padding)}","usage": {"prompt_tokens":7,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`;
     expect(findUsageIn(Buffer.from(text))).toEqual({ prompt_tokens: 7, completion_tokens: 2, cached_tokens: 1 });
   });
 
   it('is not fooled by "usage" inside a string (its quotes are escaped there) or as a value', () => {
-    const text = `{"object":"usage","data":"${pad(PARSE_WHOLE_BYTES)} \\"usage\\": {\\"prompt_tokens\\":99}","usage":{"prompt_tokens":3}}`;
+    const text = `{"object":"usage","data":"${pad(padding)} \\"usage\\": {\\"prompt_tokens\\":99}","usage":{"prompt_tokens":3}}`;
     expect(findUsageIn(Buffer.from(text))).toEqual({ prompt_tokens: 3 });
-    expect(findUsageIn(Buffer.from(`{"data":"${pad(PARSE_WHOLE_BYTES)}","object":"usage"}`))).toBeUndefined();
+    expect(findUsageIn(Buffer.from(`{"data":"${pad(padding)}","object":"usage"}`))).toBeUndefined();
   });
 
   it('is bad when it is not an object, never closes, or is over the per-reply maximum', () => {
-    const big = (u: string) => Buffer.from(`{"data":"${pad(PARSE_WHOLE_BYTES)}","usage":${u}`);
+    const big = (u: string) => Buffer.from(`{"data":"${pad(padding)}","usage":${u}`);
     expect(findUsageIn(big('"lots"}'))).toBe('bad');
     expect(findUsageIn(big(`{"prompt_tokens":1,"x":"${pad(70 * 1024)}"}}`))).toBe('bad');
     expect(findUsageIn(big(`{"prompt_tokens":${MAX_TOKENS_PER_REPLY + 1}}}`))).toBe('bad');
     expect(findUsageIn(big('null}'))).toBeUndefined();
   });
 
+  it("is the Responses API's counts under their own names", () => {
+    const text = `{"object":"response","output":[{"content":[{"text":"${pad(padding)}"}]}],"usage":{"input_tokens":4,"output_tokens":2,"input_tokens_details":{"cached_tokens":3}}}`;
+    expect(findUsageIn(Buffer.from(text))).toEqual({ prompt_tokens: 4, completion_tokens: 2, cached_tokens: 3 });
+  });
+});
+
+describe('usage of a large reply', () => {
   it('of a large reply reaches the key', async () => {
-    const body = `{"id":"x","data":"${pad(2 * PARSE_WHOLE_BYTES)}","usage":{"prompt_tokens":5,"completion_tokens":4}}`;
+    const body = `{"id":"x","data":"${pad(2 * MIB)}","usage":{"prompt_tokens":5,"completion_tokens":4}}`;
     const { url, secret, keys, store } = await setup(
       (req, res) => {
         req.resume();
         req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
       },
-      { maxReplyBytes: 4 * PARSE_WHOLE_BYTES },
+      { maxReplyBytes: 4 * MIB },
     );
     expect((await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'q' }] })).status).toBe(200);
     await keys.flushUsage();
