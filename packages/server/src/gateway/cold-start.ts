@@ -5,6 +5,7 @@ import { ACTIVE_REPLICA_STATES } from '../domain.js';
 import type { GatewayController } from './controller-view.js';
 import type { Traffic } from './traffic.js';
 import { write } from './sse.js';
+import type { LeaveSignal } from './client-left.js';
 
 /**
  * A request for a model with `min: 0` and no replica at all starts one and waits for it.
@@ -38,7 +39,7 @@ export class ColdStart {
    * Asks for a replica and waits until one is ready, placement fails, the client leaves
    * or the cold-start timeout passes. Returns why it gave up (when it did).
    */
-  async wait(model: Model, res: ServerResponse, stream: boolean, signal: AbortSignal): Promise<string> {
+  async wait(model: Model, res: ServerResponse, stream: boolean, signal: LeaveSignal): Promise<string> {
     this.traffic.waitStarted(model.name);
     const started = Date.now();
     const keepAlive = stream ? setInterval(() => write(res, ': keep-alive\n\n'), this.settings.keepAliveMs) : undefined;
@@ -72,7 +73,7 @@ export class ColdStart {
   }
 
   /** Resolves on the next replica change, the client leaving, or after 250 ms, whichever is first. */
-  private change(signal: AbortSignal): Promise<void> {
+  private change(signal: LeaveSignal): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(t);

@@ -5,6 +5,7 @@ import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { BANDS, DEFAULT_QUEUE_SETTINGS, FairQueue, type Band, type FairQueueSettings } from './fair-queue.js';
 import { DEFAULT_SATURATION, everySaturated, pressures, retryAfterS, type LoadReader, type ReplicaPressure, type SaturationSettings } from './saturation.js';
+import type { LeaveSignal } from './client-left.js';
 
 /** What flow control reads of the gateway: a model's routes, which may be tried now, and their load. */
 export interface FlowView {
@@ -66,7 +67,7 @@ export class FlowControl {
    * with a 429 (`rate_limited`) when its band is full or its TTL passes.
    * @param cost its estimated prompt tokens, its weight in the key's round-robin share
    */
-  admit(model: Model, key: string, band: Band, cost: number, signal: AbortSignal): true | Promise<boolean> {
+  admit(model: Model, key: string, band: Band, cost: number, signal: LeaveSignal): true | Promise<boolean> {
     const mq = this.queues.get(model.name);
     // Nothing waiting ahead of it and room somewhere: forward, as without flow control.
     if ((!mq || mq.q.size() === 0) && !this.mustHold(model)) return true;
@@ -129,7 +130,7 @@ export class FlowControl {
     return everySaturated(this.view.routes(model.name), this.view.eligible, this.view.load(model), this.saturation);
   }
 
-  private hold(mq: ModelQueue, key: string, band: Band, cost: number, signal: AbortSignal): Promise<boolean> {
+  private hold(mq: ModelQueue, key: string, band: Band, cost: number, signal: LeaveSignal): Promise<boolean> {
     const model = mq.model.name;
     // The client left while its body was read: nothing to hold.
     if (signal.aborted) return Promise.resolve(false);

@@ -10,6 +10,7 @@ import { PRIORITY_HEADER, admitLimits, authenticate, bandOf, checkModel, mayUse 
 import { AdapterAffinity } from './adapter-affinity.js';
 import { LeastLoaded, type Balancer } from './balancer.js';
 import { CacheAware } from './cache-aware.js';
+import { ClientLeft } from './client-left.js';
 import { ColdStart } from './cold-start.js';
 import type { GatewayController } from './controller-view.js';
 import { asDomainError, sendError, sendJson } from './errors.js';
@@ -259,13 +260,13 @@ export class Gateway {
     const model = request.model.name;
     this.traffic.requestStarted(model, Date.now());
     try {
-      const abort = new AbortController();
-      const ex: Exchange = { ...request, key, t0, abort, signal: abort.signal };
+      const signal = new ClientLeft();
+      const ex: Exchange = { ...request, key, t0, signal };
       res.on('close', () => {
-        if (!res.writableFinished) abort.abort();
+        if (!res.writableFinished) signal.leave();
       });
       // Held here while every replica is saturated (its prompt tokens weigh its key's share); `true` at once otherwise.
-      const go = this.flow.admit(request.model, key.id, band, request.raw.length / BYTES_PER_TOKEN, abort.signal);
+      const go = this.flow.admit(request.model, key.id, band, request.raw.length / BYTES_PER_TOKEN, signal);
       if (go !== true && !(await go)) {
         this.metrics.cancelled.inc({ model });
         return;

@@ -3,6 +3,7 @@ import { DomainError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { errorEvent } from './errors.js';
 import { findUsage, type UsageReport } from './usage.js';
+import type { LeaveSignal } from './client-left.js';
 
 const USAGE_MARK_EMPTY = Buffer.from('"choices":[]');
 const USAGE_MARK_NULL = Buffer.from('"choices":null');
@@ -35,7 +36,7 @@ export interface StreamContext {
   /** Whether the client asked for the usage event (`stream_options.include_usage`). */
   clientWantsUsage: boolean;
   /** Aborted when the client left: then a failure is not reported in the stream. */
-  signal: AbortSignal;
+  signal: LeaveSignal;
   /** When the request arrived, for the time to first token. */
   t0: bigint;
 }
