@@ -207,32 +207,31 @@ export class Metrics {
     }
   }
 
-  private readonly children = new Map<string, { inc(n?: number): void } & { observe?(v: number): void }>();
+  private readonly requestCounts = new Map<string, Counter.Internal>();
+  private readonly durations = new Map<string, Histogram.Internal<string>>();
+  private readonly ttfts = new Map<string, Histogram.Internal<string>>();
+  private readonly tokenCounts = new Map<string, Counter.Internal>();
 
-  /**
-   * A metric's child for one label set, looked up once and kept: prom-client hashes the
-   * label object on every call otherwise, which is most of a metric's cost per request.
-   */
-  private child<T>(metric: { labels(...values: string[]): T }, ...values: string[]): T {
-    const key = `${(metric as unknown as { name: string }).name}\u0000${values.join('\u0000')}`;
-    let c = this.children.get(key) as T | undefined;
-    if (c === undefined) {
-      c = metric.labels(...values);
-      this.children.set(key, c as never);
-    }
-    return c;
-  }
+  // Each metric's child for one label set is looked up once and kept: prom-client hashes
+  // the label object on every call otherwise, which is most of a metric's cost per request.
 
   countRequest(model: string, endpoint: string, status: number): void {
-    this.child(this.requests, model, endpoint, String(status)).inc();
+    const k = `${model}\u0000${endpoint}\u0000${status}`;
+    let c = this.requestCounts.get(k);
+    if (!c) this.requestCounts.set(k, (c = this.requests.labels(model, endpoint, String(status))));
+    c.inc();
   }
 
   observeDuration(model: string, seconds: number): void {
-    this.child(this.duration, model).observe(seconds);
+    let h = this.durations.get(model);
+    if (!h) this.durations.set(model, (h = this.duration.labels(model)));
+    h.observe(seconds);
   }
 
   observeTtft(model: string, seconds: number): void {
-    this.child(this.ttft, model).observe(seconds);
+    let h = this.ttfts.get(model);
+    if (!h) this.ttfts.set(model, (h = this.ttft.labels(model)));
+    h.observe(seconds);
   }
 
   countRoutingDecision(model: string, replica: string, decision: string): void {
@@ -244,7 +243,10 @@ export class Metrics {
   }
 
   countTokens(model: string, direction: 'prompt' | 'completion', n: number): void {
-    this.child(this.tokens, model, direction).inc(n);
+    const k = `${model}\u0000${direction}`;
+    let c = this.tokenCounts.get(k);
+    if (!c) this.tokenCounts.set(k, (c = this.tokens.labels(model, direction)));
+    c.inc(n);
   }
 }
 

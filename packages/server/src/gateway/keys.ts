@@ -270,22 +270,13 @@ export class KeyRing {
       w.add(tokens, now);
     }
     // Pending usage is kept per minute too, for `usage_minutes` (ctl usage --since).
-    for (const [map, id] of [
-      [this.usage, `${usageId(keyId, model)}\u0000${minuteMs}`],
-      [this.totals, usageId(keyId, model)],
-    ] as const) {
-      let d = map.get(id);
-      if (!d) {
-        d = { keyId, model, requests: 0, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0, ...(map === this.usage ? { minuteMs } : {}) };
-        map.set(id, d);
-      }
-      // Saturating: a sum held at MAX_USAGE_COUNT stays exact and fits every store.
-      d.requests = saturatingAdd(d.requests, 1);
-      if (u.error) d.errors = saturatingAdd(d.errors, 1);
-      if (u.cancelled) d.cancelled = saturatingAdd(d.cancelled, 1);
-      d.promptTokens = saturatingAdd(d.promptTokens, u.promptTokens ?? 0);
-      d.completionTokens = saturatingAdd(d.completionTokens, u.completionTokens ?? 0);
-    }
+    const id = usageId(keyId, model);
+    let minute = this.usage.get(`${id}\u0000${minuteMs}`);
+    if (!minute) this.usage.set(`${id}\u0000${minuteMs}`, (minute = { ...emptyUsage(keyId, model), minuteMs }));
+    let total = this.totals.get(id);
+    if (!total) this.totals.set(id, (total = emptyUsage(keyId, model)));
+    addUsage(minute, u);
+    addUsage(total, u);
   }
 
   /**
@@ -347,6 +338,17 @@ export class KeyRing {
 }
 
 const usageId = (keyId: string, model: string) => `${keyId}\u0000${model}`;
+
+const emptyUsage = (keyId: string, model: string) => ({ keyId, model, requests: 0, errors: 0, cancelled: 0, promptTokens: 0, completionTokens: 0 });
+
+/** One request's usage added to a sum, saturating: a sum held at MAX_USAGE_COUNT stays exact and fits every store. */
+function addUsage(d: Omit<UsageDelta, 'minuteMs'>, u: { promptTokens?: number; completionTokens?: number; error?: boolean; cancelled?: boolean }): void {
+  d.requests = saturatingAdd(d.requests, 1);
+  if (u.error) d.errors = saturatingAdd(d.errors, 1);
+  if (u.cancelled) d.cancelled = saturatingAdd(d.cancelled, 1);
+  if (u.promptTokens) d.promptTokens = saturatingAdd(d.promptTokens, u.promptTokens);
+  if (u.completionTokens) d.completionTokens = saturatingAdd(d.completionTokens, u.completionTokens);
+}
 
 /** The API's row of a key's usage of one model, under the key's name. */
 function usageRow(u: Omit<UsageDelta, 'minuteMs'>, keyName: string): UsageRow {
