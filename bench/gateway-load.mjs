@@ -18,8 +18,8 @@ export async function sequential(pool, key, n, bodyOf = () => body) {
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: b,
     });
-    await r.body.text();
-    if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
+    const text = await r.body.text();
+    if (r.statusCode !== 200) throw new Error(`status ${r.statusCode} ${text}`);
     lat.push(Number(process.hrtime.bigint() - t) / 1e6);
   }
   return lat.sort((a, b) => a - b);

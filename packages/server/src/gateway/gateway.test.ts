@@ -64,6 +64,22 @@ describe('gateway non-streaming', () => {
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
   });
 
+  it('sends a request again on another connection when the engine closed one before answering', async () => {
+    // As an engine closing an idle kept-alive connection just as a request goes out on it.
+    let closed = 0;
+    const { url, secret } = await setup((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (++closed <= 2) return req.socket.destroy();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"id":"ok","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
+      });
+    });
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.status).toBe(200);
+    expect(reply(r.text).id).toBe('ok');
+  });
+
   it('says every replica is cooling down, not that none is ready, when the only one just failed', async () => {
     const { url, secret } = await setup((req, res) => {
       req.resume();

@@ -79,6 +79,37 @@ describe('an engine that stalls mid-stream', () => {
   });
 });
 
+describe('an engine that stalls mid-body in a JSON reply', () => {
+  // Timed by undici's bodyTimeout for a request that is not streamed (its timer wheel is
+  // accurate to about a second), by the gateway's own timer for a stream the engine
+  // answered with JSON: the same answer either way.
+  it.each([
+    ['not streamed', false],
+    ['asked for as a stream', true],
+  ])('is a failed attempt that says so (%s)', async (_what, stream) => {
+    let engineClosed!: () => void;
+    const closed = new Promise<void>((r) => (engineClosed = r));
+    const { url, secret, gw } = await setup(
+      (req, res) => {
+        req.resume();
+        req.on('end', () => {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+          res.write('{"id":"x","choices":[');
+          res.on('close', engineClosed);
+        });
+      },
+      { streamIdleTimeoutMs: 200 },
+    );
+    const t0 = Date.now();
+    const r = await post(url, secret, { model: 'm', stream, messages: [{ role: 'user', content: 'hi' }] });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
+    expect(r.status).toBe(503);
+    expect(reply(r.text).error.message).toContain('replica r-1: sent nothing for 0.2s mid-body (--stream-idle-timeout)');
+    await closed;
+    expect(gw.inFlight('r-1')).toBe(0);
+  });
+});
+
 describe('a client that leaves mid-stream', () => {
   it.each([1, 3, 7])('is charged the %i tokens it was sent, marked as cancelled in the metrics', async (n) => {
     let engineClosed!: () => void;

@@ -22,8 +22,6 @@ export const PREFIX_CACHE_HEADER = 'x-llmgw-prefix-cache-tokens';
 /** One client request on its way through, built once when it is admitted. */
 export interface Exchange extends ClientRequest, StreamContext {
   key: StoredKey;
-  /** Aborts the engine request when the client leaves. */
-  abort: AbortController;
 }
 
 /**
@@ -135,24 +133,35 @@ export class Upstream {
     this.traffic.attemptStarted(target.replicaId, model.name);
     try {
       let up;
-      try {
-        up = await this.pool(target.endpoint).request({
-          path: tr ? '/v1/chat/completions' : ex.path,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${target.apiKey}` },
-          body: payload,
-          signal: ex.signal,
-          headersTimeout: this.settings.upstreamTimeoutMs,
-          bodyTimeout: 0,
-        });
-      } catch (err) {
-        if (ex.signal.aborted) throw err;
-        throw new RetryableUpstreamError((err as Error).message);
+      for (let tries = 1; ; tries++) {
+        try {
+          up = await this.pool(target.endpoint).request({
+            path: tr ? '/v1/chat/completions' : ex.path,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${target.apiKey}` },
+            body: payload,
+            // Aborts the engine request when the client leaves (undici needs only an EventTarget's two methods).
+            signal: ex.signal,
+            headersTimeout: this.settings.upstreamTimeoutMs,
+            // A reply's silence mid-body: undici's timer wheel for a non-streamed request,
+            // cheaper than a timer of our own per reply; a stream's relay keeps its own, to
+            // end the stream with an error event.
+            bodyTimeout: ex.stream ? 0 : this.settings.streamIdleTimeoutMs,
+          });
+          break;
+        } catch (err) {
+          if (ex.signal.aborted) throw err;
+          // A kept-alive connection the engine closed (its idle timeout, 5 s in uvicorn and
+          // Node) just as the request went out on it: the replica is fine, so the request
+          // goes again, on another connection, before the replica is cooled down.
+          if (tries <= CLOSED_CONNECTION_RETRIES && closedConnection(err)) continue;
+          throw new RetryableUpstreamError((err as Error).message);
+        }
       }
       const status = up.statusCode;
       if (status >= 500) {
         // Enough of the body for the message; the rest is not worth reading.
-        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.settings.streamIdleTimeoutMs).then(joined, () => undefined))?.toString('utf8') ?? '';
+        const text = (await readUpTo(up.body, ERROR_BODY_BYTES, this.ownIdleMs(ex)).then(joined, () => undefined))?.toString('utf8') ?? '';
         throw new RetryableUpstreamError(`answered ${status} ${text.slice(0, 200)}`);
       }
       if (fallbackFrom) this.metrics.fallbacks.inc({ model: fallbackFrom, fallback: model.name });
@@ -245,7 +254,7 @@ export class Upstream {
     let buf: Chunks;
     try {
       if (declared > 0 && !hold.take(declared)) throw overBudget(this.replies);
-      buf = await readUpTo(body, limit + 1, this.settings.streamIdleTimeoutMs, declared > 0 ? undefined : hold);
+      buf = await readUpTo(body, limit + 1, this.ownIdleMs(ex), declared > 0 ? undefined : hold);
       if (buf.size > limit) {
         body.destroy();
         throw new RetryableUpstreamError(`sent a ${status} reply over the limit of ${limit} bytes`);
@@ -256,11 +265,17 @@ export class Upstream {
       if (err === OVER_BUDGET) throw overBudget(this.replies);
       // Nothing reached the client yet, so another replica may still answer.
       if (ex.signal.aborted || err instanceof RetryableUpstreamError || err instanceof DomainError) throw err;
+      if ((err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT') throw new RetryableUpstreamError(idleMessage(this.settings.streamIdleTimeoutMs));
       throw new RetryableUpstreamError(`failed while sending its ${status} reply: ${(err as Error).message}`);
     }
     if (res.closed) hold.release();
     else res.once('close', () => hold.release());
     return buf;
+  }
+
+  /** The mid-body idle timeout `readUpTo` keeps itself: none where undici's `bodyTimeout` has it (a non-streamed request). */
+  private ownIdleMs(ex: Exchange): number | undefined {
+    return ex.stream ? this.settings.streamIdleTimeoutMs : undefined;
   }
 }
 
@@ -282,6 +297,17 @@ const joined = (b: Chunks): Buffer => (b.chunks.length === 1 ? b.chunks[0]! : Bu
 /** What `readUpTo` rejects with when the reply budget has no room for the next chunk. */
 const OVER_BUDGET = new Error('over the reply budget');
 
+const idleMessage = (ms: number) => `sent nothing for ${ms / 1000}s mid-body (--stream-idle-timeout)`;
+
+/** Times a request is sent again on another connection after one closed before any answer. */
+const CLOSED_CONNECTION_RETRIES = 2;
+
+/** A connection that closed or reset before the engine's answer began (undici's and the socket's words for it). */
+function closedConnection(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE';
+}
+
 /** How much of a 5xx body is read, for the message. */
 const ERROR_BODY_BYTES = 4096;
 
@@ -289,23 +315,24 @@ const ERROR_BODY_BYTES = 4096;
  * An engine's body, whole when it has at most `limit` bytes, else its first chunks up
  * to and past `limit` (the rest is not read): an engine cannot make the gateway buffer
  * without bound. With `hold`, each chunk takes its bytes from the reply budget first; one
- * that cannot rejects with {@link OVER_BUDGET}, reading no further.
+ * that cannot rejects with {@link OVER_BUDGET}, reading no further. `idleMs`: the longest
+ * silence between chunks, when undici's `bodyTimeout` does not keep it.
  */
-function readUpTo(body: Readable, limit: number, idleMs: number, hold?: ReplyHold): Promise<Chunks> {
+function readUpTo(body: Readable, limit: number, idleMs: number | undefined, hold?: ReplyHold): Promise<Chunks> {
   // Listeners rather than for-await: this is every non-streamed reply, and the async
   // iterator costs more than the reading itself for a small one.
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     // An engine that stops halfway through a body is as stuck as one that stops mid-stream.
-    const idle = setTimeout(() => body.destroy(new Error(`sent nothing for ${idleMs / 1000}s mid-body (--stream-idle-timeout)`)), idleMs);
+    const idle = idleMs === undefined ? undefined : setTimeout(() => body.destroy(new RetryableUpstreamError(idleMessage(idleMs))), idleMs);
     const done = () => {
       clearTimeout(idle);
       body.off('data', onData);
       resolve({ chunks, size });
     };
     const onData = (c: Buffer) => {
-      idle.refresh();
+      idle?.refresh();
       if (hold && !hold.take(c.length)) {
         clearTimeout(idle);
         body.off('data', onData);
