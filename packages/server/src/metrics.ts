@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { LIMIT_REASONS } from '@llmgw/shared';
+import { BucketHistogram } from './bucket-histogram.js';
 
 /** What the gauges read at scrape time, given at construction (absent: nothing in flight, the store up). */
 export interface MetricSources {
@@ -26,26 +27,29 @@ export class Metrics {
     labelNames: ['model', 'endpoint', 'status'] as const,
     registers: [this.registry],
   });
-  readonly duration = new Histogram({
-    name: 'llmgw_request_duration_seconds',
-    help: 'Time from request to the last byte of the response',
-    labelNames: ['model'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [this.registry],
-  });
-  readonly ttft = new Histogram({
-    name: 'llmgw_time_to_first_token_seconds',
-    help: 'Time from request to the first streamed byte from the engine',
-    labelNames: ['model'] as const,
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
-  });
-  readonly overhead = new Histogram({
-    name: 'llmgw_gateway_overhead_seconds',
-    help: "The gateway's own time per request before it reaches the engine (auth, limits, routing, body handling)",
-    buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01],
-    registers: [this.registry],
-  });
+  // The three histograms every request observes: BucketHistogram, which renders as
+  // prom-client's Histogram does at a fraction of its cost per observation.
+  readonly duration = new BucketHistogram(
+    'llmgw_request_duration_seconds',
+    'Time from request to the last byte of the response',
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    'model',
+    this.registry,
+  );
+  readonly ttft = new BucketHistogram(
+    'llmgw_time_to_first_token_seconds',
+    'Time from request to the first streamed byte from the engine',
+    [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    'model',
+    this.registry,
+  );
+  readonly overhead = new BucketHistogram(
+    'llmgw_gateway_overhead_seconds',
+    "The gateway's own time per request before it reaches the engine (auth, limits, routing, body handling)",
+    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01],
+    undefined,
+    this.registry,
+  );
   /** Read at scrape time rather than updated per request: the hot path stays free of label lookups. */
   readonly inFlight = new Gauge({
     name: 'llmgw_replica_in_flight_requests',
@@ -208,8 +212,8 @@ export class Metrics {
   }
 
   private readonly requestCounts = new Map<string, Counter.Internal>();
-  private readonly durations = new Map<string, Histogram.Internal<string>>();
-  private readonly ttfts = new Map<string, Histogram.Internal<string>>();
+  private readonly durations = new Map<string, { observe(v: number): void }>();
+  private readonly ttfts = new Map<string, { observe(v: number): void }>();
   private readonly tokenCounts = new Map<string, Counter.Internal>();
 
   // Each metric's child for one label set is looked up once and kept: prom-client hashes
@@ -224,13 +228,13 @@ export class Metrics {
 
   observeDuration(model: string, seconds: number): void {
     let h = this.durations.get(model);
-    if (!h) this.durations.set(model, (h = this.duration.labels(model)));
+    if (!h) this.durations.set(model, (h = this.duration.labelled(model)));
     h.observe(seconds);
   }
 
   observeTtft(model: string, seconds: number): void {
     let h = this.ttfts.get(model);
-    if (!h) this.ttfts.set(model, (h = this.ttft.labels(model)));
+    if (!h) this.ttfts.set(model, (h = this.ttft.labelled(model)));
     h.observe(seconds);
   }
 
