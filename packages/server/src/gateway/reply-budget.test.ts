@@ -111,6 +111,21 @@ describe.each([
   });
 });
 
+describe('usage of a reply up to 1 MiB', () => {
+  it("is the reply's own top-level key, whatever comes after it or is nested in it", () => {
+    // vLLM puts prompt_logprobs (as large as the client asks) after usage.
+    const logprobs = `[${Array.from({ length: 3000 }, (_, i) => `{"${i}":{"logprob":-1.5,"rank":1,"decoded_token":"tok${i}"}}`).join(',')}]`;
+    const vllm = `{"id":"x","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1},"prompt_logprobs":${logprobs}}`;
+    expect(vllm.length).toBeGreaterThan(2 * 64 * 1024);
+    expect(findUsageIn(Buffer.from(vllm))).toEqual({ prompt_tokens: 9, completion_tokens: 1 });
+    // A `usage` key nested in client-sent metadata, before or after the reply's own.
+    const nested = (meta: string) => `{"object":"response","output":[],"usage":{"input_tokens":4,"output_tokens":2},"metadata":${meta}}`;
+    expect(findUsageIn(Buffer.from(nested('{"usage":"x"}')))).toEqual({ prompt_tokens: 4, completion_tokens: 2 });
+    expect(findUsageIn(Buffer.from(`{"metadata":{"usage":{"prompt_tokens":99}},"usage":{"prompt_tokens":3}}`))).toEqual({ prompt_tokens: 3 });
+    expect(findUsageIn(Buffer.from(`{"metadata":{"usage":{"prompt_tokens":99}},"tools":[{"usage":1}]}`))).toBeUndefined();
+  });
+});
+
 describe('usage of a large reply', () => {
   it('of a large reply reaches the key', async () => {
     const body = `{"id":"x","data":"${pad(2 * MIB)}","usage":{"prompt_tokens":5,"completion_tokens":4}}`;

@@ -142,20 +142,27 @@ const MAX_USAGE_OBJECT_BYTES = 64 * 1024;
 
 const USAGE_KEY = Buffer.from('"usage"');
 
-/** How much of a large reply's end is searched for its usage. */
+/** How much of a reply over {@link SCAN_WHOLE_BYTES} is searched, from its end, for its usage. */
 export const USAGE_TAIL_BYTES = 2 * MAX_USAGE_OBJECT_BYTES;
 
 /**
- * The `usage` of a non-streamed reply, as the chunks it came in (`size` bytes in all),
- * searched in its last {@link USAGE_TAIL_BYTES}, where OpenAI's replies put `usage`: the
- * last `"usage"` followed by `:` (a key, since a quote inside a JSON string is escaped)
- * whose value, an object of at most 64 KiB or `null`, is parsed alone. The reply itself
- * is never parsed, nor its chunks joined: parsing a 64 MiB reply would hold the event
- * loop for a second, and even a small one's parse was the larger part of counting its
- * usage on every request (bench/gateway.bench.mjs).
+ * Replies up to this size are scanned whole for their top-level `usage` key (a byte scan
+ * that tracks depth, no parse); a larger one is searched only in its tail, where
+ * OpenAI's replies put `usage`, since a scan of 64 MiB would hold the event loop.
+ */
+export const SCAN_WHOLE_BYTES = 1024 * 1024;
+
+/**
+ * The `usage` of a non-streamed reply, as the chunks it came in (`size` bytes in all).
+ * Up to {@link SCAN_WHOLE_BYTES}: the value of the reply's top-level `usage` key, found by
+ * a scan that skips strings and nested values (vLLM puts `prompt_logprobs`, which a client
+ * can make large, after `usage`; a nested `"usage"` in client-sent metadata is not it).
+ * Larger: the last `"usage"` key in the last {@link USAGE_TAIL_BYTES}. Either way only the
+ * usage object is parsed: parsing the reply itself was the larger part of counting a
+ * small reply's usage on every request (bench/gateway.bench.mjs).
  */
 export function usageOfReply(chunks: readonly Buffer[], size: number): UsageReport {
-  if (chunks.length === 1) return searchUsage(size > USAGE_TAIL_BYTES ? chunks[0]!.subarray(size - USAGE_TAIL_BYTES) : chunks[0]!);
+  if (size <= SCAN_WHOLE_BYTES) return topLevelUsage(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
   const tail: Buffer[] = [];
   let n = 0;
   for (let i = chunks.length - 1; i >= 0 && n < USAGE_TAIL_BYTES; i--) {
@@ -163,6 +170,38 @@ export function usageOfReply(chunks: readonly Buffer[], size: number): UsageRepo
     n += chunks[i]!.length;
   }
   return searchUsage(tail.length === 1 ? tail[0]! : Buffer.concat(tail, n));
+}
+
+/** The value of the top-level `usage` key of the JSON object in `buf`, checked; undefined when it has none. */
+function topLevelUsage(buf: Buffer): UsageReport {
+  let depth = 0;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (c === 0x22 /* " */) {
+      const start = i;
+      for (i++; i < buf.length && buf[i] !== 0x22; i++) if (buf[i] === 0x5c /* \ */) i++;
+      // A key of the reply itself: a string at depth 1 followed by `:`.
+      if (depth === 1 && i - start === USAGE_KEY.length - 1 && buf.compare(USAGE_KEY, 0, USAGE_KEY.length, start, i + 1) === 0) {
+        const at = skipSpace(buf, i + 1);
+        if (buf[at] === 0x3a /* : */) return usageValue(buf, skipSpace(buf, at + 1));
+      }
+    } else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return undefined;
+}
+
+/** The usage whose value starts at `i`: an object of at most 64 KiB, parsed alone and checked; `null` is none. */
+function usageValue(buf: Buffer, i: number): UsageReport {
+  if (buf[i] === 0x6e /* n */) return buf.subarray(i, i + 4).toString() === 'null' ? undefined : 'bad';
+  if (buf[i] !== 0x7b /* { */) return 'bad';
+  const endAt = objectEnd(buf, i, Math.min(buf.length, i + MAX_USAGE_OBJECT_BYTES));
+  if (endAt < 0) return 'bad';
+  try {
+    return checkUsage(JSON.parse(buf.subarray(i, endAt).toString('utf8')));
+  } catch {
+    return 'bad';
+  }
 }
 
 /** {@link usageOfReply} of a reply in one buffer. */
@@ -173,18 +212,9 @@ export function findUsageIn(buf: Buffer): UsageReport {
 /** The usage found from the end of `buf` (see {@link usageOfReply}). */
 function searchUsage(buf: Buffer): UsageReport {
   for (let at = buf.lastIndexOf(USAGE_KEY); at >= 0; at = at > 0 ? buf.lastIndexOf(USAGE_KEY, at - 1) : -1) {
-    let i = skipSpace(buf, at + USAGE_KEY.length);
+    const i = skipSpace(buf, at + USAGE_KEY.length);
     if (buf[i] !== 0x3a /* : */) continue;
-    i = skipSpace(buf, i + 1);
-    if (buf[i] === 0x6e /* n */) return buf.subarray(i, i + 4).toString() === 'null' ? undefined : 'bad';
-    if (buf[i] !== 0x7b /* { */) return 'bad';
-    const endAt = objectEnd(buf, i, Math.min(buf.length, i + MAX_USAGE_OBJECT_BYTES));
-    if (endAt < 0) return 'bad';
-    try {
-      return checkUsage(JSON.parse(buf.subarray(i, endAt).toString('utf8')));
-    } catch {
-      return 'bad';
-    }
+    return usageValue(buf, skipSpace(buf, i + 1));
   }
   return undefined;
 }
