@@ -35,6 +35,15 @@ export class ClientLeft implements LeaveSignal {
     this.aborted = true;
     const listeners = this.listeners;
     this.listeners = undefined;
-    for (const l of listeners ?? []) l();
+    for (const l of listeners ?? []) {
+      // As an EventTarget does: one listener that throws does not keep the rest from hearing it.
+      try {
+        l();
+      } catch (err) {
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    }
   }
 }

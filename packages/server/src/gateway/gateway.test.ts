@@ -64,13 +64,13 @@ describe('gateway non-streaming', () => {
     expect(store.usage).toEqual([expect.objectContaining({ requests: 1, errors: 1 })]);
   });
 
-  it('sends a request again on another connection when the engine closed one before answering', async () => {
+  it('sends a request again, once, on another connection when the engine closed one at once', async () => {
     // As an engine closing an idle kept-alive connection just as a request goes out on it.
-    let closed = 0;
+    let calls = 0;
     const { url, secret } = await setup((req, res) => {
       req.resume();
       req.on('end', () => {
-        if (++closed <= 2) return req.socket.destroy();
+        if (++calls === 1) return req.socket.destroy();
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end('{"id":"ok","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
       });
@@ -78,6 +78,22 @@ describe('gateway non-streaming', () => {
     const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(200);
     expect(reply(r.text).id).toBe('ok');
+    expect(calls).toBe(2);
+  });
+
+  it('does not send again a request whose connection closed after the engine had it for a while', async () => {
+    // A generation cut off (a crash, a reset in between): not run again on the same replica.
+    let calls = 0;
+    const { url, secret } = await setup((req) => {
+      req.resume();
+      req.on('end', () => {
+        calls++;
+        setTimeout(() => req.socket.destroy(), 1100);
+      });
+    });
+    const r = await post(url, secret, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.status).toBe(503);
+    expect(calls).toBe(1);
   });
 
   it('says every replica is cooling down, not that none is ready, when the only one just failed', async () => {

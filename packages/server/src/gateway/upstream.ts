@@ -102,7 +102,10 @@ export class Upstream {
     let p = this.pools.get(endpoint);
     if (!p) {
       // One connection per concurrent stream: HTTP/1.1 streams hold their connection.
-      p = new Pool(endpoint, { connections: 512, pipelining: 1, keepAliveTimeout: 30_000, connectTimeout: 3_000 });
+      // Idle connections are let go after 4 s unless the engine says how long it keeps them:
+      // uvicorn (vLLM, SGLang) closes them after 5 s without saying, and a request sent on
+      // one as it closes fails.
+      p = new Pool(endpoint, { connections: 512, pipelining: 1, keepAliveTimeout: 4_000, connectTimeout: 3_000 });
       this.pools.set(endpoint, p);
     }
     return p;
@@ -134,6 +137,7 @@ export class Upstream {
     try {
       let up;
       for (let tries = 1; ; tries++) {
+        const sentAt = Date.now();
         try {
           up = await this.pool(target.endpoint).request({
             path: tr ? '/v1/chat/completions' : ex.path,
@@ -153,8 +157,10 @@ export class Upstream {
           if (ex.signal.aborted) throw err;
           // A kept-alive connection the engine closed (its idle timeout, 5 s in uvicorn and
           // Node) just as the request went out on it: the replica is fine, so the request
-          // goes again, on another connection, before the replica is cooled down.
-          if (tries <= CLOSED_CONNECTION_RETRIES && closedConnection(err)) continue;
+          // goes once more, on another connection, before the replica is cooled down. Only
+          // a failure at once: one later may be a generation the engine was running
+          // (a crash, a middlebox's reset), not worth running again on the same replica.
+          if (tries === 1 && Date.now() - sentAt < STALE_CONNECTION_MS && closedConnection(err) && this.pools.has(target.endpoint)) continue;
           throw new RetryableUpstreamError((err as Error).message);
         }
       }
@@ -299,13 +305,14 @@ const OVER_BUDGET = new Error('over the reply budget');
 
 const idleMessage = (ms: number) => `sent nothing for ${ms / 1000}s mid-body (--stream-idle-timeout)`;
 
-/** Times a request is sent again on another connection after one closed before any answer. */
-const CLOSED_CONNECTION_RETRIES = 2;
+/** How soon after it went out a request's connection must have closed for the request to be sent again. */
+const STALE_CONNECTION_MS = 1000;
 
 /** A connection that closed or reset before the engine's answer began (undici's and the socket's words for it). */
 function closedConnection(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE';
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  // undici's UND_ERR_SOCKET also says "bad response" of an engine that misbehaves.
+  return (code === 'UND_ERR_SOCKET' && message === 'other side closed') || code === 'ECONNRESET' || code === 'EPIPE';
 }
 
 /** How much of a 5xx body is read, for the message. */
