@@ -20,7 +20,7 @@ describe('BucketHistogram', () => {
           const minePlain = new BucketHistogram('y_seconds', 'h2', BOUNDS, undefined, ours);
           for (const [m, v] of labelled) {
             ref.labels(m).observe(v);
-            mine.labelled(m).observe(v);
+            mine.observe(v, m);
           }
           for (const v of plain) {
             refPlain.observe(v);

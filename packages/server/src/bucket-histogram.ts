@@ -14,7 +14,7 @@ interface Series {
  * its buckets by the bound's string on every call, two of them on every request; here
  * that work happens at scrape time, in `getForPromString`, which hands the registry the
  * same values in the same order as prom-client's Histogram, so /metrics reads the same
- * (metrics.test.ts compares the two).
+ * (bucket-histogram.test.ts compares the two).
  */
 export class BucketHistogram {
   readonly type = 'histogram';
@@ -34,14 +34,9 @@ export class BucketHistogram {
     if (labelName === undefined) this.of(undefined);
   }
 
-  /** The series of one label value, to observe into directly (kept by the caller). */
-  labelled(value: string): { observe(v: number): void } {
-    return { observe: (v: number) => this.add(this.of(value), v) };
-  }
-
-  /** An observation of the unlabelled histogram. */
-  observe(v: number): void {
-    this.add(this.of(undefined), v);
+  /** An observation, in the series of `labelValue` (a labelled histogram's one label), else the unlabelled one. */
+  observe(v: number, labelValue?: string): void {
+    this.add(this.of(labelValue), v);
   }
 
   reset(): void {

@@ -212,30 +212,18 @@ export class Metrics {
   }
 
   private readonly requestCounts = new Map<string, Counter.Internal>();
-  private readonly durations = new Map<string, { observe(v: number): void }>();
-  private readonly ttfts = new Map<string, { observe(v: number): void }>();
   private readonly tokenCounts = new Map<string, Counter.Internal>();
 
-  // Each metric's child for one label set is looked up once and kept: prom-client hashes
-  // the label object on every call otherwise, which is most of a metric's cost per request.
-
   countRequest(model: string, endpoint: string, status: number): void {
-    const k = `${model}\u0000${endpoint}\u0000${status}`;
-    let c = this.requestCounts.get(k);
-    if (!c) this.requestCounts.set(k, (c = this.requests.labels(model, endpoint, String(status))));
-    c.inc();
+    counterChild(this.requestCounts, `${model}\u0000${endpoint}\u0000${status}`, () => this.requests.labels(model, endpoint, String(status))).inc();
   }
 
   observeDuration(model: string, seconds: number): void {
-    let h = this.durations.get(model);
-    if (!h) this.durations.set(model, (h = this.duration.labelled(model)));
-    h.observe(seconds);
+    this.duration.observe(seconds, model);
   }
 
   observeTtft(model: string, seconds: number): void {
-    let h = this.ttfts.get(model);
-    if (!h) this.ttfts.set(model, (h = this.ttft.labelled(model)));
-    h.observe(seconds);
+    this.ttft.observe(seconds, model);
   }
 
   countRoutingDecision(model: string, replica: string, decision: string): void {
@@ -247,11 +235,18 @@ export class Metrics {
   }
 
   countTokens(model: string, direction: 'prompt' | 'completion', n: number): void {
-    const k = `${model}\u0000${direction}`;
-    let c = this.tokenCounts.get(k);
-    if (!c) this.tokenCounts.set(k, (c = this.tokens.labels(model, direction)));
-    c.inc(n);
+    counterChild(this.tokenCounts, `${model}\u0000${direction}`, () => this.tokens.labels(model, direction)).inc(n);
   }
+}
+
+/**
+ * A counter's child for one label set, looked up once and kept in `children`: prom-client
+ * hashes the label object on every call otherwise, which is most of a metric's cost per request.
+ */
+function counterChild(children: Map<string, Counter.Internal>, key: string, make: () => Counter.Internal): Counter.Internal {
+  let c = children.get(key);
+  if (!c) children.set(key, (c = make()));
+  return c;
 }
 
 function pend(pending: Map<string, { labels: [string, string, string]; n: number }>, a: string, b: string, c: string, n: number): void {
